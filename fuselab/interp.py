@@ -1,0 +1,129 @@
+"""Reference semantics: run a graph or a plan with an array module (NumPy or CuPy).
+
+This is the test oracle and the CPU backend. Running a plan materialises only each
+kernel's outputs, so a wrong plan (a kernel reading a value nobody stored) fails here
+exactly as it would on the GPU.
+"""
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any, Mapping
+
+import numpy as np
+
+from .ir import Graph, Node
+from .ops import Kind, OPS
+
+
+class PlanExecutionError(RuntimeError):
+    pass
+
+
+def slice_key(start: tuple[int, ...], step: tuple[int, ...], shape: tuple[int, ...]) -> tuple[slice, ...]:
+    """Python slices that select `shape` elements from `start` with `step` per axis."""
+    key = []
+    for s, st, n in zip(start, step, shape):
+        if n == 0:
+            key.append(slice(0, 0))
+            continue
+        stop = s + n * st
+        key.append(slice(s, stop if stop >= 0 else None, st))
+    return tuple(key)
+
+
+def eval_node(xp: ModuleType, node: Node, vals: list[Any]) -> Any:
+    """The value of one node given its inputs' values."""
+    a = node.args
+    op = node.op
+    kind = OPS[op].kind
+    if op == "const":
+        return xp.asarray(a["value"], dtype=node.dtype)
+    if op == "full":
+        return xp.full(node.shape, a["value"], dtype=node.dtype)
+    if op == "arange":
+        return xp.arange(a["start"], a["stop"], a["step"], dtype=node.dtype)[: node.shape[0]]
+    if op == "astype":
+        return vals[0].astype(node.dtype)
+    if op == "where":
+        out = xp.where(vals[0], vals[1], vals[2])
+    elif kind is Kind.ELEMWISE:
+        ufunc = getattr(xp, OPS[op].xp_name)
+        ct = np.dtype(a["ctype"])
+        vals = [v if v.dtype == ct else v.astype(ct) for v in vals]
+        out = ufunc(*vals)
+    elif op == "transpose":
+        return xp.transpose(vals[0], a["perm"])
+    elif op == "slice":
+        return vals[0][slice_key(a["start"], a["step"], node.shape)]
+    elif op == "reshape":
+        return xp.reshape(vals[0], node.shape)
+    elif op == "broadcast_to":
+        return xp.broadcast_to(vals[0], node.shape)
+    elif kind is Kind.REDUCE:
+        out = _reduce(xp, node, vals[0])
+    elif op == "opaque":
+        kwargs = dict(a["kwargs"])
+        out = a["fn"].call(xp, *vals, **kwargs)
+        if "index" in a:
+            out = out[a["index"]]
+    else:  # pragma: no cover - the op table and this function must agree
+        raise NotImplementedError(op)
+    out = xp.asarray(out)
+    if out.dtype != node.dtype:
+        out = out.astype(node.dtype)
+    return out
+
+
+def _reduce(xp: ModuleType, node: Node, x: Any) -> Any:
+    a = node.args
+    axes, keepdims = a["axes"], a["keepdims"]
+    if node.op in ("argmax", "argmin"):
+        fn = getattr(xp, node.op)
+        if a["flat"]:
+            out = fn(x)
+            return xp.reshape(out, node.shape) if keepdims else out
+        return fn(x, axis=axes[0], keepdims=keepdims)
+    if node.op in ("sum", "prod"):
+        return getattr(xp, node.op)(x, axis=axes, keepdims=keepdims, dtype=node.dtype)
+    return getattr(xp, node.op)(x, axis=axes, keepdims=keepdims)
+
+
+def run_graph(graph: Graph, inputs: Mapping[str, Any], xp: ModuleType = np) -> dict[str, Any]:
+    """Evaluate every node; return the named outputs."""
+    env: list[Any] = [None] * len(graph.nodes)
+    with np.errstate(all="ignore"):
+        for i, n in enumerate(graph.nodes):
+            if n.op == "input":
+                env[i] = inputs[n.args["name"]]
+            else:
+                env[i] = eval_node(xp, n, [env[j] for j in n.inputs])
+    return {name: env[i] for name, i in graph.outputs}
+
+
+def run_plan(plan, inputs: Mapping[str, Any], xp: ModuleType = np) -> dict[str, Any]:
+    """Evaluate kernel by kernel; only kernel outputs survive a kernel boundary."""
+    graph = plan.graph
+    stored: dict[int, Any] = {i: inputs[graph.nodes[i].args["name"]] for i in graph.input_ids}
+    with np.errstate(all="ignore"):
+        for k, kern in enumerate(plan.kernels):
+            local: dict[int, Any] = {}
+            for j in kern.inputs:
+                if j not in stored:
+                    raise PlanExecutionError(
+                        f"kernel {k} ({kern.name}) reads %{j}, which no earlier kernel stored")
+                local[j] = stored[j]
+            for i in kern.nodes:
+                n = graph.nodes[i]
+                try:
+                    vals = [local[j] for j in n.inputs]
+                except KeyError as e:
+                    raise PlanExecutionError(
+                        f"kernel {k} ({kern.name}) computes %{i} from %{e.args[0]}, "
+                        "which is neither in the kernel nor one of its inputs") from None
+                local[i] = eval_node(xp, n, vals)
+            for i in kern.outputs:
+                stored[i] = local[i]
+    missing = [name for name, i in graph.outputs if i not in stored]
+    if missing:
+        raise PlanExecutionError(f"no kernel stores the output(s) {', '.join(missing)}")
+    return {name: stored[i] for name, i in graph.outputs}

@@ -1,0 +1,414 @@
+"""The IR: immutable nodes in a graph, a builder that infers abstract values, printing
+and `verify()`.
+
+A node's id is its index in `Graph.nodes`, which is always in topological order, so
+every pass can walk the tuple front to back and use ids as bit positions.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from .ops import (ARG_REDUCE_OPS, OPS, Args, Aval, Kind, OpaqueFn, ShapeError, broadcast_shapes,
+                  normalize_axes, op, reduce_dtype, reduce_shape, short_dtype, ufunc_loop_dtypes)
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """Where in the user's cell an op was written (1-based line of the cell)."""
+
+    line: int
+    text: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.text.strip()}"
+
+
+@dataclass(frozen=True)
+class Node:
+    op: str
+    inputs: tuple[int, ...]
+    args: Args
+    aval: Aval
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def kind(self) -> Kind:
+        return OPS[self.op].kind
+
+    @property
+    def opdef(self):
+        return OPS[self.op]
+
+    @property
+    def label(self) -> str:
+        """Short display name: the op, or the opaque function's name, or the input name."""
+        if self.op == "input":
+            return str(self.args["name"])
+        if self.op == "opaque":
+            return self.args["fn"].name
+        return self.op
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A traced cell: nodes in topological order and the named outputs."""
+
+    nodes: tuple[Node, ...]
+    outputs: tuple[tuple[str, int], ...]
+    source: str = field(default="", compare=False)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __getitem__(self, i: int) -> Node:
+        return self.nodes[i]
+
+    @cached_property
+    def users(self) -> tuple[tuple[int, ...], ...]:
+        """users[i]: ids of the nodes that read node i (each once, ascending)."""
+        acc: list[list[int]] = [[] for _ in self.nodes]
+        for j, n in enumerate(self.nodes):
+            for i in dict.fromkeys(n.inputs):
+                acc[i].append(j)
+        return tuple(tuple(u) for u in acc)
+
+    @cached_property
+    def output_ids(self) -> frozenset[int]:
+        return frozenset(i for _, i in self.outputs)
+
+    @cached_property
+    def input_ids(self) -> tuple[int, ...]:
+        return tuple(i for i, n in enumerate(self.nodes) if n.op == "input")
+
+    def input_names(self) -> tuple[str, ...]:
+        return tuple(self.nodes[i].args["name"] for i in self.input_ids)
+
+    def names_of(self, i: int) -> tuple[str, ...]:
+        """The cell's variable names bound to node i at the end of the cell."""
+        return tuple(name for name, j in self.outputs if j == i)
+
+    def __str__(self) -> str:
+        return format_graph(self)
+
+
+# ---------------------------------------------------------------------------
+# Printing
+# ---------------------------------------------------------------------------
+
+def format_value(v: Any) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, np.dtype):
+        return short_dtype(v)
+    if isinstance(v, tuple):
+        return "(" + ",".join(format_value(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+    return repr(v)
+
+
+def format_args(node: Node) -> str:
+    parts = []
+    for k, v in node.args.items():
+        if k in ("name", "fn", "value"):
+            continue
+        if k in ("ctype", "dtype") and node.op != "astype" and np.dtype(v) == node.dtype:
+            continue  # a compute dtype is worth showing only when it differs
+        if k == "flat":
+            if v:
+                parts.append("flat")
+            continue
+        if k == "keepdims":
+            if v:
+                parts.append("keepdims")
+            continue
+        if k == "kwargs":
+            parts.extend(f"{kk}={format_value(vv)}" for kk, vv in v)
+            continue
+        parts.append(f"{k}={format_value(v)}")
+    return " ".join(parts)
+
+
+def format_node(graph: Graph, i: int) -> str:
+    n = graph.nodes[i]
+    if n.op == "input":
+        head = f"input {n.args['name']}"
+    elif n.op == "const":
+        head = f"const {format_value(n.args['value'])}"
+    elif n.op == "full":
+        head = f"full {format_value(n.args['value'])}"
+    else:
+        head = n.label
+        if n.inputs:
+            head += " " + ", ".join(f"%{j}" for j in n.inputs)
+    extra = format_args(n)
+    text = f"%{i} = {head}{' ' + extra if extra else ''} : {n.aval}"
+    names = graph.names_of(i)
+    if names:
+        text += f"  -> {', '.join(names)}"
+    return text
+
+
+def format_graph(graph: Graph, with_lines: bool = True) -> str:
+    rows = [format_node(graph, i) for i in range(len(graph.nodes))]
+    if not with_lines:
+        return "\n".join(rows)
+    width = max((len(r) for r in rows), default=0)
+    out = []
+    for r, n in zip(rows, graph.nodes):
+        out.append(f"{r:<{width}}  # {n.loc}" if n.loc is not None else r)
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------
+# Building: inference of abstract values, hash-consing of identical nodes
+# ---------------------------------------------------------------------------
+
+class GraphBuilder:
+    """Appends nodes, inferring each node's shape and dtype from the op table rules.
+
+    Identical pure nodes (same op, inputs and args) are shared (common subexpressions).
+    """
+
+    def __init__(self, source: str = "") -> None:
+        self.nodes: list[Node] = []
+        self._memo: dict[tuple, int] = {}
+        self.source = source
+
+    def aval(self, i: int) -> Aval:
+        return self.nodes[i].aval
+
+    def _append(self, opname: str, inputs: Sequence[int], args: Args, aval: Aval,
+                loc: SourceLoc | None, share: bool = True) -> int:
+        key = (opname, tuple(inputs), args, aval) if share else None
+        if key is not None:
+            try:
+                hit = self._memo.get(key)
+            except TypeError:  # unhashable argument: never shared
+                hit, key = None, None
+            if hit is not None:
+                return hit
+        self.nodes.append(Node(opname, tuple(inputs), args, aval, loc))
+        idx = len(self.nodes) - 1
+        if key is not None:
+            self._memo[key] = idx
+        return idx
+
+    # -- sources -----------------------------------------------------------
+    def input(self, name: str, shape: Sequence[int], dtype: Any, loc: SourceLoc | None = None) -> int:
+        return self._append("input", (), Args.of(name=name), Aval(tuple(shape), np.dtype(dtype)),
+                            loc, share=False)
+
+    def const(self, value: Any, dtype: Any, loc: SourceLoc | None = None) -> int:
+        dt = np.dtype(dtype)
+        v = np.asarray(value).astype(dt).item()  # canonical Python value of that dtype
+        return self._append("const", (), Args.of(value=v), Aval((), dt), loc)
+
+    def full(self, shape: Sequence[int], value: Any, dtype: Any, loc: SourceLoc | None = None) -> int:
+        dt = np.dtype(dtype)
+        v = np.asarray(value).astype(dt).item()
+        return self._append("full", (), Args.of(value=v), Aval(tuple(int(d) for d in shape), dt), loc)
+
+    def arange(self, start: Any, stop: Any, step: Any, dtype: Any,
+               loc: SourceLoc | None = None) -> int:
+        """Values start + i*step for i < ceil((stop - start) / step), as np.arange."""
+        if step == 0:
+            raise ShapeError("arange: step must not be zero")
+        length = max(0, math.ceil((stop - start) / step))
+        return self._append("arange", (), Args.of(start=start, stop=stop, step=step),
+                            Aval((int(length),), np.dtype(dtype)), loc)
+
+    # -- elementwise -------------------------------------------------------
+    def elemwise(self, opname: str, inputs: Sequence[int], loc: SourceLoc | None = None) -> int:
+        d = op(opname)
+        if d.kind is not Kind.ELEMWISE or opname in ("where", "astype"):
+            raise ValueError(f"{opname} is not a ufunc op")
+        avals = [self.aval(i) for i in inputs]
+        if d.arity is not None and len(avals) != d.arity:
+            raise ShapeError(f"{opname} takes {d.arity} operands, got {len(avals)}")
+        loop = ufunc_loop_dtypes(d.xp_name, [a.dtype for a in avals])
+        shape = broadcast_shapes(*(a.shape for a in avals))
+        return self._append(opname, inputs, Args.of(ctype=loop[0]), Aval(shape, loop[-1]), loc)
+
+    def where(self, cond: int, x: int, y: int, loc: SourceLoc | None = None) -> int:
+        cond = self.astype(cond, bool, loc) if self.aval(cond).dtype != np.bool_ else cond
+        dt = np.result_type(self.aval(x).dtype, self.aval(y).dtype)
+        shape = broadcast_shapes(self.aval(cond).shape, self.aval(x).shape, self.aval(y).shape)
+        return self._append("where", (cond, x, y), Args.of(ctype=dt), Aval(shape, dt), loc)
+
+    def astype(self, x: int, dtype: Any, loc: SourceLoc | None = None) -> int:
+        dt = np.dtype(dtype)
+        if self.aval(x).dtype == dt:
+            return x
+        if self.nodes[x].op == "const":  # fold: casting a scalar constant is free
+            return self.const(np.asarray(self.nodes[x].args["value"], self.aval(x).dtype).astype(dt), dt, loc)
+        return self._append("astype", (x,), Args.of(dtype=dt), Aval(self.aval(x).shape, dt), loc)
+
+    # -- views -------------------------------------------------------------
+    def transpose(self, x: int, perm: Sequence[int], loc: SourceLoc | None = None) -> int:
+        a = self.aval(x)
+        perm = tuple(int(p) for p in perm)
+        if sorted(perm) != list(range(a.ndim)):
+            raise ShapeError(f"axes {perm} don't match array of dimension {a.ndim}")
+        if perm == tuple(range(a.ndim)):
+            return x
+        return self._append("transpose", (x,), Args.of(perm=perm),
+                            Aval(tuple(a.shape[p] for p in perm), a.dtype), loc)
+
+    def slice(self, x: int, starts: Sequence[int], steps: Sequence[int], lengths: Sequence[int],
+              loc: SourceLoc | None = None) -> int:
+        a = self.aval(x)
+        starts, steps, lengths = (tuple(int(v) for v in t) for t in (starts, steps, lengths))
+        if len(starts) != a.ndim or len(steps) != a.ndim or len(lengths) != a.ndim:
+            raise ShapeError("slice needs one start, step and length per dimension")
+        if starts == (0,) * a.ndim and steps == (1,) * a.ndim and lengths == a.shape:
+            return x
+        for s, st, n, dim in zip(starts, steps, lengths, a.shape):
+            if n and not (0 <= s < dim and 0 <= s + (n - 1) * st < dim):
+                raise ShapeError(f"slice start {s} step {st} length {n} is outside a dimension of {dim}")
+        return self._append("slice", (x,), Args.of(start=starts, step=steps), Aval(lengths, a.dtype), loc)
+
+    def reshape(self, x: int, shape: Sequence[int], loc: SourceLoc | None = None) -> int:
+        a = self.aval(x)
+        shape = tuple(int(d) for d in shape)
+        if math.prod(shape) != a.size:
+            raise ShapeError(f"cannot reshape array of size {a.size} into shape {shape}")
+        if shape == a.shape:
+            return x
+        src = self.nodes[x]
+        if src.op == "reshape":  # a reshape of a reshape is one reshape
+            x = src.inputs[0]
+            if self.aval(x).shape == shape:
+                return x
+        return self._append("reshape", (x,), Args.of(shape=shape), Aval(shape, a.dtype), loc)
+
+    def broadcast_to(self, x: int, shape: Sequence[int], loc: SourceLoc | None = None) -> int:
+        a = self.aval(x)
+        shape = tuple(int(d) for d in shape)
+        if broadcast_shapes(a.shape, shape) != shape:
+            raise ShapeError(f"cannot broadcast an array of shape {a.shape} to {shape}")
+        if shape == a.shape:
+            return x
+        return self._append("broadcast_to", (x,), Args.of(shape=shape), Aval(shape, a.dtype), loc)
+
+    # -- reductions --------------------------------------------------------
+    def reduce(self, opname: str, x: int, axis: Any = None, keepdims: bool = False,
+               dtype: Any = None, loc: SourceLoc | None = None) -> int:
+        d = op(opname)
+        if d.kind is not Kind.REDUCE:
+            raise ValueError(f"{opname} is not a reduction")
+        a = self.aval(x)
+        axes = normalize_axes(axis, a.ndim)
+        if opname in ARG_REDUCE_OPS and axis is not None and len(axes) != 1:
+            raise ShapeError(f"{opname} takes a single axis or None")
+        empty = any(a.shape[i] == 0 for i in axes) or (a.size == 0 and not axes)
+        if d.identity is None and empty:
+            raise ShapeError(f"zero-size array to reduction operation {opname} which has no identity")
+        out_dt = reduce_dtype(opname, a.dtype, np.dtype(dtype) if dtype is not None else None)
+        if opname in ARG_REDUCE_OPS and axis is None:
+            shape: tuple[int, ...] = (1,) * a.ndim if keepdims else ()
+        else:
+            shape = reduce_shape(a.shape, axes, keepdims)
+        return self._append(opname, (x,), Args.of(axes=axes, keepdims=bool(keepdims), dtype=out_dt,
+                                                  flat=opname in ARG_REDUCE_OPS and axis is None),
+                            Aval(shape, out_dt), loc)
+
+    # -- opaque ------------------------------------------------------------
+    def opaque(self, fn: OpaqueFn, inputs: Sequence[int], aval: Aval,
+               kwargs: tuple[tuple[str, Any], ...] = (), loc: SourceLoc | None = None,
+               output_index: int | None = None) -> int:
+        args = Args.of(fn=fn, kwargs=kwargs) if output_index is None else \
+            Args.of(fn=fn, kwargs=kwargs, index=output_index)
+        return self._append("opaque", inputs, args, aval, loc, share=False)
+
+    def build(self, outputs: Iterable[tuple[str, int]]) -> Graph:
+        return prune(Graph(tuple(self.nodes), tuple(outputs), self.source))
+
+
+def prune(graph: Graph) -> Graph:
+    """Drop nodes no output depends on, and renumber (keeps topological order)."""
+    live = set(graph.output_ids)
+    for i in range(len(graph.nodes) - 1, -1, -1):
+        if i in live:
+            live.update(graph.nodes[i].inputs)
+    keep = sorted(live)
+    if len(keep) == len(graph.nodes):
+        return graph
+    new_id = {old: new for new, old in enumerate(keep)}
+    nodes = tuple(replace(graph.nodes[i], inputs=tuple(new_id[j] for j in graph.nodes[i].inputs))
+                  for i in keep)
+    return Graph(nodes, tuple((name, new_id[i]) for name, i in graph.outputs), graph.source)
+
+
+# ---------------------------------------------------------------------------
+# verify()
+# ---------------------------------------------------------------------------
+
+class VerifyError(AssertionError):
+    pass
+
+
+def verify(graph: Graph) -> None:
+    """Check topological order, arities, and that every stored shape/dtype is what the
+    op table's rules give. Raises VerifyError naming the node."""
+    b = GraphBuilder()
+    b._memo = {}  # re-derive each node without sharing
+
+    for i, n in enumerate(graph.nodes):
+        where = f"%{i} ({n.op})"
+        if n.op not in OPS:
+            raise VerifyError(f"{where}: unknown op")
+        for j in n.inputs:
+            if not 0 <= j < i:
+                raise VerifyError(f"{where}: input %{j} is not defined before it")
+        d = OPS[n.op]
+        if d.arity is not None and len(n.inputs) != d.arity:
+            raise VerifyError(f"{where}: takes {d.arity} inputs, has {len(n.inputs)}")
+        b.nodes = list(graph.nodes[:i])
+        b._memo = {}
+        expected = _reinfer(b, n)
+        if expected is not None and expected != n.aval:
+            raise VerifyError(f"{where}: stored {n.aval} but the rules give {expected}")
+    for name, j in graph.outputs:
+        if not 0 <= j < len(graph.nodes):
+            raise VerifyError(f"output {name!r} names a missing node %{j}")
+
+
+def _reinfer(b: GraphBuilder, n: Node) -> Aval | None:
+    a = n.args
+    if n.kind is Kind.SOURCE or n.kind is Kind.OPAQUE:
+        return None
+    if n.op == "where":
+        idx = b.where(*n.inputs)
+    elif n.op == "astype":
+        idx = b._append("astype", n.inputs, a, Aval(b.aval(n.inputs[0]).shape, a["dtype"]), None, False)
+    elif n.kind is Kind.ELEMWISE:
+        idx = b.elemwise(n.op, n.inputs)
+    elif n.op == "transpose":
+        idx = b.transpose(n.inputs[0], a["perm"])
+    elif n.op == "slice":
+        idx = b.slice(n.inputs[0], a["start"], a["step"], n.shape)
+    elif n.op == "reshape":
+        idx = b.reshape(n.inputs[0], a["shape"])
+    elif n.op == "broadcast_to":
+        idx = b.broadcast_to(n.inputs[0], a["shape"])
+    elif n.kind is Kind.REDUCE:
+        idx = b.reduce(n.op, n.inputs[0], None if a["flat"] else a["axes"], a["keepdims"], a["dtype"])
+    else:
+        return None
+    return b.nodes[idx].aval if idx >= len(b.nodes) - 1 or idx in n.inputs else b.nodes[idx].aval
