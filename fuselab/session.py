@@ -1,0 +1,239 @@
+"""The session: one object that holds everything about a traced cell — graph, current
+plan, generated code, results, measurements — for the magic and the explorer to read.
+
+Stages produce immutable values; the session only remembers the latest of each and
+recomputes what a plan change invalidates. Widgets never compute: they call `choose()`,
+`fuse()` or `split()` here and redraw from the new state.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from .errors import BackendError, FuselabError
+from .ir import Graph
+from .plan import Plan, make_plan, unfused_plan
+from .trace import TraceResult
+
+BACKENDS = ("auto", "cuda", "cpu")
+
+
+@dataclass(frozen=True)
+class Check:
+    """Outputs of a plan compared with the unfused / reference run."""
+
+    ok: bool
+    worst: str = ""                 # the output with the largest error, and by how much
+    details: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """What the explorer shows of one kernel: the plan's kernel plus its code."""
+
+    index: int
+    kernel: Any
+    code: Any | None = None         # codegen KernelCode (None for opaque / not generated)
+
+    @property
+    def name(self) -> str:
+        return getattr(self.code, "name", None) or f"k{self.index}_{self.kernel.name}"
+
+    @property
+    def nodes(self) -> tuple[int, ...]:
+        return self.kernel.nodes
+
+    @property
+    def template(self):
+        return self.kernel.template
+
+    @property
+    def source(self) -> str | None:
+        return getattr(self.code, "source", None)
+
+
+def cuda_status() -> tuple[bool, str]:
+    """Can the CUDA backend run here? (available, reason if not)."""
+    try:
+        from .runtime import cuda_available
+    except ImportError as e:  # runtime package missing its dependencies
+        return False, f"the CUDA runtime could not be imported ({e})"
+    return cuda_available()
+
+
+def resolve_backend(requested: str, array_module: str) -> tuple[str, str]:
+    """(backend, note) for a requested backend and the cell's kind of input arrays."""
+    if requested not in BACKENDS:
+        raise BackendError(f"unknown backend {requested!r}", None, f"choose one of {', '.join(BACKENDS)}")
+    if requested == "cpu":
+        if array_module == "cupy":
+            return "cpu", "CPU backend: CuPy inputs are copied to the host and back"
+        return "cpu", "CPU backend (requested): the plan runs with NumPy, kernel by kernel; times are predicted"
+    ok, why = cuda_status()
+    if ok:
+        return "cuda", ""
+    if requested == "cuda" or array_module == "cupy":
+        raise BackendError(f"the CUDA backend cannot run here: {why}", None,
+                           "run on a machine with an NVIDIA GPU and CuPy, or use --backend cpu with NumPy arrays")
+    return "cpu", f"CPU backend (no GPU: {why}): the plan runs with NumPy, kernel by kernel; times are predicted"
+
+
+class Session:
+    def __init__(self, traced: TraceResult, strategy: str = "auto", backend: str = "auto",
+                 repeats: int = 20, codegen_options: Any = None) -> None:
+        self.traced = traced
+        self.graph: Graph = traced.graph
+        self.backend, self.backend_note = resolve_backend(backend, traced.array_module)
+        self.repeats = repeats
+        self.codegen_options = codegen_options
+        self.unfused: Plan = unfused_plan(self.graph)
+        self.plan: Plan = self.unfused if strategy == "unfused" else make_plan(self.graph, strategy)
+        self.history: list[Plan] = [self.plan]
+        self.message = ""                 # the last choice's outcome, e.g. a refusal reason
+        self.outputs: dict[str, Any] | None = None
+        self.check: Check | None = None
+        self.measurement: Any = None
+        self._codes: dict[int, tuple] = {}
+        self._listeners: list[Callable[["Session"], None]] = []
+
+    @classmethod
+    def from_trace(cls, traced: TraceResult, **options: Any) -> "Session":
+        return cls(traced, **options)
+
+    # -- reading --------------------------------------------------------------
+    @property
+    def inputs(self) -> Mapping[str, Any]:
+        return self.traced.inputs
+
+    @property
+    def kernels(self) -> tuple[KernelInfo, ...]:
+        codes = self.codes(optional=True)
+        return tuple(KernelInfo(i, k, codes[i] if codes else None) for i, k in enumerate(self.plan.kernels))
+
+    def report(self, plan: Plan | None = None):
+        """The planner's cost report (bytes, launches, predicted time) for a plan."""
+        from .plan import cost
+        return cost.report(plan or self.plan, self.device_params())
+
+    def device_params(self):
+        from .plan.cost import DeviceParams
+        if self.backend == "cuda":
+            try:
+                from .runtime import calibration
+                return DeviceParams.from_dict(calibration())
+            except Exception:  # calibration is an improvement, never a requirement
+                pass
+        return DeviceParams.h200_default()
+
+    def codes(self, optional: bool = False) -> tuple | None:
+        """Generated CUDA for each kernel of the current plan (cached per plan)."""
+        key = id(self.plan)
+        if key not in self._codes:
+            try:
+                from .codegen import generate
+                self._codes = {key: tuple(generate(self.plan, self.codegen_options))}
+            except Exception:
+                if optional:
+                    return None
+                raise
+        return self._codes[key]
+
+    # -- choosing ---------------------------------------------------------------
+    def on_change(self, callback: Callable[["Session"], None]) -> None:
+        self._listeners.append(callback)
+
+    def _set(self, plan: Plan, message: str = "") -> Plan:
+        self.plan = plan
+        self.history.append(plan)
+        self.message = message
+        self.measurement = None
+        self.check = None
+        for cb in self._listeners:
+            cb(self)
+        return plan
+
+    def choose(self, strategy: str) -> Plan:
+        plan = self.unfused if strategy == "unfused" else make_plan(self.graph, strategy)
+        return self._set(plan, f"{strategy} plan")
+
+    def fuse(self, *targets: Any) -> Plan:
+        """Put the targets (node ids, kernel indices as ('k', i), or edges) in one kernel;
+        raises PlanError with the planner's reason when illegal, leaving the plan as it was."""
+        return self._apply("fuse", targets)
+
+    def split(self, *targets: Any) -> Plan:
+        return self._apply("split", targets)
+
+    def _apply(self, verb: str, targets: Sequence[Any]) -> Plan:
+        try:
+            new = getattr(self.plan, verb)(*targets)
+        except FuselabError:
+            raise
+        except ValueError as e:  # PlanError: the plan stays as it was, the reason is shown
+            self.message = str(e)
+            for cb in self._listeners:
+                cb(self)
+            raise
+        return self._set(new, f"{verb} {', '.join(map(str, targets))}")
+
+    def undo(self) -> Plan:
+        if len(self.history) > 1:
+            self.history.pop()
+            self.plan = self.history[-1]
+            self.measurement = None
+            for cb in self._listeners:
+                cb(self)
+        return self.plan
+
+    # -- running ----------------------------------------------------------------
+    def execute(self) -> dict[str, Any]:
+        """Run the current plan; outputs as the cell's array module gives them."""
+        if self.backend == "cuda":
+            from . import runtime
+            outs, check = runtime.execute_checked(self.plan, self.unfused, self.traced.inputs,
+                                                  options=self.codegen_options)
+            self.check = Check(check.ok, check.worst, tuple(check.details))
+            if self.traced.array_module == "numpy":
+                outs = {k: v.get() if hasattr(v, "get") else v for k, v in outs.items()}
+        else:
+            from .interp import run_plan
+            inputs = {k: v.get() if hasattr(v, "get") else v for k, v in self.traced.inputs.items()}
+            outs = run_plan(self.plan, inputs, np)
+            if self.traced.array_module == "cupy":
+                import cupy
+                outs = {k: cupy.asarray(v) for k, v in outs.items()}
+            self.check = Check(True, "", ("reference interpreter (NumPy)",))
+        self.outputs = outs
+        return outs
+
+    def measure(self, repeats: int | None = None, progress: Callable[[str], None] | None = None):
+        """Time plan, unfused and eager runs on the GPU (CUDA backend only)."""
+        if self.backend != "cuda":
+            raise BackendError("measurement needs the CUDA backend", None,
+                               "run on a machine with an NVIDIA GPU; predicted times are shown instead")
+        from . import runtime
+        self.measurement = runtime.measure(self.plan, self.unfused, self.traced.inputs,
+                                           repeats=repeats or self.repeats, options=self.codegen_options,
+                                           progress=progress)
+        for cb in self._listeners:
+            cb(self)
+        return self.measurement
+
+    # -- showing ----------------------------------------------------------------
+    def summary(self) -> str:
+        """Plain-text summary: the listing with kernel boundaries and the plan's totals."""
+        from .display import text_summary
+        return text_summary(self)
+
+    def display(self, static: bool = False):
+        from .display import show
+        return show(self, static=static)
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(self.summary())
+
+    def __repr__(self) -> str:
+        return (f"<fuselab.Session: {len(self.graph)} nodes, {len(self.plan.kernels)} kernels "
+                f"({self.plan.strategy}), backend {self.backend}>")

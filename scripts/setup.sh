@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh Debian/Ubuntu machine (or CI): system packages, then the
+# package with its test dependencies. Adds CuPy when an NVIDIA driver is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v dot >/dev/null 2>&1 || need_apt+=(graphviz)
+if [ "${FUSELAB_BROWSER:-1}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then need_apt+=(chromium); fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need_apt[@]}"
+fi
+
+PY=${PYTHON:-python3}
+extras="dev"
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  cuda_major=$(nvidia-smi | sed -n 's/.*CUDA Version: \([0-9]*\).*/\1/p' | head -1)
+  extras="dev,cuda${cuda_major:-13}"
+fi
+$PY -m pip install -q --disable-pip-version-check -e ".[${extras}]"
