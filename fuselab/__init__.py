@@ -20,10 +20,12 @@ def unload_ipython_extension(ipython) -> None:  # pragma: no cover - IPython kee
     pass
 
 
-def trace(source: str, namespace: dict, keep=()):
-    """Trace a cell's source against a namespace; returns a TraceResult (graph, inputs...)."""
-    from .trace import trace_cell
-    return trace_cell(source, namespace, keep)
+def trace_cell(source: str, namespace: dict, keep=()):
+    """Trace a cell's source against a namespace; returns a TraceResult (graph, inputs...).
+
+    (Named trace_cell because `fuselab.trace` is the tracing module.)"""
+    from .trace import trace_cell as _trace_cell
+    return _trace_cell(source, namespace, keep)
 
 
 def explore(fn, *arrays, **options):
@@ -34,4 +36,4 @@ def explore(fn, *arrays, **options):
     return session.display()
 
 
-__all__ = ["Graph", "GraphBuilder", "Node", "Kind", "verify", "trace", "explore", "__version__"]
+__all__ = ["Graph", "GraphBuilder", "Node", "Kind", "verify", "trace_cell", "explore", "__version__"]

@@ -13,7 +13,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.core.error import UsageError
 from traitlets import Bool, Int, Unicode
 
-from .errors import FuselabError
+from .cell import run_cell
 
 _EXAMPLES = """
 Examples
@@ -88,7 +88,7 @@ class FuseMagics(Magics):
         for n in keep:
             if not n.isidentifier():
                 raise _usage(f"--keep needs variable names, got {n!r}")
-        return run_cell(self.shell, cell, keep=keep,
+        run_cell(self.shell.user_ns, cell, keep=keep,
                         backend=args.backend or self.backend,
                         strategy=args.plan or self.plan,
                         static=self.static if args.static is None else True,
@@ -96,43 +96,7 @@ class FuseMagics(Magics):
                         repeats=args.repeats or self.repeats,
                         time=self.time and not args.no_time,
                         fp16=args.fp16 or self.fp16)
+        return None  # results are bound by name; the explorer is displayed, not returned
 
 
 FuseMagics.fuse.__doc__ = (FuseMagics.fuse.__doc__ or "") + _EXAMPLES
-
-
-def run_cell(shell: Any, cell: str, *, keep=(), backend="auto", strategy="auto", static=False,
-             quiet=False, output=None, repeats=20, time=True, fp16="numpy"):
-    """The whole magic, callable without IPython's argument parsing (tests use it)."""
-    from .session import Session
-    from .trace import trace_cell
-
-    ns = shell.user_ns
-    traced = trace_cell(cell, ns, keep)
-    session = Session(traced, strategy=strategy, backend=backend, repeats=repeats,
-                      codegen_options=_codegen_options(fp16))
-    outputs = session.execute()
-    if time and session.backend == "cuda":
-        session.measure()
-    # Everything succeeded: bind the results in one step.
-    updates = dict(traced.bindings)
-    updates.update(outputs)
-    for name in traced.fused_away:
-        ns.pop(name, None)
-    ns.update(updates)
-    if output:
-        ns[output] = session
-    if not quiet:
-        session.display(static=static)
-    return None
-
-
-def _codegen_options(fp16: str):
-    try:
-        from .codegen import CodegenOptions
-    except ImportError:
-        return None
-    try:
-        return CodegenOptions(fp16_math=fp16)
-    except TypeError:
-        return CodegenOptions()

@@ -69,8 +69,10 @@ def dispatch_ufunc(ctx: TraceContext, ufunc: Any, method: str, inputs: Sequence[
     if method == "__call__" and opname is not None:
         return apply_ufunc(ctx, opname, inputs, kwargs)
     if method == "reduce" and name in _UFUNC_REDUCE:
-        return reduction(ctx, _UFUNC_REDUCE[name], inputs[0], kwargs.get("axis", 0),
-                         kwargs.get("keepdims", False), kwargs.get("dtype"))
+        params = dict(zip(("axis", "dtype", "out", "keepdims"), inputs[1:]))
+        params.update(kwargs)
+        return reduction(ctx, _UFUNC_REDUCE[name], inputs[0], params.get("axis", 0),
+                         params.get("keepdims", False), params.get("dtype"), params.get("out"))
     # anything else (accumulate, outer, unknown ufuncs): the library runs it
     def call(xp, *vals, **kw):
         return getattr(getattr(xp, name), method)(*vals, **kw) if method != "__call__" \
@@ -723,14 +725,14 @@ class TracingModule:
         if not callable(real) or isinstance(real, type):
             return real
         is_ufunc = ufunc_op(name) is not None and not self._path
+        if is_ufunc:
+            return TracedUfunc(real, name)
 
         def traced(*args, **kwargs):
             ctx = current()
             involved = _mentions_tracer(args) or _mentions_tracer(kwargs.values())
             if not involved and path not in _CREATION:
                 return real(*args, **kwargs)
-            if is_ufunc:
-                return apply_ufunc(ctx, ufunc_op(name), args, kwargs)
             handler = HANDLERS.get(path)
             if handler is not None:
                 return handler(ctx, *args, **kwargs)
@@ -740,6 +742,31 @@ class TracingModule:
         traced.__name__ = name
         traced.__wrapped__ = real
         return traced
+
+
+class TracedUfunc:
+    """np.exp / cp.exp inside a traced cell: records when given a tracer; `.reduce` too."""
+
+    def __init__(self, real: Any, name: str) -> None:
+        self._real = real
+        self.__name__ = name
+
+    def __call__(self, *args, **kwargs):
+        if _mentions_tracer(args) or _mentions_tracer(kwargs.values()):
+            return apply_ufunc(current(), ufunc_op(self.__name__), args, kwargs)
+        return self._real(*args, **kwargs)
+
+    def _method(self, method: str):
+        def call(*args, **kwargs):
+            if _mentions_tracer(args):
+                return dispatch_ufunc(current(), self._real, method, args, kwargs)
+            return getattr(self._real, method)(*args, **kwargs)
+        return call
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr in ("reduce", "accumulate", "outer", "reduceat", "at"):
+            return self._method(attr)
+        return getattr(self._real, attr)
 
 
 def _mentions_tracer(values) -> bool:

@@ -120,8 +120,9 @@ def operand(ctx: TraceContext, x: Any) -> int | Weak:
                            "pass NumPy/CuPy arrays or Python numbers")
 
 
-def _weak_dtype_for(value: Any) -> type:
-    return bool if isinstance(value, bool) else int if isinstance(value, int) else float
+def _weak_dtype_for(value: Any) -> Any:
+    # Python bool is the lowest kind, so as a plain bool dtype it never promotes anything
+    return np.dtype(bool) if isinstance(value, bool) else int if isinstance(value, int) else float
 
 
 def materialise(ctx: TraceContext, ops: Sequence[int | Weak], dtypes: Sequence[np.dtype]) -> list[int]:
@@ -297,8 +298,8 @@ class Tracer:
 
     # -- data-dependent conversions: clear errors ----------------------------
     def _data_dependent(self, what: str) -> TraceError:
-        return TraceError(f"{what} of a traced array depends on its values, which %%fuse only "
-                          "knows when the fused kernels run", self._ctx.loc(), _DATA_DEPENDENT_HINT)
+        return TraceError(f"data-dependent Python: {what} needs the values of a traced array, "
+                          "which exist only once the fused kernels run", self._ctx.loc(), _DATA_DEPENDENT_HINT)
 
     def __bool__(self):
         raise self._data_dependent("converting to a Python bool (if, while, and/or, bool())")
@@ -414,8 +415,10 @@ def trace_cell(source: str, namespace: Mapping[str, Any], keep: Sequence[str] = 
             else:
                 fused_away.append(name)
         elif isinstance(value, tuple) and any(isinstance(v, Tracer) for v in value):
-            raise UnsupportedError(f"{name!r} holds a tuple of traced arrays", None,
-                                   f"unpack it (a, b = ...) so each array has a name")
+            err = UnsupportedError(f"{name!r} holds a tuple of traced arrays", None,
+                                   "unpack it (a, b = ...) so each array has a name")
+            err.tuple_arity = len(value)  # lets trace_function unpack a function's results
+            raise err
         elif isinstance(value, numpy_api.TracingModule):
             bindings[name] = value._module
         else:
@@ -451,6 +454,18 @@ def trace_function(fn: Callable[..., Any], *arrays: Any, names: Sequence[str] | 
     names += [f"arg{i}" for i in range(len(names), len(arrays))]
     ns = dict(zip(names, arrays))
     ns["__fuselab_fn__"] = fn
+    # A function returning a tuple gives outputs out0, out1, ...; unpacking needs the count,
+    # which only the traced call knows, so trace once to learn it.
     call = f"out = __fuselab_fn__({', '.join(names)})"
-    result = trace_cell(call, ns)
-    return result
+    try:
+        return trace_cell(call, ns)
+    except TraceError as e:
+        n = _tuple_arity(e)
+        if n is None:
+            raise
+    targets = ", ".join(f"out{i}" for i in range(n))
+    return trace_cell(f"{targets} = __fuselab_fn__({', '.join(names)})", ns)
+
+
+def _tuple_arity(e: TraceError) -> int | None:
+    return getattr(e, "tuple_arity", None)

@@ -1,0 +1,212 @@
+"""Tracing: every supported construct traced, run by the reference interpreter, and
+compared with the same cell executed by plain NumPy (values, dtypes and shapes)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fuselab
+from fuselab.errors import TraceError, UnsupportedError
+from fuselab.interp import run_graph
+from fuselab.ir import verify
+from fuselab.plan import unfused_plan
+from fuselab.interp import run_plan
+
+rng = np.random.default_rng(0)
+
+
+def namespace():
+    return {
+        "np": np,
+        "x": rng.random(37).astype(np.float32),
+        "m": rng.standard_normal((6, 10)).astype(np.float32),
+        "d": rng.standard_normal((3, 4, 5)),
+        "h": rng.random(16).astype(np.float16),
+        "i8": rng.integers(-100, 100, 12).astype(np.int8),
+        "i32": rng.integers(-1000, 1000, 12).astype(np.int32),
+        "u8": rng.integers(0, 255, 12).astype(np.uint8),
+        "b": rng.random(12) > 0.5,
+        "g": rng.random(10).astype(np.float32),
+    }
+
+
+def plain(source: str, ns: dict) -> dict:
+    env = dict(ns)
+    with np.errstate(all="ignore"):
+        exec(source, env)
+    return env
+
+
+def check_cell(source: str, *, rtol=1e-5, atol=1e-6):
+    ns = namespace()
+    traced = fuselab.trace_cell(source, ns)
+    verify(traced.graph)
+    got = run_graph(traced.graph, traced.inputs)
+    got_plan = run_plan(unfused_plan(traced.graph), traced.inputs)
+    want = plain(source, ns)
+    assert traced.results, "the cell should have results"
+    for name in traced.results:
+        w = np.asarray(want[name])
+        for g in (got[name], got_plan[name]):
+            assert g.shape == w.shape, (name, g.shape, w.shape)
+            assert g.dtype == w.dtype, (name, g.dtype, w.dtype)
+            if w.dtype.kind in "biu":
+                np.testing.assert_array_equal(g, w)
+            else:
+                np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
+    return traced
+
+
+CELLS = [
+    # arithmetic, NEP 50 weak scalars, promotion
+    "y = x * x + 1.0\nz = np.exp(y) * 0.5 - np.sin(x)",
+    "y = i8 + 3",
+    "y = i8 * 2.5",
+    "y = i32 + i8",
+    "y = u8 - 1",
+    "y = h * 2.0 + 1",
+    "y = h + x[:16]",
+    "y = i32 // 7\nz = i32 % -7\nw = -i32 // 3",
+    "y = i32 / 4",
+    "y = x ** 2\nz = x ** 0.5\nw = x ** 3\nv = 2.0 ** x",
+    "y = np.maximum(x, 0.5)\nz = np.fmin(x, np.float32(0.2))",
+    "y = (x > 0.5) & (x < 0.9)\nz = ~b\nw = b | (i32 > 0)",
+    "y = i32 << 2\nz = i32 >> 1\nw = i32 ^ 5",
+    "y = np.abs(m)\nz = np.sign(m)\nw = np.floor(m) + np.ceil(m) - np.round(m)",
+    "y = np.sqrt(np.abs(m)) + np.cbrt(m) + np.square(m) + np.reciprocal(m + 10)",
+    "y = np.exp2(x) + np.expm1(x) + np.log(x + 1) + np.log2(x + 1) + np.log10(x + 1) + np.log1p(x)",
+    "y = np.tan(x) + np.arcsin(x) + np.arccos(x) + np.arctan(x) + np.arctan2(x, 0.5)",
+    "y = np.sinh(x) + np.cosh(x) + np.tanh(x) + np.arcsinh(x) + np.arctanh(x * 0.5)",
+    "y = np.radians(x) + np.degrees(x) + np.hypot(x, 2.0)",
+    "y = np.power(x, 1.5) + np.mod(x, 0.3) + np.floor_divide(x, 0.3)",
+    "y = np.isnan(x / 0.0 - x / 0.0)\nz = np.isinf(x / 0.0)\nw = np.isfinite(x)",
+    "y = np.logical_and(x > 0.2, x < 0.7)\nz = np.logical_or(b, b)\nw = np.logical_xor(b, True)\nv = np.logical_not(b)",
+    "y = np.clip(m, -0.5, 0.5)\nz = m.clip(0)",
+    "y = np.where(m > 0, m, 0.0)\nz = np.where(b, i32, 0)",
+    "y = x.astype(np.int16)\nz = i32.astype(np.float16)\nw = b.astype(np.float32)",
+    "y = np.negative(x)\nz = +x\nw = -i8",
+    "x2 = x\nx2 += 1\nx2 *= 2",
+    # reductions
+    "s = m.sum()\nt = m.sum(axis=0)\nu = m.sum(axis=-1, keepdims=True)\nv = d.sum(axis=(0, 2))",
+    "s = np.prod(m[:, :3] + 1, axis=1)\nt = m.max(axis=0)\nu = np.min(m, axis=1)\nv = np.amax(d)\nw = np.amin(d, axis=1)",
+    "s = m.mean()\nt = m.mean(axis=1, keepdims=True)\nu = i32.mean()\nv = h.mean()",
+    "s = m.var(axis=0)\nt = m.std()\nu = np.var(m, axis=1, ddof=1)\nv = np.std(d, axis=(1, 2))",
+    "s = m.argmax()\nt = m.argmin(axis=0)\nu = np.argmax(m, axis=1)\nv = np.argmax(m, axis=1, keepdims=True)",
+    "s = b.any()\nt = (m > 0).all(axis=1)\nu = np.count_nonzero(m > 0, axis=0)\nv = np.count_nonzero(m > 0)",
+    "s = np.linalg.norm(x)\nt = np.linalg.norm(m, axis=1)\nu = np.linalg.norm(m, ord=1, axis=0)\nv = np.linalg.norm(m, ord=np.inf, axis=1)",
+    "s = i8.sum()\nt = b.sum()\nu = u8.sum()",
+    "p = np.exp(m - m.max(axis=1, keepdims=True))\np = p / p.sum(axis=1, keepdims=True)",
+    "mu = m.mean(-1, keepdims=True)\nva = ((m - mu) ** 2).mean(-1, keepdims=True)\ny = (m - mu) / np.sqrt(va + 1e-5) * g + 0.5",
+    "y = x / x.sum()",
+    "y = np.add.reduce(m, axis=1)\nz = np.maximum.reduce(m, 0)\nw = np.multiply.reduce(m[:, :2] + 1, 1, keepdims=True)",
+    # views and indexing
+    "y = m.T * 2\nz = m[1:5:2, ::-3]\nw = m[..., 0]\nv = m[None, 2, :, None]",
+    "y = d.transpose(2, 0, 1) + 1\nz = np.transpose(d)\nw = np.swapaxes(d, 0, 2)\nv = np.moveaxis(d, 0, -1)",
+    "y = m.reshape(3, -1) + 1\nz = m.ravel()\nw = np.expand_dims(x, 0)\nv = np.squeeze(m[:1])",
+    "y = np.broadcast_to(g, (6, 10)) * m\nz = m + g[None, :]\nw = m - x[:6, None]",
+    "y = x[::-1][5:20:3] * x[-1]",
+    "y = m.flatten()[::7]\nz = d[:, ::2].reshape(-1)",
+    # creation
+    "y = np.zeros_like(m) + 1\nz = np.ones_like(x, dtype=np.int32) * 3\nw = np.full_like(x, 2.5) + x",
+    "y = np.zeros((3, 4)) + 1\nz = np.ones(5, dtype=np.float32)\nw = np.full((2, 2), 7)",
+    "y = np.arange(10) * 2\nz = np.arange(1.0, 4.0, 0.5) + 1\nw = np.arange(x.shape[0], dtype=np.float32) * x",
+    # python control flow over python values, helper functions
+    "def f(a):\n    return a * 2 + 1\ny = x\nfor k in range(3):\n    y = f(y)",
+    "acc = np.zeros_like(x)\nfor k in range(1, 4):\n    acc = acc + x ** k / k",
+    "n = x.shape[0]\ny = x[: n // 2] + x[n // 2 : 2 * (n // 2)]",
+    # opaque operations keep working
+    "y = m @ m.T + 1\nz = np.sort(x)[::-1] * 2\nw = np.cumsum(x) - 1",
+    "y = x[[0, 3, 5]] * 2\nz = np.concatenate([x, x]) + 1",
+    "y = np.fft.fft(x).real * 2",
+    "y = np.dot(m, m.T)",
+]
+
+
+@pytest.mark.parametrize("source", CELLS, ids=[c.splitlines()[0][:40] for c in CELLS])
+def test_cell_matches_plain_numpy(source):
+    check_cell(source)
+
+
+def test_listing_is_readable_and_names_lines():
+    ns = {"np": np, "x": np.ones(8, np.float32)}
+    g = fuselab.trace_cell("t = x * x + 1.0\ny = np.exp(t)", ns).graph
+    text = str(g)
+    assert text.splitlines()[0] == "%0 = input x : f32[8]"
+    assert "%4 = exp %3 : f32[8]  -> y" in text
+    assert "# line 2: y = np.exp(t)" in text
+    assert "# line 1: t = x * x + 1.0" in text
+
+
+def test_results_and_fused_away_names():
+    ns = {"np": np, "x": np.ones(8, np.float32)}
+    tr = fuselab.trace_cell("t = x + 1\nu = t * 2\nn = 3\ny = u + n", ns)
+    assert tr.results == ("y",)
+    assert set(tr.fused_away) == {"t", "u"}
+    assert tr.bindings == {"n": 3}
+    tr = fuselab.trace_cell("t = x + 1\ny = t * 2", ns, keep=("t",))
+    assert set(tr.results) == {"t", "y"}
+
+
+def test_unused_namespace_arrays_are_not_inputs():
+    ns = {"np": np, "x": np.ones(8), "unused": np.ones(3)}
+    tr = fuselab.trace_cell("y = x + 1", ns)
+    assert set(tr.inputs) == {"x"}
+    assert tr.graph.input_names() == ("x",)
+
+
+def test_identical_subexpressions_are_shared():
+    ns = {"np": np, "x": np.ones(8)}
+    g = fuselab.trace_cell("y = np.exp(x) + np.exp(x)", ns).graph
+    assert sum(1 for n in g.nodes if n.op == "exp") == 1
+
+
+def test_inplace_add_never_mutates_the_users_array():
+    x = np.ones(4)
+    tr = fuselab.trace_cell("x += 1", {"x": x})
+    assert tr.results == ("x",)
+    out = run_graph(tr.graph, tr.inputs)
+    np.testing.assert_array_equal(out["x"], 2)
+    np.testing.assert_array_equal(x, 1)
+
+
+@pytest.mark.parametrize("source, words", [
+    ("if x.sum() > 0:\n    y = x", ["line 1", "bool", "np.where"]),
+    ("y = float(x[0])", ["float()", "line 1"]),
+    ("y = x.item()", [".item()"]),
+    ("y = [v for v in x]", ["iterating"]),
+    ("y = x[x > 0]", ["boolean-mask", "np.where"]),
+    ("x[0] = 1\ny = x", ["item assignment", "np.where"]),
+    ("y = x + np.ones(3)", ["broadcast", "line 1"]),
+    ("y = x.reshape(3, 5)", ["reshape"]),
+    ("y = x[9]", ["out of bounds"]),
+    ("y = x.sum(axis=2)", ["out of bounds"]),
+    ("y = i8 + 1000", ["out of bounds for int8"]),
+    ("y = np.zeros(0).max()", ["zero-size"]),
+    ("y = x +", ["SyntaxError"]),
+    ("y = undefined_name * 2", ["NameError", "undefined_name"]),
+])
+def test_clear_errors_quote_the_line(source, words):
+    ns = {"np": np, "x": np.ones(4), "i8": np.ones(3, np.int8)}
+    with pytest.raises(TraceError) as e:
+        fuselab.trace_cell(source, ns)
+    msg = str(e.value)
+    for w in words:
+        assert w in msg, (w, msg)
+
+
+def test_unsupported_write_out_argument():
+    with pytest.raises(UnsupportedError, match="out="):
+        fuselab.trace_cell("y = np.add(x, 1, out=x)", {"np": np, "x": np.ones(3)})
+
+
+def test_trace_function_for_explore():
+    from fuselab.trace import trace_function
+    tr = trace_function(lambda a, b: np.tanh(a) * b, np.ones(4), np.ones(4))
+    assert tr.results == ("out",)
+    assert tr.graph.input_names() == ("a", "b")
+
+
+def test_trace_function_with_several_results():
+    from fuselab.trace import trace_function
+    tr = trace_function(lambda a: (a + 1, a * 2), np.ones(4))
+    assert tr.results == ("out0", "out1")
