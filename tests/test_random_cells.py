@@ -68,7 +68,7 @@ def _plain(source, ns):
     return env
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cells())
 def test_random_cells_match_numpy(cell):
     source, ns = cell

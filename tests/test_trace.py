@@ -99,6 +99,14 @@ CELLS = [
     "mu = m.mean(-1, keepdims=True)\nva = ((m - mu) ** 2).mean(-1, keepdims=True)\ny = (m - mu) / np.sqrt(va + 1e-5) * g + 0.5",
     "y = x / x.sum()",
     "y = np.add.reduce(m, axis=1)\nz = np.maximum.reduce(m, 0)\nw = np.multiply.reduce(m[:, :2] + 1, 1, keepdims=True)",
+    # Black-Scholes with the polynomial normal CDF of the CUDA samples (np.where for the sign)
+    "def cnd(d):\n    k = 1.0 / (1.0 + 0.2316419 * np.abs(d))\n"
+    "    p = k * (0.31938153 + k * (-0.356563782 + k * (1.781477937 + k * (-1.821255978 + k * 1.330274429))))\n"
+    "    c = 0.3989422804014327 * np.exp(-0.5 * d * d) * p\n"
+    "    return np.where(d > 0, 1.0 - c, c)\n"
+    "S = x * 50 + 75\nK = g[0] * 40 + 80\nT = 0.5\nr = 0.02\nv = 0.3\n"
+    "d1 = (np.log(S / K) + (r + 0.5 * v * v) * T) / (v * np.sqrt(T))\nd2 = d1 - v * np.sqrt(T)\n"
+    "call = S * cnd(d1) - K * np.exp(-r * T) * cnd(d2)\nput = K * np.exp(-r * T) * cnd(-d2) - S * cnd(-d1)",
     # views and indexing
     "y = m.T * 2\nz = m[1:5:2, ::-3]\nw = m[..., 0]\nv = m[None, 2, :, None]",
     "y = d.transpose(2, 0, 1) + 1\nz = np.transpose(d)\nw = np.swapaxes(d, 0, 2)\nv = np.moveaxis(d, 0, -1)",
