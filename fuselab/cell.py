@@ -19,7 +19,7 @@ def run_cell(ns: MutableMapping[str, Any], cell: str, *, keep=(), backend="auto"
     if time and session.backend == "cuda":
         session.measure()
     # Everything succeeded: bind the results in one step.
-    updates = dict(traced.bindings)
+    updates = traced.bindings_for(ns)
     updates.update(outputs)
     for name in traced.fused_away:
         ns.pop(name, None)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import operator
-from types import ModuleType
+from types import FunctionType, ModuleType
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -787,9 +787,9 @@ class TracedFusion:
     """A cupy.fuse function: traced through its Python body, so two of them composed
     become one graph fuselab can fuse across."""
 
-    def __init__(self, fusion: Any) -> None:
+    def __init__(self, fusion: Any, func: Callable[..., Any] | None = None) -> None:
         self._fusion = fusion
-        self.func = fusion.func
+        self.func = func or fusion.func
         self.__name__ = getattr(fusion, "name", None) or getattr(self.func, "__name__", "fused")
 
     def __call__(self, *args, **kwargs):
@@ -831,8 +831,22 @@ class TracedLibraryKernel:
         return opaque_call(ctx, fn, nodes, probe)
 
 
+def with_globals(fn: FunctionType, globals_: dict[str, Any]) -> FunctionType:
+    """The same function reading its globals from another dict."""
+    new = FunctionType(fn.__code__, globals_, fn.__name__, fn.__defaults__, fn.__closure__)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    new.__dict__.update(fn.__dict__)
+    new.__qualname__ = fn.__qualname__
+    new.__doc__ = fn.__doc__
+    return new
+
+
 def tracing_namespace(ctx: TraceContext, namespace: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of the user's namespace with arrays as tracers and np/cp as proxies."""
+    """A copy of the user's namespace with arrays as tracers and np/cp as proxies.
+
+    Functions defined in the notebook (their globals are the namespace) are re-bound to
+    this copy, so a helper from an earlier cell traces exactly like one defined in the
+    cell: its `cp.exp(a)` and the global arrays it reads are traced too."""
     ns: dict[str, Any] = {}
     for k, v in namespace.items():
         if is_array(v):
@@ -840,8 +854,12 @@ def tracing_namespace(ctx: TraceContext, namespace: Mapping[str, Any]) -> dict[s
         elif isinstance(v, ModuleType) and v.__name__ in ("numpy", "cupy") or \
                 isinstance(v, ModuleType) and v.__name__.startswith(("numpy.", "cupy.")):
             ns[k] = TracingModule(v, v.__name__.partition(".")[2])
+        elif isinstance(v, FunctionType) and v.__globals__ is namespace:
+            ns[k] = with_globals(v, ns)
+            ctx.originals[id(ns[k])] = v
         elif _is_cupy_fusion(v):
-            ns[k] = TracedFusion(v)
+            f = v.func
+            ns[k] = TracedFusion(v, with_globals(f, ns) if getattr(f, "__globals__", None) is namespace else f)
         elif _is_cupy_elementwise(v):
             ns[k] = TracedLibraryKernel(v)
         else:
@@ -873,8 +891,10 @@ class _LazyInput(Tracer):
         return Aval(tuple(arr.shape), np.dtype(arr.dtype))
 
 
-def untraced(value: Any) -> Any:
+def untraced(value: Any, ctx: TraceContext | None = None) -> Any:
     """The real object behind a proxy, for binding back into the user's namespace."""
+    if ctx is not None and id(value) in ctx.originals:
+        return ctx.originals[id(value)]
     if isinstance(value, _LazyInput):
         return object.__getattribute__(value, "_array")
     if isinstance(value, TracingModule):

@@ -10,7 +10,7 @@ import builtins
 import contextvars
 import sys
 from dataclasses import dataclass, field
-from types import CodeType, ModuleType
+from types import CodeType, FunctionType, ModuleType
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -45,6 +45,7 @@ class TraceContext:
         self._by_id: dict[int, int] = {}             # id(array) -> input node
         self._names_by_id = {id(v): k for k, v in namespace.items() if is_array(v)}
         self.uses_cupy = False
+        self.originals: dict[int, Any] = {}          # id(re-bound helper) -> the user's function
 
     # -- where are we in the user's cell? ------------------------------------
     def loc(self) -> SourceLoc | None:
@@ -363,7 +364,19 @@ class TraceResult:
     results: tuple[str, ...]               # names bound to graph outputs
     fused_away: tuple[str, ...]            # names assigned to arrays that are not results
     array_module: str                      # "numpy" or "cupy": what outputs should be
-    unchanged: dict[str, Any] = field(default_factory=dict)  # results that are just an input
+    # the dict the cell's own functions see as globals; binding re-points them at the
+    # user's namespace, where plain execution would have defined them
+    tracing_globals: dict[str, Any] | None = field(default=None, repr=False)
+
+    def bindings_for(self, namespace: dict[str, Any]) -> dict[str, Any]:
+        """Non-array bindings, with functions the cell defined re-bound to `namespace`."""
+        from .numpy_api import with_globals
+        out = {}
+        for k, v in self.bindings.items():
+            if isinstance(v, FunctionType) and v.__globals__ is self.tracing_globals:
+                v = with_globals(v, namespace)
+            out[k] = v
+        return out
 
 
 def compile_cell(source: str, filename: str = _CELL_FILENAME) -> CodeType:
@@ -422,12 +435,12 @@ def trace_cell(source: str, namespace: Mapping[str, Any], keep: Sequence[str] = 
         elif isinstance(value, numpy_api.TracingModule):
             bindings[name] = value._module
         else:
-            bindings[name] = numpy_api.untraced(value)
+            bindings[name] = numpy_api.untraced(value, ctx)
     graph = ctx.builder.build(outputs)
     used_inputs = set(graph.input_names())
     inputs = {k: v for k, v in ctx.inputs.items() if k in used_inputs}
     return TraceResult(graph, inputs, bindings, tuple(n for n, _ in outputs), tuple(fused_away),
-                       "cupy" if ctx.uses_cupy else "numpy")
+                       "cupy" if ctx.uses_cupy else "numpy", tracing_globals=ns)
 
 
 def _error_loc(e: BaseException, source: str) -> SourceLoc | None:

@@ -142,3 +142,14 @@ def test_cupy_fuse_functions_are_traced_through(ip):
     ops = [n.op for n in ip.user_ns["r"].graph.nodes]
     assert ops.count("exp") == 1 and ops.count("multiply") == 1
     np.testing.assert_allclose(ip.user_ns["y"], np.exp(ip.user_ns["x"] * 2 + 1) - 1, rtol=1e-6)
+
+
+def test_helpers_from_earlier_cells_are_traced_and_cell_functions_see_the_notebook(ip):
+    ip.run_cell("def helper(a):\n    return np.tanh(a) * scale\nscale = 3.0", store_history=False)
+    assert run(ip, "-q -o r", "def g(a):\n    return helper(a) + 1\ny = g(x)").success
+    assert any(n.op == "tanh" for n in ip.user_ns["r"].graph.nodes)
+    np.testing.assert_allclose(ip.user_ns["y"], np.tanh(ip.user_ns["x"]) * 3 + 1, rtol=1e-6)
+    g = ip.user_ns["g"]
+    assert g.__globals__ is ip.user_ns        # as plain execution would define it
+    assert ip.user_ns["helper"].__globals__ is ip.user_ns
+    np.testing.assert_allclose(g(np.zeros(2)), [1, 1])
