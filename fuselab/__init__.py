@@ -28,12 +28,14 @@ def trace_cell(source: str, namespace: dict, keep=()):
     return _trace_cell(source, namespace, keep)
 
 
-def explore(fn, *arrays, **options):
-    """Open the explorer for `fn(*arrays)` outside the magic (same view as %%fuse)."""
-    from .session import Session
+def explore(fn, *arrays, plan: str = "auto", backend: str = "auto", repeats: int = 20,
+            time: bool = True, static: bool = False, quiet: bool = False):
+    """Open the explorer for `fn(*arrays)` outside the magic: the same trace, plan, run,
+    check, timing and view as a %%fuse cell. Returns the Session."""
+    from .cell import run_traced
     from .trace import trace_function
-    session = Session.from_trace(trace_function(fn, *arrays), **options)
-    return session.display()
+    return run_traced(trace_function(fn, *arrays), strategy=plan, backend=backend, repeats=repeats,
+                      time=time, static=static, quiet=quiet)
 
 
 __all__ = ["Graph", "GraphBuilder", "Node", "Kind", "verify", "trace_cell", "explore", "__version__"]

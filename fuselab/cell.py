@@ -9,18 +9,14 @@ def run_cell(ns: MutableMapping[str, Any], cell: str, *, keep=(), backend="auto"
              quiet=False, output=None, repeats=20, time=True, fp16="numpy"):
     """Trace `cell` against the namespace `ns`, run it, and bind its results into `ns`
     only after everything succeeded. Returns the Session."""
-    from .session import Session
     from .trace import trace_cell
 
     traced = trace_cell(cell, ns, keep)
-    session = Session(traced, strategy=strategy, backend=backend, repeats=repeats,
-                      codegen_options=_codegen_options(fp16))
-    outputs = session.execute()
-    if time and session.backend == "cuda":
-        session.measure()
+    session = run_traced(traced, strategy=strategy, backend=backend, repeats=repeats, time=time,
+                         fp16=fp16, quiet=True)
     # Everything succeeded: bind the results in one step.
     updates = traced.bindings_for(ns)
-    updates.update(outputs)
+    updates.update(session.outputs)
     for name in traced.fused_away:
         ns.pop(name, None)
     ns.update(updates)
@@ -31,12 +27,22 @@ def run_cell(ns: MutableMapping[str, Any], cell: str, *, keep=(), backend="auto"
     return session
 
 
+def run_traced(traced, *, strategy="auto", backend="auto", repeats=20, time=True, fp16="numpy",
+               static=False, quiet=False):
+    """Plan, run (checked against the unfused run on the GPU) and optionally time and show
+    a traced cell or function. Binds nothing."""
+    from .session import Session
+
+    session = Session(traced, strategy=strategy, backend=backend, repeats=repeats,
+                      codegen_options=_codegen_options(fp16))
+    session.execute()
+    if time and session.backend == "cuda":
+        session.measure()
+    if not quiet:
+        session.display(static=static)
+    return session
+
+
 def _codegen_options(fp16: str):
-    try:
-        from .codegen import CodegenOptions
-    except ImportError:
-        return None
-    try:
-        return CodegenOptions(fp16_math=fp16)
-    except TypeError:
-        return CodegenOptions()
+    from .codegen import CodegenOptions  # pure Python: no CuPy, no GPU needed
+    return CodegenOptions(fp16_math=fp16)
