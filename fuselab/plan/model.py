@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from ..ir import Graph, format_node
 from ..ops import Kind
@@ -49,11 +49,53 @@ class Kernel:
 
 
 @dataclass(frozen=True)
+class Decision:
+    """One entry of a plan's log: a merge taken (with its predicted gain), a merge refused
+    (with its reason), a recomputation, or a note from the search."""
+
+    kind: str   # "merge" | "refuse" | "recompute" | "boundary" | "search" | "constraint"
+    text: str
+    nodes: tuple[int, ...] = ()
+    gain_s: float | None = None         # predicted time saved, seconds
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class PlanError(ValueError):
+    """A requested plan change is illegal; `str(e)` is the reason to show the user."""
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """User choices a plan must honour; a toggle adds one and re-plans.
+
+    `together`: each set of units shares one kernel. `apart`: no two units of a set share
+    a kernel (a cut edge is a set of two). `history` says, in order, what was asked."""
+
+    together: tuple[frozenset[int], ...] = ()
+    apart: tuple[frozenset[int], ...] = ()
+    history: tuple[str, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        return bool(self.together or self.apart)
+
+
+NO_CONSTRAINTS = Constraints()
+
+
+@dataclass(frozen=True)
 class Plan:
     graph: Graph
     kernels: tuple[Kernel, ...]
     strategy: str = "custom"
     notes: tuple[str, ...] = field(default=(), compare=False)
+    # what the planner was asked to honour, its decisions, and the device/budgets it used
+    constraints: Constraints = field(default=NO_CONSTRAINTS, compare=False)
+    log: tuple = field(default=(), compare=False)
+    params: Any = field(default=None, compare=False)
+    budgets: Any = field(default=None, compare=False)
 
     @cached_property
     def kernel_of(self) -> dict[int, int]:
@@ -73,6 +115,54 @@ class Plan:
 
     def __str__(self) -> str:
         return format_plan(self)
+
+    # -- the explorer's toggles: each returns a new Plan or raises PlanError ----------
+    def fuse(self, *targets: Any) -> "Plan":
+        """Put the targets in one kernel. Targets: node ids, kernels as ("k", index) or
+        Kernel objects, edges as (producer, consumer)."""
+        from .constraints import fuse
+        return fuse(self, *targets)
+
+    def split(self, *targets: Any) -> "Plan":
+        """Keep the targets apart: ("k", i) splits kernel i into single ops, an edge
+        (producer, consumer) is cut, one node leaves its kernel, several nodes are kept
+        pairwise apart."""
+        from .constraints import split
+        return split(self, *targets)
+
+    def cut(self, producer: int, consumer: int) -> "Plan":
+        """Materialise `producer` for `consumer`: the two never share a kernel."""
+        from .constraints import split
+        return split(self, (producer, consumer))
+
+    def with_strategy(self, strategy: str) -> "Plan":
+        """Re-plan with another strategy, keeping the constraints."""
+        from .search import plan as search_plan
+        return search_plan(self.graph, strategy, self.constraints, self.params, self.budgets)
+
+    def without_constraints(self) -> "Plan":
+        from .search import plan as search_plan
+        return search_plan(self.graph, self.strategy, NO_CONSTRAINTS, self.params, self.budgets)
+
+    # -- questions the explorer asks ------------------------------------------------
+    def report(self, params: Any = None):
+        """Bytes, launches, intermediates and predicted time (cost.PlanReport)."""
+        from .cost import report
+        return report(self, params or self.params)
+
+    def legal_merge(self, k1: int, k2: int) -> tuple[bool, str]:
+        from .explain import legal_merge
+        return legal_merge(self, k1, k2)
+
+    def boundaries(self):
+        """For each edge between kernels: why it is not fused (explain.Boundary)."""
+        from .explain import boundaries
+        return boundaries(self)
+
+    def explain(self) -> str:
+        """The decision log and the kernel boundaries, as text."""
+        from .explain import explain
+        return explain(self)
 
 
 def format_plan(plan: Plan) -> str:
@@ -108,18 +198,40 @@ def make_kernel(graph: Graph, members: Iterable[int], template: Template,
     out which materialised arrays it reads and which of its nodes it must store."""
     members = set(members)
     nodes = members | needed_free_nodes(graph, members)
-    inputs: dict[int, None] = {}
+    outputs = [i for i in sorted(members)
+               if i in graph.output_ids or used_outside(graph, i, nodes, members)]
+    return kernel_from(graph, members, outputs, template)
+
+
+def used_outside(graph: Graph, i: int, nodes: set[int], members: set[int]) -> bool:
+    """Does a node outside the kernel read `i`, directly or through views? A view the
+    kernel shares with another kernel (or one kept as a result, which a copy kernel
+    stores) is recomputed there from `i`, so `i` must be stored."""
+    stack = list(graph.users[i])
+    while stack:
+        u = stack.pop()
+        if u not in nodes:
+            return True
+        if is_free(graph, u) and u not in members:
+            if u in graph.output_ids:
+                return True
+            stack.extend(graph.users[u])
+    return False
+
+
+def kernel_from(graph: Graph, members: Iterable[int], outputs: Iterable[int], template: Template,
+                recomputed: Iterable[int] = ()) -> Kernel:
+    """A Kernel whose stored outputs the caller decided (the planner knows which kernel
+    stores a value that several kernels recompute)."""
+    members = set(members)
+    nodes = members | needed_free_nodes(graph, members)
+    inputs: dict[int, None] = {}    # materialised arrays read, in order of first use
     for i in sorted(nodes):
         for j in graph.nodes[i].inputs:
             if j not in nodes:
                 inputs[j] = None
-    outputs = []
-    for i in sorted(members):
-        used_outside = any(u not in nodes for u in graph.users[i])
-        if used_outside or i in graph.output_ids:
-            outputs.append(i)
-    name = kernel_name(graph, sorted(members))
-    return Kernel(tuple(sorted(nodes)), tuple(inputs), tuple(outputs), template, name)
+    return Kernel(tuple(sorted(nodes)), tuple(inputs), tuple(sorted(outputs)), template,
+                  kernel_name(graph, sorted(members)), tuple(sorted(recomputed)))
 
 
 def kernel_name(graph: Graph, members: Sequence[int], limit: int = 4) -> str:

@@ -1,0 +1,238 @@
+"""Planner benchmarks on the CPU (no GPU needed): not tests, figures for BENCHMARKS.md.
+
+1. Planning time of `auto` by graph size (10, 60, 500, 2000 nodes), on notebook-like
+   graphs (chains of layernorm / gelu / softmax / column scaling / matmul blocks) and on
+   random DAGs of table ops, with whether the exact search proved the plan optimal.
+2. A suite of notebook cells traced with fuselab.trace_cell: kernels, predicted bytes and
+   predicted time of the auto, unfused and max plans (H200 default device parameters).
+
+    python benchmarks/plan_bench.py            # print the tables
+    python benchmarks/plan_bench.py --write    # and replace "## Planner (CPU)" in BENCHMARKS.md
+    python benchmarks/plan_bench.py --gpu      # on a GPU machine: predicted vs measured
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import fuselab  # noqa: E402
+from fuselab.plan import make_plan, testing  # noqa: E402
+from fuselab.plan.analysis import analyse  # noqa: E402
+from fuselab.plan.cost import DeviceParams, report  # noqa: E402
+
+SIZES = (10, 30, 60, 500, 2000)
+
+CELLS: dict[str, tuple[str, dict[str, tuple]]] = {
+    "gelu (activation)": (
+        "y = 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))",
+        {"x": (4096, 4096)}),
+    "silu (activation)": ("y = x / (1 + np.exp(-x))", {"x": (4096, 4096)}),
+    "softmax (rows)": (
+        "e = np.exp(x - x.max(axis=-1, keepdims=True))\ny = e / e.sum(axis=-1, keepdims=True)",
+        {"x": (4096, 1024)}),
+    "softmax, 4 rows of 1M (max loses)": (
+        "e = np.exp(x - x.max(axis=-1, keepdims=True))\ny = e / e.sum(axis=-1, keepdims=True)",
+        {"x": (4, 1 << 20)}),
+    "layernorm + affine": (
+        "m = x.mean(axis=-1, keepdims=True)\nv = ((x - m)**2).mean(axis=-1, keepdims=True)\n"
+        "y = (x - m) / np.sqrt(v + 1e-5) * g + b",
+        {"x": (4096, 1024), "g": (1024,), "b": (1024,)}),
+    "rmsnorm": ("y = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-6) * w",
+                {"x": (4096, 1024), "w": (1024,)}),
+    "adam step": (
+        "m2 = 0.9 * m + 0.1 * g\nv2 = 0.999 * v + 0.001 * g * g\n"
+        "p2 = p - 1e-3 * (m2 / 0.1) / (np.sqrt(v2 / 0.001) + 1e-8)",
+        {"p": (1 << 24,), "g": (1 << 24,), "m": (1 << 24,), "v": (1 << 24,)}),
+    "black-scholes": (
+        "sq = np.sqrt(T)\nd1 = (np.log(S / K) + (0.02 + 0.5 * 0.09) * T) / (0.3 * sq)\n"
+        "d2 = d1 - 0.3 * sq\n"
+        "def cnd(d):\n"
+        "    k = 1.0 / (1.0 + 0.2316419 * np.abs(d))\n"
+        "    p = k * (0.31938153 + k * (-0.356563782 + k * (1.781477937 + k * (-1.821255978 + k * 1.330274429))))\n"
+        "    c = 1.0 - 0.3989422804 * np.exp(-0.5 * d * d) * p\n"
+        "    return np.where(d > 0, c, 1.0 - c)\n"
+        "disc = K * np.exp(-0.02 * T)\ncall = S * cnd(d1) - disc * cnd(d2)\n"
+        "put = disc * (1.0 - cnd(d2)) - S * (1.0 - cnd(d1))",
+        {"S": (1 << 24,), "K": (1 << 24,), "T": (1 << 24,)}),
+    "stencil (5-point, slices)": (
+        "u2 = u[1:-1, 1:-1] + 0.1 * (u[1:-1, 2:] + u[1:-1, :-2] + u[2:, 1:-1] + u[:-2, 1:-1] - 4 * u[1:-1, 1:-1])",
+        {"u": (4096, 4096)}),
+    "sum over axis 0 (+ sqrt)": ("s = np.sqrt((x * x).sum(axis=0))", {"x": (256, 512, 64)}),
+    "sum over axis 1 (+ sqrt)": ("s = np.sqrt((x * x).sum(axis=1))", {"x": (256, 512, 64)}),
+    "sum over axis 2 (+ sqrt)": ("s = np.sqrt((x * x).sum(axis=2))", {"x": (256, 512, 64)}),
+    "sum over all axes (+ sqrt)": ("s = np.sqrt((x * x).sum())", {"x": (256, 512, 64)}),
+    "x / x.sum() (grid-wide)": ("y = x / x.sum()", {"x": (1 << 24,)}),
+    "column norm (axis 0 back)": ("y = x / np.sqrt((x * x).sum(axis=0, keepdims=True))",
+                                  {"x": (8192, 1024)}),
+    "matmul + bias + relu": ("y = np.maximum(x @ w + b, 0)",
+                             {"x": (4096, 1024), "w": (1024, 1024), "b": (1024,)}),
+}
+
+
+def exact_status(plan) -> str:
+    text = next(d.text for d in plan.log if d.kind == "search")
+    if "optimal under the cost model" in text:
+        return "proven optimal"
+    if "over the exact search's limit" in text:
+        return "greedy (too large for exact)"
+    m = re.search(r"not proven optimal \(([^)]*)\)", text)
+    return f"best found ({m.group(1)})" if m else "greedy"
+
+
+def planning_times(repeats: int = 3) -> list[list[str]]:
+    rows = []
+    for n in SIZES:
+        g = testing.notebook_graph(n)
+        times, plan = [], None
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            plan = make_plan(g)
+            times.append(time.perf_counter() - t0)
+        rows.append([f"notebook-like {n}", str(len(g.nodes)), str(len(analyse(g).units)),
+                     str(len(plan.kernels)), f"{statistics.median(times) * 1e3:.0f}", exact_status(plan)])
+        per_seed, statuses, kernels = [], [], []
+        for seed in range(3):
+            g = testing.random_graph(n, random.Random(seed).choice, 64, 4096)
+            t0 = time.perf_counter()
+            plan = make_plan(g)
+            per_seed.append(time.perf_counter() - t0)
+            statuses.append(exact_status(plan))
+            kernels.append(len(plan.kernels))
+        proven = sum(s == "proven optimal" for s in statuses)
+        status = (f"{proven}/3 proven optimal" if proven else statuses[0])
+        rows.append([f"random DAG {n}", str(len(g.nodes)), str(len(analyse(g).units)),
+                     "/".join(map(str, kernels)), "/".join(f"{t * 1e3:.0f}" for t in per_seed), status])
+    return rows
+
+
+def cell_suite() -> list[list[str]]:
+    params = DeviceParams.h200_default()
+    rows = []
+    for name, (src, shapes) in CELLS.items():
+        ns = {"np": np, **{k: np.empty(s, np.float32) for k, s in shapes.items()}}
+        g = fuselab.trace_cell(src, ns).graph
+        reps = {s: report(make_plan(g, s), params) for s in ("unfused", "auto", "max")}
+        u, a, m = reps["unfused"], reps["auto"], reps["max"]
+        rows.append([name, str(len(analyse(g).units)),
+                     f"{u.launches} / {a.launches} / {m.launches}",
+                     f"{u.bytes_total / 1e6:.1f} / {a.bytes_total / 1e6:.1f} / {m.bytes_total / 1e6:.1f}",
+                     f"{u.time_s * 1e6:.1f} / {a.time_s * 1e6:.1f} / {m.time_s * 1e6:.1f}",
+                     f"x{u.time_s / a.time_s:.2f}"])
+    return rows
+
+
+def gpu_check(repeats: int = 10) -> str:
+    """Predicted (calibrated cost model) against measured time of the auto and unfused
+    plans of the cell suite on this machine's GPU, as a markdown subsection."""
+    import cupy
+
+    from fuselab import runtime
+    params = DeviceParams.from_dict(runtime.calibrate())
+    rows = []
+    for name, (src, shapes) in CELLS.items():
+        rng = cupy.random.default_rng(0)
+        ns = {"np": np, **{k: rng.random(s, dtype=cupy.float32) + 0.5 for k, s in shapes.items()}}
+        traced = fuselab.trace_cell(src, ns)
+        auto, base = make_plan(traced.graph, "auto", params=params), make_plan(traced.graph, "unfused")
+        m = runtime.measure(auto, base, traced.inputs, repeats=repeats, eager=False, replay=False,
+                            per_kernel=False)
+        pa, pu = report(auto, params).time_s, report(base, params).time_s
+        rows.append([name, f"{pu * 1e6:.1f} / {m.unfused.median_s * 1e6:.1f}",
+                     f"{pa * 1e6:.1f} / {m.plan.median_s * 1e6:.1f}",
+                     f"x{pu / pa:.2f} / x{m.speedup_vs_unfused:.2f}", "ok" if m.check.ok else "MISMATCH"])
+    date = subprocess.run(["date", "-u", "+%Y-%m-%d %H:%M UTC"], capture_output=True, text=True).stdout.strip()
+    return f"""### Cost model against the GPU
+
+Run {date} on one {params.name} with `python benchmarks/plan_bench.py --gpu`: calibrated
+parameters ({params.bandwidth / 1e12:.2f} TB/s, {params.launch_s * 1e6:.2f} us launch,
+{params.throughput / 1e12:.1f} TFLOP/s, transcendental x{params.transcendental:.2f}); measured
+times are medians of {repeats} runs after warm-up, each plan checked against the unfused run.
+
+{table(["cell", "unfused us (pred / meas)", "auto us (pred / meas)", "speedup (pred / meas)", "check"], rows)}
+"""
+
+
+def table(head: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def machine() -> str:
+    cpu = platform.processor() or "cpu"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"2-core CPU sandbox ({cpu}, {os.cpu_count()} cores visible), Python {platform.python_version()}, NumPy {np.__version__}"
+
+
+def section(times: list[list[str]], cells: list[list[str]]) -> str:
+    date = subprocess.run(["date", "-u", "+%Y-%m-%d %H:%M UTC"], capture_output=True, text=True).stdout.strip()
+    return f"""## Planner (CPU)
+
+Run {date} on {machine()} with `python benchmarks/plan_bench.py --write`.
+Planning needs no GPU; times are wall-clock on a shared machine (other jobs were running).
+
+### Planning time of `auto`
+
+Notebook-like graphs chain layernorm, gelu, softmax, column-scaling and matmul blocks;
+random DAGs are `fuselab.plan.testing.random_graph` (seeds 0, 1, 2; wide, many shapes,
+reductions over every axis, opaque ops), figures per seed. The exact search proves
+optimality or stops after {1.0:g} s / 300k steps and keeps the best plan found; graphs
+over 600 units are planned by greedy merging alone.
+
+{table(["graph", "nodes", "units", "kernels", "plan ms", "exact search"], times)}
+
+### Notebook cells: unfused / auto / max
+
+Predicted with the H200 default device parameters (4 TB/s, 4 us launch); bytes are
+memory traffic of all kernels; speedup is predicted unfused time over auto time.
+
+{table(["cell", "ops", "kernels", "MB moved", "predicted us", "auto speedup"], cells)}
+"""
+
+
+def write(text: str) -> None:
+    path = ROOT / "BENCHMARKS.md"
+    old = path.read_text() if path.exists() else "# Benchmarks\n"
+    pattern = re.compile(r"^## Planner \(CPU\)\n.*?(?=^## (?!#)|\Z)", re.S | re.M)
+    new = pattern.sub(lambda _m: text + "\n", old) if pattern.search(old) else old.rstrip("\n") + "\n\n" + text
+    path.write_text(new)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help="update BENCHMARKS.md")
+    ap.add_argument("--gpu", action="store_true", help="only: predicted vs measured on this GPU")
+    ap.add_argument("--gpu-section", type=Path, help="a --gpu output to append to the section")
+    args = ap.parse_args()
+    if args.gpu:
+        print(gpu_check())
+        return
+    text = section(planning_times(), cell_suite())
+    if args.gpu_section:
+        text += "\n" + args.gpu_section.read_text().strip() + "\n"
+    print(text)
+    if args.write:
+        write(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""Facts about a graph that every planning pass asks for, computed once per graph.
+
+The planner partitions *units*: the nodes a kernel computes and may store.
+- compute nodes (elementwise, reductions, opaque calls);
+- free nodes (views, constants, generators) that are cell results: a copy kernel stores them.
+Other free nodes belong to no unit: they are recomputed inside every kernel that reads
+them (model.make_kernel), so the planner looks *through* them. An edge from unit (or
+input array) `u` to unit `v` through a chain of views is an "effective" edge `(u, chain)`.
+
+Sets of units are Python ints used as bitsets (bit i = node %i): unions, intersections
+and ancestor tests on a few hundred nodes are then single big-int operations.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Iterator
+
+import numpy as np
+
+from ..ir import Graph
+from ..ops import Kind
+from .model import is_free
+
+
+def bits(mask: int) -> Iterator[int]:
+    """The set bit positions of `mask`, ascending."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+def mask_of(ids) -> int:
+    m = 0
+    for i in ids:
+        m |= 1 << i
+    return m
+
+
+def shape_text(shape: tuple[int, ...]) -> str:
+    return "[" + ",".join(map(str, shape)) + "]"
+
+
+def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """True when NumPy broadcasting of `shape` against `target` gives `target`."""
+    if len(shape) > len(target):
+        return False
+    return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(target)))
+
+
+class Analysis:
+    """Per-graph tables the legality checks, the cost model and the searches share."""
+
+    def __init__(self, graph: Graph) -> None:
+        g = self.graph = graph
+        n = len(g.nodes)
+        self.free = [is_free(g, i) for i in range(n)]
+        self.is_input = [nd.op == "input" for nd in g.nodes]
+        outs = g.output_ids
+        # copy units: a free node the user keeps is stored by a kernel of its own
+        self.unit = [not self.is_input[i] and (not self.free[i] or i in outs) for i in range(n)]
+        self.units: tuple[int, ...] = tuple(i for i in range(n) if self.unit[i])
+        self.all_mask = mask_of(self.units)
+        self.input_mask = mask_of(i for i in range(n) if self.is_input[i])
+        self.out_mask = mask_of(i for i in outs if self.unit[i])
+        self.alone_mask = mask_of(i for i in self.units
+                                  if self.free[i] or g.nodes[i].kind is Kind.OPAQUE)
+        self.reduce_mask = mask_of(i for i in self.units if g.nodes[i].kind is Kind.REDUCE)
+        self.nbytes = [nd.aval.nbytes for nd in g.nodes]
+        self.shapes = [nd.shape for nd in g.nodes]
+        self._weights: dict = {}
+        self.size = [nd.aval.size for nd in g.nodes]
+
+        # effective producers: (u, chain of free nodes from u's side to v's side)
+        prods: list[tuple[tuple[int, tuple[int, ...]], ...]] = [()] * n
+        for v in self.units:
+            seen: dict[tuple[int, tuple[int, ...]], None] = {}
+            for j in g.nodes[v].inputs:
+                chain: list[int] = []
+                while self.free[j] and not self.is_input[j]:
+                    chain.append(j)
+                    if not g.nodes[j].inputs:  # a constant or generator: nothing to read
+                        j = -1
+                        break
+                    j = g.nodes[j].inputs[0]
+                if j >= 0:
+                    seen[(j, tuple(reversed(chain)))] = None
+            prods[v] = tuple(seen)
+        self.prods = prods
+        self.pmask = [mask_of(u for u, _ in prods[v]) for v in range(n)]
+        users: list[list[int]] = [[] for _ in range(n)]
+        for v in self.units:
+            for u in dict.fromkeys(u for u, _ in prods[v]):
+                users[u].append(v)
+        self.users = [tuple(u) for u in users]
+        self.umask = [mask_of(u) for u in users]
+        # ancestors / descendants among units (transitive, self excluded)
+        anc = [0] * n
+        for v in self.units:
+            a = 0
+            for u, _ in prods[v]:
+                if self.unit[u]:
+                    a |= (1 << u) | anc[u]
+            anc[v] = a
+        desc = [0] * n
+        for v in reversed(self.units):
+            d = 0
+            for w in users[v]:
+                d |= (1 << w) | desc[w]
+            desc[v] = d
+        self.anc, self.desc = anc, desc
+        # the least a kernel can read of a materialised value: a slice reads only its part
+        lb = list(self.nbytes)
+        for v in self.units:
+            for u, chain in prods[v]:
+                s = self.slice_read(v, chain)
+                if s >= 0:
+                    lb[u] = min(lb[u], self.nbytes[s])
+        self.lbread = lb
+
+    def slice_read(self, v: int, chain: tuple[int, ...]) -> int:
+        """The slice node through which unit v reads along `chain`, or -1 when it reads
+        the whole array (a copy unit is itself the first view of its chain)."""
+        first = chain[0] if chain else (v if self.free[v] else -1)
+        return first if first >= 0 and self.graph.nodes[first].op == "slice" else -1
+
+    # -- display ------------------------------------------------------------------
+    def ref(self, i: int) -> str:
+        """`%7 (exp)`: how reasons name a node."""
+        return f"%{i} ({self.graph.nodes[i].label})"
+
+    def refs(self, ids, limit: int = 4) -> str:
+        ids = list(ids)
+        shown = ", ".join(f"%{i}" for i in ids[:limit])
+        return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+    def shape(self, i: int) -> tuple[int, ...]:
+        return self.shapes[i]
+
+    @cached_property
+    def aval_text(self) -> list[str]:
+        """`f32[64,128]` per node (reasons quote them often)."""
+        return [str(nd.aval) for nd in self.graph.nodes]
+
+    def weights(self, params) -> list[float]:
+        """Add-equivalent cost of one evaluation of each node on a device (cost.py's rule),
+        cached per device parameters."""
+        w = self._weights.get(params)
+        if w is None:
+            from .cost import op_weight
+            w = self._weights[params] = [op_weight(nd, params) for nd in self.graph.nodes]
+        return w
+
+    # -- kernel facts -----------------------------------------------------------------
+    def stored_of(self, mask: int, members: list[int] | None = None) -> int:
+        """Members a kernel of exactly these units must store (partition semantics):
+        cell results and values some unit outside the kernel reads."""
+        out = mask & self.out_mask
+        umask = self.umask
+        for v in members if members is not None else bits(mask):
+            if umask[v] & ~mask:
+                out |= 1 << v
+        return out
+
+    def reads_of(self, mask: int, members: list[int] | None = None) -> int:
+        """Materialised values (inputs, other kernels' outputs) a kernel of `mask` reads."""
+        r = 0
+        pmask = self.pmask
+        for v in members if members is not None else bits(mask):
+            r |= pmask[v]
+        return r & ~mask
+
+    def dtype_of(self, i: int) -> np.dtype:
+        return self.graph.nodes[i].dtype
+
+
+def analyse(graph: Graph) -> Analysis:
+    """The Analysis of `graph`, kept on the graph object itself (like its cached
+    properties), so it lives exactly as long as the graph."""
+    an = graph.__dict__.get("_plan_analysis")
+    if an is None:
+        an = graph.__dict__["_plan_analysis"] = Analysis(graph)
+    return an

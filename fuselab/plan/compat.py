@@ -1,0 +1,185 @@
+"""Which units could ever share a kernel: pairwise necessary conditions of legality.
+
+The exact search (exact.py) uses them twice: a candidate kernel must be a clique of the
+compatibility graph (so hopeless candidates are cut early), and a set of pairwise
+incompatible units needs that many kernels (a lower bound on the launches still to come).
+"""
+from __future__ import annotations
+
+from .analysis import Analysis, bits, broadcasts_to
+
+
+class ReduceKeys:
+    """Which reductions can share a kernel. Same key: same row shape F (reducing the last
+    axis over at least two rows: the row template), else same input, axes and result (the
+    reduction template). This is an equivalence, so distinct keys need distinct kernels."""
+
+    def __init__(self, an: Analysis) -> None:
+        g = an.graph
+        self.sig: dict[int, tuple] = {}
+        self.rowF: dict[int, tuple[int, ...] | None] = {}
+        self.key: dict[int, tuple] = {}
+        self.results: dict[tuple, set[tuple[int, ...]]] = {}    # key -> result shapes
+        self.stores: dict[tuple, set[tuple[int, ...]]] = {}     # key -> storable shapes
+        self.below: dict[tuple, int] = {}                       # key -> units feeding one
+        for r in bits(an.reduce_mask):
+            nd = g.nodes[r]
+            I = an.shape(nd.inputs[0])
+            self.sig[r] = (I, nd.args["axes"], nd.shape)
+            last = len(I) >= 2 and nd.args["axes"] == (len(I) - 1,) and not nd.args["flat"]
+            rows = 1
+            for d in I[:-1]:
+                rows *= d
+            self.rowF[r] = I if last and rows >= 2 else None
+            k = ("row", I) if self.rowF[r] else ("red", self.sig[r])
+            self.key[r] = k
+            self.results.setdefault(k, set()).add(nd.shape)
+            st = self.stores.setdefault(k, set())
+            st |= {I, nd.shape} | ({I[:-1] + (1,), I[:-1]} if k[0] == "row" else set())
+            self.below[k] = self.below.get(k, 0) | an.anc[r]
+
+    def could_join(self, an: Analysis, v: int, k: tuple, stored: bool) -> bool:
+        """Could non-reduce unit v be in a kernel of reductions of key k (as a producer
+        of one of them, or after them over their results or rows)?"""
+        shape = an.shape(v)
+        if stored and shape not in self.stores[k]:
+            return False
+        if self.below[k] >> v & 1:
+            return True
+        if any(broadcasts_to(shape, R) for R in self.results[k]):
+            return True
+        return k[0] == "row" and (broadcasts_to(shape, k[1]) or shape == k[1][:-1])
+
+
+def compatibility(an: Analysis, keys: ReduceKeys) -> dict[int, int]:
+    """unit -> the units it could ever share a legal kernel with (a necessary condition
+    of legality.check, pair by pair): nothing for opaque and copy units; reductions of
+    one key; a unit and a reduction it could join; two other units when a pointwise
+    kernel could hold both (some iteration space suits both) or a reduction key could
+    take both. Then convexity: a kernel holding u and a descendant w
+    holds every unit on the paths between them, so each of those must be compatible with
+    both (repeated until nothing changes)."""
+    units = [v for v in an.units if not an.alone_mask >> v & 1]
+    always = {v: bool(an.out_mask >> v & 1 or an.umask[v] & an.alone_mask) for v in units}
+    # the shapes a pointwise kernel holding v could iterate over: v's own if v is always
+    # stored, else those of v and of the elementwise units it feeds (a member that is not
+    # stored feeds, inside the kernel, a member that is)
+    reach: dict[int, frozenset] = {}
+    for v in reversed(units):
+        r = {an.shape(v)}
+        for w in an.users[v]:
+            if w in reach and not an.reduce_mask >> w & 1:
+                r |= reach[w]
+        reach[v] = frozenset(r)
+    space = {v: frozenset({an.shape(v)}) if always[v] else reach[v]
+             for v in units if not an.reduce_mask >> v & 1}
+    allkeys = sorted(set(keys.key.values()), key=repr)
+    joins = {v: {k for k in allkeys if keys.could_join(an, v, k, always[v])}
+             for v in units if not an.reduce_mask >> v & 1}
+    out = {v: 0 for v in an.units}
+    for i, u in enumerate(units):
+        for v in units[i + 1:]:
+            ru, rv = an.reduce_mask >> u & 1, an.reduce_mask >> v & 1
+            if ru and rv:
+                ok = keys.key[u] == keys.key[v]
+            elif ru or rv:
+                r, w = (u, v) if ru else (v, u)
+                ok = keys.key[r] in joins[w]
+            else:
+                ok = bool(space[u] & space[v]) or bool(joins[u] & joins[v])
+            if ok:
+                out[u] |= 1 << v
+                out[v] |= 1 << u
+    changed = True
+    while changed:
+        changed = False
+        for u in units:
+            for w in bits(out[u] & an.desc[u]):
+                between = an.desc[u] & an.anc[w]
+                if between & ~(out[u] & out[w]):
+                    out[u] &= ~(1 << w)
+                    out[w] &= ~(1 << u)
+                    changed = True
+    return out
+
+
+def must_store(an: Analysis, compat: dict[int, int]) -> int:
+    """Units stored in every plan: some unit reads them that can never share their kernel."""
+    m = 0
+    for v in an.units:
+        if any(not compat[v] >> w & 1 for w in an.users[v]):
+            m |= 1 << v
+    return m
+
+
+def independent_parts(an: Analysis, compat: dict[int, int]) -> list[int]:
+    """Split the units into parts no kernel can span (no compatible pair across parts)
+    and whose reachability is acyclic part to part, so that no kernel cycle can cross
+    parts either: the optimal plan is the union of each part's optimal plan."""
+    label = {v: v for v in an.units}
+
+    def find(v: int) -> int:
+        while label[v] != v:
+            label[v] = label[label[v]]
+            v = label[v]
+        return v
+
+    for u in an.units:
+        for w in bits(compat[u]):
+            a, b = find(u), find(w)
+            if a != b:
+                label[max(a, b)] = min(a, b)
+    comps: dict[int, int] = {}
+    for v in an.units:
+        comps[find(v)] = comps.get(find(v), 0) | (1 << v)
+    masks = list(comps.values())
+    reach = []
+    for m in masks:
+        d = 0
+        for v in bits(m):
+            d |= an.desc[v]
+        reach.append(d)
+    succ = [[j for j, n in enumerate(masks) if j != i and reach[i] & n] for i in range(len(masks))]
+    return [sum(masks[i] for i in scc) for scc in _sccs(succ)]
+
+
+def _sccs(succ: list[list[int]]) -> list[list[int]]:
+    """Strongly connected components (Tarjan, iterative)."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on: set[int] = set()
+    stack: list[int] = []
+    out: list[list[int]] = []
+    counter = 0
+    for root in range(len(succ)):
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on.add(v)
+            if i < len(succ[v]):
+                work.append((v, i + 1))
+                w = succ[v][i]
+                if w not in index:
+                    work.append((w, 0))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                out.append(comp)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return out

@@ -1,0 +1,338 @@
+"""Legality: can these units be one kernel, and under which template?
+
+Every refusal carries a reason a person can read; the explorer shows it verbatim.
+
+THE TEMPLATE CONTRACT (fuselab.codegen implements exactly these; this module must only
+accept kernels of these forms). "Free" nodes (constants, full/arange, views) follow
+model.make_kernel: they are duplicated into every kernel that reads them.
+
+- POINTWISE: every non-free node is ELEMWISE (or the kernel is one free node that is a
+  cell result: a copy). All STORED outputs have the same shape S, the iteration space;
+  intermediate nodes may have smaller broadcastable shapes. Views (transpose, slice,
+  reshape, broadcast_to) may appear anywhere: pure index math, producers recomputed at the
+  remapped indices.
+- REDUCTION: one or more reduce nodes (sum/prod/max/min/any/all/argmax/argmin) that all
+  reduce an input of the same shape I over the same axes to the same shape R (siblings:
+  (x*y).sum() and (x*x).sum() are one kernel with two outputs); a prologue of ELEMWISE and
+  free nodes computed at input-space indices (a stored prologue node has shape I); an
+  epilogue of ELEMWISE nodes over R that read only reduce results, other epilogue nodes,
+  constants or loads of kernel inputs broadcastable to R (a stored epilogue node has shape
+  R). mean = sum * (1/n) and norm = sqrt(sum(x*x)) are one kernel. Any axes: full, column,
+  middle axis. No reduction may depend on another reduction of the same kernel.
+- ROW: one full shape F (ndim >= 1) whose LAST axis every reduce node reduces (its input
+  has exactly shape F, axes == (ndim-1,), keepdims or not). Every other node is ELEMWISE
+  over a shape that broadcasts to F, or "per-row": shape F[:-1]+(1,) (keepdims) or F[:-1].
+  Reduced values may be broadcast back (x - x.max(-1, keepdims=True)) and reductions may
+  depend on earlier ones (softmax: max then sum; layernorm: mean, var, normalise). A
+  per-row value without keepdims (shape F[:-1]) is only combined with other such values,
+  never broadcast against F (NumPy would align it with the columns). Views inside a ROW
+  kernel only on loads of kernel inputs, or a reshape that adds/removes the trailing unit
+  axis of a per-row value. Stored outputs: full-shape (F) or per-row nodes. A row kernel
+  needs at least two rows: with one row, a reduction broadcast back is the grid-wide
+  dependence of a full reduction (x / x.sum()), which no single kernel can do.
+- OPAQUE: exactly one opaque node, alone.
+
+Budgets bound the size of a kernel: compute nodes, array parameters, and a register
+estimate (values live at once in the kernel's expression DAG).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..ops import Kind
+from .analysis import Analysis, bits, broadcasts_to, shape_text
+from .model import Template
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Limits on one kernel. Defaults keep generated kernels quick to compile and free of
+    register spills; they rarely bind on notebook cells."""
+
+    max_nodes: int = 128          # compute nodes in one kernel
+    max_params: int = 64          # arrays read + arrays written
+    max_registers: int = 255      # estimate: 32 + 2 per value live at once (sm_90 cap: 255)
+
+
+DEFAULT_BUDGETS = Budgets()
+
+
+@dataclass(frozen=True)
+class Space:
+    """The iteration space a legal kernel runs over, as its template sees it."""
+
+    template: Template
+    shape: tuple[int, ...]          # POINTWISE: S; REDUCTION: input I; ROW: F; OPAQUE: result
+    result: tuple[int, ...] = ()    # REDUCTION: R; ROW: the per-row shape F[:-1]
+    rows: int = 0                   # ROW: number of rows
+    passes: int = 1                 # ROW: sweeps over a row when it does not fit on chip
+    full: int = 0                   # members evaluated once per element of `shape`;
+    #                                 the others once per element of `result` (per row)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    reason: str = ""
+    space: Space | None = None
+    # the refusal is a reduced value needed again in the input space (grid-wide)
+    dependence: bool = False
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def _fail(reason: str, dependence: bool = False) -> Verdict:
+    return Verdict(False, reason, None, dependence)
+
+
+def axes_text(an: Analysis, r: int) -> str:
+    """`all of [1024]`, `axis 0 of [64,128]`: what a reduction reduces."""
+    nd = an.graph.nodes[r]
+    axes = nd.args["axes"]
+    shape = an.shape(nd.inputs[0])
+    if len(axes) == len(shape):
+        return f"all of {shape_text(shape)}"
+    return ("axis " if len(axes) == 1 else "axes ") + ",".join(map(str, axes)) + f" of {shape_text(shape)}"
+
+
+def check(an: Analysis, mask: int, budgets: Budgets = DEFAULT_BUDGETS,
+          stored: int | None = None) -> Verdict:
+    """Is a kernel computing exactly the units in `mask` (storing `stored`, by default the
+    members read outside it or kept by the user) legal, and over which space?"""
+    if not mask:
+        return _fail("an empty kernel")
+    g = an.graph
+    members = list(bits(mask))
+    alone = mask & an.alone_mask
+    if alone:
+        a = next(bits(alone))
+        if len(members) > 1:
+            other = next(v for v in members if v != a)
+            return _fail(alone_reason(an, a, other))
+        if g.nodes[a].kind is Kind.OPAQUE:
+            return Verdict(True, space=Space(Template.OPAQUE, an.shape(a)))
+        return Verdict(True, space=Space(Template.POINTWISE, an.shape(a), full=mask))
+    if stored is None:
+        stored = an.stored_of(mask, members)
+    over = _budget(an, mask, members, stored, budgets)
+    if over:
+        return _fail(over)
+    reduces = mask & an.reduce_mask
+    if not reduces:
+        return _pointwise(an, mask, stored)
+    red = _reduction(an, mask, stored, reduces)
+    if red.ok:
+        return red
+    row = _row(an, mask, members, stored, reduces)
+    if row.ok:
+        return row
+    if red.dependence:
+        return _fail(f"{red.reason}; a row kernel cannot help: {row.reason}", True)
+    return red
+
+
+def alone_reason(an: Analysis, a: int, other: int) -> str:
+    if an.graph.nodes[a].kind is Kind.OPAQUE:
+        return (f"{an.ref(a)} is opaque: it runs alone through the array library, "
+                f"so it cannot share a kernel with {an.ref(other)}")
+    return (f"{an.ref(a)} is a view kept as a cell result: a copy kernel of its own stores it, "
+            f"so it cannot share a kernel with {an.ref(other)}")
+
+
+def _budget(an: Analysis, mask: int, members: list[int], stored: int, b: Budgets) -> str:
+    if len(members) > b.max_nodes:
+        return (f"the kernel would compute {len(members)} ops, over the budget of {b.max_nodes} "
+                "(long kernels compile slowly and spill registers)")
+    params = an.reads_of(mask, members).bit_count() + stored.bit_count()
+    if params > b.max_params:
+        return f"the kernel would take {params} arrays as parameters, over the budget of {b.max_params}"
+    if 32 + 2 * len(members) <= b.max_registers:
+        return ""  # even with every value live at once
+    regs = register_estimate(an, mask, members)
+    if regs > b.max_registers:
+        return (f"the kernel would need about {regs} registers per thread "
+                f"(budget {b.max_registers}): too many values live at once")
+    return ""
+
+
+def register_estimate(an: Analysis, mask: int, members: list[int]) -> int:
+    """32 for indices and addresses, plus 2 per value live at once when the members are
+    evaluated in order (a value stays live until its last in-kernel reader)."""
+    last = {v: max(bits(an.umask[v] & mask), default=v) for v in members}
+    live = peak = 0
+    ending: dict[int, int] = {}
+    for v in members:
+        live -= ending.pop(v, 0)
+        if last[v] > v:
+            live += 1
+            ending[last[v]] = ending.get(last[v], 0) + 1
+        peak = max(peak, live)
+    return 32 + 2 * peak
+
+
+def _aval(an: Analysis, i: int) -> str:
+    return an.aval_text[i]
+
+
+def _pointwise(an: Analysis, mask: int, stored: int) -> Verdict:
+    shapes: dict[tuple[int, ...], int] = {}
+    for v in bits(stored):
+        shapes.setdefault(an.shape(v), v)
+    if len(shapes) > 1:
+        (_, a), (_, b) = list(shapes.items())[:2]
+        return _fail(f"{an.ref(a)} {_aval(an, a)} and {an.ref(b)} {_aval(an, b)} would both be "
+                     "stored, but a pointwise kernel has one iteration space")
+    space = next(iter(shapes), an.shape(max(bits(mask))))
+    return Verdict(True, space=Space(Template.POINTWISE, space, full=mask))
+
+
+def _reduce_sig(an: Analysis, r: int) -> tuple:
+    nd = an.graph.nodes[r]
+    return an.shape(nd.inputs[0]), nd.args["axes"], nd.shape
+
+
+def _reduction(an: Analysis, mask: int, stored: int, reduces: int) -> Verdict:
+    rs = list(bits(reduces))
+    r0 = rs[0]
+    sig0 = _reduce_sig(an, r0)
+    for r in rs[1:]:
+        sig = _reduce_sig(an, r)
+        if sig != sig0:
+            if sig[:2] == sig0[:2]:
+                what = f"results of shape {shape_text(sig0[2])} and {shape_text(sig[2])} (keepdims differs)"
+            else:
+                what = "inputs of one shape over the same axes"
+            return _fail(f"{an.ref(r0)} reduces {axes_text(an, r0)} but {an.ref(r)} reduces "
+                         f"{axes_text(an, r)}: a reduction kernel needs {what}")
+    for r in rs:
+        dep = an.anc[r] & reduces
+        if dep:
+            r1 = next(bits(dep))
+            return _fail(f"{an.ref(r)} reduces a value computed from {an.ref(r1)}, another "
+                         "reduction of the same kernel: a reduction kernel finishes its "
+                         "reductions together, not one after another", True)
+    I, R = sig0[0], sig0[2]
+    pro = 0
+    for r in rs:
+        pro |= an.anc[r]
+    pro &= mask & ~reduces
+    epi = mask & ~pro & ~reduces
+    for v in bits(pro & stored):
+        if an.shape(v) != I:
+            return _fail(f"{an.ref(v)} {_aval(an, v)} would be stored by the reduction's input "
+                         f"loop, which runs over {shape_text(I)}")
+    for e in bits(epi):
+        if not broadcasts_to(an.shape(e), R):
+            dep = an.anc[e] & reduces
+            if dep:
+                r = next(bits(dep))
+                full = len(an.graph.nodes[r].args["axes"]) == len(I)
+                what = ("a full reduction's result is needed by every element"
+                        if full else "a reduction's result is needed back at every element")
+                return _fail(f"{an.ref(e)} needs {an.ref(r)} (a reduction over {axes_text(an, r)}) "
+                             f"at each of its {an.size[e]} elements: {what}, a grid-wide "
+                             "dependence (one kernel cannot wait for all of its blocks to finish "
+                             "the reduction)", True)
+            if broadcasts_to(an.shape(e), I):
+                return _fail(f"{an.ref(e)} {_aval(an, e)} does not feed a reduction of the kernel, "
+                             f"and a reduction kernel's loop over {shape_text(I)} computes only "
+                             f"what it reduces (its epilogue runs over the result {shape_text(R)})")
+            return _fail(f"{an.ref(e)} {_aval(an, e)} runs neither over the reduction's input "
+                         f"{shape_text(I)} nor over its result {shape_text(R)}")
+        if stored >> e & 1 and an.shape(e) != R:
+            return _fail(f"{an.ref(e)} {_aval(an, e)} would be stored, but the reduction's "
+                         f"results have shape {shape_text(R)}")
+        for u, chain in an.prods[e]:
+            if not mask >> u & 1:
+                continue
+            if pro >> u & 1:
+                return _fail(f"{an.ref(e)} runs after the reduction but reads {an.ref(u)}, "
+                             "which the kernel computes per input element before reducing")
+            if chain:
+                return _fail(f"{an.ref(e)} reads {an.ref(u)} through the view {an.ref(chain[-1])}: "
+                             "a reduction's epilogue reads its results directly")
+    return Verdict(True, space=Space(Template.REDUCTION, I, R, full=pro | reduces))
+
+
+def _row(an: Analysis, mask: int, members: list[int], stored: int, reduces: int) -> Verdict:
+    g = an.graph
+    rs = list(bits(reduces))
+    r0 = rs[0]
+    F = an.shape(g.nodes[r0].inputs[0])
+    d = len(F)
+    for r in rs:
+        nd = g.nodes[r]
+        Fr = an.shape(nd.inputs[0])
+        if d == 0 or nd.args["axes"] != (len(Fr) - 1,) or (nd.args["flat"] and len(Fr) > 1):
+            return _fail(f"{an.ref(r)} reduces over {axes_text(an, r)}, but a row kernel "
+                         "iterates rows and reduces only the last axis")
+        if Fr != F:
+            return _fail(f"{an.ref(r0)} reduces rows of {shape_text(F)} but {an.ref(r)} rows of "
+                         f"{shape_text(Fr)}: a row kernel has one row shape")
+    rows = math.prod(F[:-1])
+    if rows < 2:
+        return _fail(f"{an.ref(r0)} reduces {shape_text(F)} as one single row, and a row "
+                     "kernel needs at least two rows")
+    P_keep, P_flat = F[:-1] + (1,), F[:-1]
+    align: dict[int, str] = {}   # "A": broadcast against F; "B": per-row without keepdims
+
+    def one_like(shape: tuple[int, ...]) -> bool:
+        return all(s == 1 for s in shape)
+
+    for v in members:
+        reads: list[tuple[int, str, tuple[int, ...]]] = []
+        for u, chain in an.prods[v]:
+            if not mask >> u & 1:
+                continue
+            if not chain:
+                reads.append((u, align[u], an.shape(u)))
+                continue
+            f = chain[-1]
+            if len(chain) == 1 and g.nodes[f].op == "reshape":
+                if align[u] == "B" and an.shape(f) == P_keep:
+                    reads.append((u, "A", P_keep))
+                    continue
+                if align[u] == "A" and an.shape(u) == P_keep and an.shape(f) == P_flat:
+                    reads.append((u, "B", P_flat))
+                    continue
+            return _fail(f"{an.ref(v)} reads {an.ref(u)} through the view {an.ref(f)}: a row "
+                         "kernel views only the arrays it loads, or adds/removes the trailing "
+                         "unit axis of a per-row value")
+        if reduces >> v & 1:
+            align[v] = "A" if g.nodes[v].args["keepdims"] else "B"
+            continue
+        per_row = [(u, s) for u, al, s in reads if al == "B" and not one_like(s)]
+        if per_row:
+            u, _ = per_row[0]
+            if an.shape(v) != P_flat:
+                return _fail(f"{an.ref(v)} {_aval(an, v)} broadcasts {an.ref(u)}, a per-row value "
+                             f"of shape {shape_text(P_flat)} (no keepdims), along its last axes: "
+                             "NumPy aligns it with the columns, not the rows")
+            others = [w for w, al, s in reads if al == "A" and not one_like(s)]
+            if others:
+                return _fail(f"{an.ref(v)} combines {an.ref(u)}, a per-row value without keepdims, "
+                             f"with {an.ref(others[0])}: their axes do not line up")
+            align[v] = "B"
+        else:
+            if not broadcasts_to(an.shape(v), F):
+                return _fail(f"{an.ref(v)} {_aval(an, v)} does not broadcast to the rows "
+                             f"{shape_text(F)}")
+            align[v] = "A"
+    for v in bits(stored):
+        ok = an.shape(v) in (F, P_keep) if align[v] == "A" else an.shape(v) == P_flat
+        if not ok:
+            return _fail(f"{an.ref(v)} {_aval(an, v)} would be stored, but a row kernel stores "
+                         f"whole rows {shape_text(F)} or one value per row")
+    full = reduces
+    for v in members:
+        s = an.shape(v)
+        if align[v] == "A" and s and s[-1] == F[-1] and F[-1] != 1:
+            full |= 1 << v
+    level: dict[int, int] = {}
+    for r in rs:
+        level[r] = 1 + max((level[q] for q in bits(an.anc[r] & reduces)), default=0)
+    after = any(an.anc[v] & reduces for v in bits(full & ~reduces))
+    passes = max(level.values()) + (1 if after else 0)
+    return Verdict(True, space=Space(Template.ROW, F, P_flat, rows, passes, full))

@@ -1,0 +1,169 @@
+"""The searches: auto is optimal (brute force over all legal partitions agrees), every
+plan of random graphs is legal and computes what NumPy computes, large graphs plan fast."""
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fuselab.interp import run_graph, run_plan
+from fuselab.ir import verify
+from fuselab.plan import make_plan
+from fuselab.plan import testing as T
+from fuselab.plan.analysis import analyse, bits
+from fuselab.plan.cost import DeviceParams, plan_time
+from fuselab.plan.legality import DEFAULT_BUDGETS
+from fuselab.plan.partition import GroupCost, problems, topo_order
+from fuselab.plan.search import plan as search_plan
+
+PARAMS = {
+    "h200": DeviceParams(),
+    "no-launch": DeviceParams(launch_s=1e-9),          # bytes decide
+    "many-sms": DeviceParams(launch_s=1e-7, sm_count=1000),  # row kernels starve
+}
+
+
+def partitions(items: list[int]):
+    if not items:
+        yield []
+        return
+    first, rest = items[0], items[1:]
+    for p in partitions(rest):
+        for i in range(len(p)):
+            yield p[:i] + [p[i] | (1 << first)] + p[i + 1:]
+        yield p + [1 << first]
+
+
+def brute_force(graph, params) -> float:
+    """The cheapest plan among all partitions into legal kernels without cycles."""
+    an = analyse(graph)
+    cost = GroupCost(an, params, DEFAULT_BUDGETS)
+    best = float("inf")
+    for groups in partitions(list(an.units)):
+        t = 0.0
+        for m in groups:
+            verdict, c = cost(m)
+            if not verdict.ok:
+                break
+            t += c
+        else:
+            if t < best:
+                try:
+                    topo_order(an, groups)
+                except AssertionError:   # the kernels would wait on each other
+                    continue
+                best = t
+    return best
+
+
+def small_graphs(count: int, max_units: int = 9):
+    shapes = [(2, 3), (4, 5), (64, 4096), (4096, 64), (1, 1 << 20), (3, 1)]
+    found = 0
+    for seed in range(10 * count):
+        rnd = random.Random(seed)
+        g = T.random_graph(rnd.randint(2, 9), rnd.choice, *rnd.choice(shapes))
+        if 2 <= len(analyse(g).units) <= max_units:
+            yield seed, g, PARAMS[rnd.choice(sorted(PARAMS))]
+            found += 1
+            if found == count:
+                return
+
+
+@pytest.mark.parametrize("seed,graph,params", list(small_graphs(120)), ids=lambda x: str(x)[:12])
+def test_auto_is_optimal_among_all_legal_partitions(seed, graph, params):
+    plan = search_plan(graph, "auto", params=params, recompute=False)
+    assert problems(plan) == []
+    best = brute_force(graph, params)
+    assert plan_time(plan, params) == pytest.approx(best, rel=1e-9)
+    assert any("optimal under the cost model" in d.text for d in plan.log)
+    # recomputation may only improve on it
+    assert plan_time(search_plan(graph, "auto", params=params), params) <= best * (1 + 1e-9)
+
+
+def test_the_brute_force_oracle_can_disagree():
+    """The oracle is not trivially equal to whatever the planner returns."""
+    seed, graph, params = next((s, g, p) for s, g, p in small_graphs(60)
+                               if len(search_plan(g, "unfused").kernels) > len(search_plan(g, "auto", params=p).kernels))
+    assert plan_time(search_plan(graph, "unfused"), params) > brute_force(graph, params) * (1 + 1e-6)
+
+
+def test_recomputation_pays_and_is_recorded():
+    g = T.reductions((64, 128, 32))
+    with_rc, without = make_plan(g), search_plan(g, "auto", recompute=False)
+    assert plan_time(with_rc) < plan_time(without)
+    assert any(k.recomputed for k in with_rc.kernels)
+    assert any(d.kind == "recompute" and "saves" in d.text for d in with_rc.log)
+    assert problems(with_rc) == []
+    xs = T.random_inputs(g)
+    want, got = run_graph(g, xs), run_plan(with_rc, xs)
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-5)
+
+
+def test_max_leaves_no_legal_producer_consumer_merge():
+    for name, build in T.CELLS.items():
+        plan = make_plan(build(), "max")
+        for b in plan.boundaries():
+            assert not b.legal, (name, str(b))
+
+
+def test_the_log_records_merges_refusals_and_the_search():
+    plan = make_plan(T.matmul_bias_act(64, 32, 48))
+    kinds = {d.kind for d in plan.log}
+    assert {"search", "merge", "boundary"} <= kinds
+    assert any(d.kind == "merge" and d.gain_s and d.gain_s > 0 for d in plan.log)
+    assert any("opaque" in d.text for d in plan.log if d.kind in ("refuse", "boundary"))
+    text = plan.explain()
+    assert "decisions:" in text and "kernel boundaries:" in text
+
+
+def test_exact_budget_exhaustion_falls_back_to_the_best_plan_found():
+    g = T.random_graph(40, random.Random(4).choice, 64, 4096)
+    plan = search_plan(g, "auto", exact_steps=50)
+    assert any("not proven optimal" in d.text for d in plan.log)
+    assert problems(plan) == []
+
+
+def test_large_graphs_use_greedy_and_plan_within_two_seconds():
+    g = T.random_graph(2000, random.Random(0).choice, 64, 4096)
+    assert len(g.nodes) >= 2000
+    t0 = time.process_time()        # CPU time: other processes on the machine do not count
+    plan = make_plan(g)
+    elapsed = time.process_time() - t0
+    assert elapsed < 2.0, f"planning 2000 nodes took {elapsed:.2f} s of CPU"
+    assert any("over the exact search's limit" in d.text for d in plan.log)
+    assert problems(plan) == []
+    assert len(plan.kernels) < len(analyse(g).units) / 2
+
+
+# ---------------------------------------------------------------------------
+# property tests: random graphs, every strategy, executed by the reference interpreter
+# ---------------------------------------------------------------------------
+
+@st.composite
+def graphs(draw):
+    rows = draw(st.sampled_from([0, 1, 2, 3, 5]))
+    cols = draw(st.sampled_from([1, 2, 4, 7]))
+    n = draw(st.integers(1, 16))
+    g = T.random_graph(n, lambda seq: draw(st.sampled_from(list(seq))), rows, cols)
+    verify(g)
+    return g
+
+
+def check_runs(plan) -> None:
+    assert problems(plan) == [], problems(plan)
+    xs = T.random_inputs(plan.graph, seed=3)
+    want = run_graph(plan.graph, xs)
+    got = run_plan(plan, xs)
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs(), st.sampled_from(["auto", "max", "unfused"]), st.sampled_from(sorted(PARAMS)))
+def test_random_graphs_plan_legally_and_compute_what_numpy_computes(graph, strategy, params):
+    check_runs(search_plan(graph, strategy, params=PARAMS[params]))
