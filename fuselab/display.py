@@ -1,7 +1,6 @@
-"""Showing a session: plain text, static HTML, or the interactive explorer."""
+"""Showing a session: plain text, the static outputs, or the interactive explorer."""
 from __future__ import annotations
 
-import html
 from typing import Any
 
 
@@ -24,11 +23,35 @@ def text_summary(session: Any) -> str:
     return "\n".join(lines)
 
 
-def static_html(session: Any) -> str:
-    return f"<pre class='fuselab-summary'>{html.escape(text_summary(session))}</pre>"
+def static_by_default() -> bool:
+    """`%config FuseMagics.static = True` applies to every fuselab display in the session
+    (session.display(), fuselab.explore()), not only to %%fuse cells."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    ip = get_ipython()
+    magics = ip.magics_manager.registry.get("FuseMagics") if ip is not None else None
+    return bool(getattr(magics, "static", False))
 
 
-def show(session: Any, static: bool = False) -> Any:
+def show(session: Any, static: bool = False) -> None:
+    """Display the explorer widget (with a static fallback in its display data), or with
+    `static` the same content as plain HTML/SVG/PNG outputs for saved notebooks."""
     from IPython.display import HTML, display
-    display(HTML(static_html(session)))
+
+    from .explorer.static import show_static
+
+    if static or static_by_default():
+        show_static(session)
+        return None
+    try:
+        from .explorer.widget import Explorer
+        explorer = Explorer(session)
+    except ImportError as e:  # no ipywidgets/anywidget: the static form still shows everything
+        display(HTML(f"<div class='fuselab-notice'>The interactive explorer needs ipywidgets and "
+                     f"anywidget ({e}); showing the static form.</div>"))
+        show_static(session)
+        return None
+    display(explorer)
     return None

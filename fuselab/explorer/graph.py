@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
 
-from ..ir import Graph, format_args, format_node, format_value
+from ..ir import Graph, format_args, format_node
 from ..ops import Kind
 from ..plan.model import Plan, is_free
 from .format import esc, fmt_bytes
@@ -142,13 +142,19 @@ class Layout:
         return out
 
 
+def value_text(graph: Graph, i: int) -> str:
+    """A constant as short as its dtype allows: 0.9, not 0.8999999761581421 (float32)."""
+    n = graph.nodes[i]
+    return str(n.dtype.type(n.args["value"]))
+
+
 def op_label(graph: Graph, i: int, layout: Layout) -> str:
     """`%3 add(·, 1.0)`: the op with folded constants in place of their operands."""
     n = graph.nodes[i]
     if n.op in ("full", "const"):
-        head = f"{n.op} {format_value(n.args['value'])}"
+        head = f"{n.op} {value_text(graph, i)}"
     elif any(layout.folded(j) for j in n.inputs):
-        ops = [format_value(graph.nodes[j].args["value"]) if layout.folded(j) else "·" for j in n.inputs]
+        ops = [value_text(graph, j) if layout.folded(j) else "·" for j in n.inputs]
         head = f"{n.label}({', '.join(ops)})"
     else:
         head = n.label
@@ -168,8 +174,8 @@ def node_attrs(graph: Graph, i: int, layout: Layout) -> dict[str, str]:
     attrs = {"shape": "box", "style": "rounded,filled", "fillcolor": fill, "color": "#555555",
              "class": f"fl-node fl-{n.kind.value}"}
     tip = format_node(graph, i) + (f"\n{n.loc}" if n.loc is not None else "")
-    if n.kind is Kind.REDUCE:
-        attrs.update(shape="invtrapezium", style="filled")
+    if n.kind is Kind.REDUCE:  # square corners, heavier border
+        attrs.update(style="filled", penwidth="2")
     elif n.kind is Kind.OPAQUE:
         lines.insert(1, "opaque: library call")
         attrs.update(shape="box3d", style="filled,bold", penwidth="1.6")
@@ -190,9 +196,17 @@ def node_attrs(graph: Graph, i: int, layout: Layout) -> dict[str, str]:
     return attrs
 
 
-def to_digraph(plan: Plan, titles: dict[int, str] | None = None):
-    """The plan as a `graphviz.Digraph` (not yet rendered). `titles` may replace a
-    kernel's cluster label (e.g. to add its predicted time)."""
+def boundary_reasons(plan: Plan) -> dict[tuple[int, int], str]:
+    """(value, reading kernel) -> the planner's reason the two kernels are separate."""
+    try:
+        found = plan.boundaries()
+    except Exception:  # noqa: BLE001 - tooltips then say only what the edge is
+        return {}
+    return {(u, b.dst): b.reason for b in found for u in b.values}
+
+
+def to_digraph(plan: Plan):
+    """The plan as a `graphviz.Digraph` (not yet rendered)."""
     import graphviz
 
     g, lay = plan.graph, Layout(plan)
@@ -215,7 +229,7 @@ def to_digraph(plan: Plan, titles: dict[int, str] | None = None):
         d.node(f"n{i}", id=node_dom_id(i), **node_attrs(g, i, lay))
     for k, kern in enumerate(plan.kernels):
         color = kernel_color(k)
-        title = (titles or {}).get(k) or f"k{k} {kern.name} · {kern.template.value}"
+        title = f"k{k} {kern.name} · {kern.template.value}"
         with d.subgraph(name=f"cluster_k{k}") as c:
             c.attr(id=kernel_dom_id(k), label=title, style="rounded,filled", color=color,
                    fillcolor=color + "22", fontcolor=color, penwidth="1.6", labeljust="l",
@@ -225,13 +239,16 @@ def to_digraph(plan: Plan, titles: dict[int, str] | None = None):
                 c.node(f"n{i}", id=node_dom_id(i), **node_attrs(g, i, lay))
 
     labelled: set[tuple[int, int | None]] = set()
+    reasons = boundary_reasons(plan)
     for u, v, kind in lay.edges():
         attrs = {"id": edge_dom_id(u, v), "class": f"fl-edge fl-{kind}"}
         if kind == "cut":
             key = (u, lay.home.get(v))
+            why = reasons.get(key)
             attrs.update(color=CUT_COLOR, fontcolor=CUT_COLOR, style="dashed", penwidth="2.2",
                          tooltip=f"%{u} is written to memory by k{plan.kernel_of.get(u, '?')} and read "
-                                 f"back: {fmt_bytes(g.nodes[u].aval.nbytes)}. Click to fuse here.")
+                                 f"back: {fmt_bytes(g.nodes[u].aval.nbytes)}."
+                                 f"{' Why: ' + why + '.' if why else ''} Click to fuse here.")
             if key not in labelled:
                 labelled.add(key)
                 attrs["label"] = " " + fmt_bytes(g.nodes[u].aval.nbytes)
@@ -262,14 +279,14 @@ DOT_HINT = ("install Graphviz to draw the graph: `apt install graphviz`, `conda 
             "or `brew install graphviz`")
 
 
-def render_svg(plan: Plan, titles: dict[int, str] | None = None) -> str:
+def render_svg(plan: Plan) -> str:
     """The plan as SVG text; raises GraphvizUnavailable (with what to do) without `dot`."""
     try:
         import graphviz
     except ImportError as e:
         raise GraphvizUnavailable(f"the graphviz Python package is missing ({e}); pip install graphviz") from None
     try:
-        svg = to_digraph(plan, titles).pipe(format="svg", encoding="utf-8")
+        svg = to_digraph(plan).pipe(format="svg", encoding="utf-8")
     except graphviz.ExecutableNotFound:
         raise GraphvizUnavailable(f"Graphviz's `dot` program was not found; {DOT_HINT}") from None
     # Drop the XML prologue so the SVG can be inlined in HTML.
@@ -309,9 +326,9 @@ class GraphView:
         return f"<div class='fuselab-notice'>{esc(self.notice)}</div>{self.fallback_html}"
 
 
-def graph_view(plan: Plan, titles: dict[int, str] | None = None) -> GraphView:
+def graph_view(plan: Plan) -> GraphView:
     try:
-        return GraphView(render_svg(plan, titles))
+        return GraphView(render_svg(plan))
     except GraphvizUnavailable as e:
         return GraphView(None, f"Graph not drawn: {e}. The kernels are listed instead.", listing_html(plan))
 
@@ -320,5 +337,5 @@ LEGEND_HTML = (
     "<div class='fuselab-legend'>"
     "<span><b style='color:#8c8c8c'>──</b> fused: stays in registers</span> "
     f"<span><b style='color:{CUT_COLOR}'>╌╌</b> materialised: written to memory and read back (bytes)</span> "
-    "<span>▭ kernel = coloured box · ▽ reduction · ▱ dashed: view/constant, recomputed where read · "
+    "<span>▭ kernel = coloured box · ■ square corners: reduction · ┅ dashed box: view/generator, recomputed where read · "
     "▣ opaque library call</span></div>")

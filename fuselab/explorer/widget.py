@@ -1,0 +1,335 @@
+"""The interactive explorer: a graph you can click, presets, a kernel list with split and
+merge toggles, the code of the selected kernel, and the numbers.
+
+The session is the model. Every control calls `session.choose / fuse / split / undo /
+measure`; the session notifies `on_change`, and `refresh()` redraws every panel from the
+session's new state. A refused choice leaves the plan as it was and shows the planner's
+reason. Displaying an Explorer gives the widget plus a static HTML fallback, so saved
+notebooks still show the plan where widgets do not run (GitHub, nbviewer).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..plan.model import is_free
+from . import graph as graph_mod
+from .format import esc
+
+PRESETS = (("Unfused", "unfused"), ("Auto", "auto"), ("Max", "max"))
+
+
+def _graph_view_class():
+    import anywidget
+    import traitlets as t
+
+    from .code import highlight_css
+    from .frontend import CSS, GRAPH_ESM
+
+    class GraphView(anywidget.AnyWidget):
+        """The plan's SVG; clicks come back as {'event': 'click'|'dblclick', 'id': ...}."""
+
+        _esm = GRAPH_ESM
+        _css = CSS + "\n" + highlight_css()
+        html = t.Unicode("").tag(sync=True)
+        selected = t.Int(0).tag(sync=True)
+
+    return GraphView
+
+
+def _code_view_class():
+    import anywidget
+    import traitlets as t
+
+    from .frontend import CODE_ESM
+
+    class CodeView(anywidget.AnyWidget):
+        """The selected kernel's code with copy and export buttons."""
+
+        _esm = CODE_ESM
+        title = t.Unicode("").tag(sync=True)
+        html = t.Unicode("").tag(sync=True)
+        source = t.Unicode("").tag(sync=True)
+        export_source = t.Unicode("").tag(sync=True)
+        export_name = t.Unicode("fuselab_plan.py").tag(sync=True)
+        export_note = t.Unicode("").tag(sync=True)
+
+    return CodeView
+
+
+class Explorer:
+    """Widgets over one Session. Methods are what the controls call, so tests (and
+    users) can drive the explorer without a browser."""
+
+    def __init__(self, session: Any) -> None:
+        import ipywidgets as w
+
+        self.session = session
+        self.selected_node: int | None = None   # the selected kernel follows this node across re-plans
+        self._drawn: dict[tuple, tuple[str, bytes | None]] = {}   # plan -> (graph html, chart png)
+
+        self.header = w.HTML().add_class("fuselab-header")
+        small = w.Layout(width="auto")
+        self.preset_buttons = {s: w.Button(description=label, tooltip=f"{label} plan", layout=small)
+                               for label, s in PRESETS}
+        for s, b in self.preset_buttons.items():
+            b.on_click(lambda _b, s=s: self.preset(s))
+        self.undo_button = w.Button(description="Undo", tooltip="back to the previous plan", layout=small)
+        self.undo_button.on_click(lambda _b: self.undo())
+        self.run_button = w.Button(description="Run on GPU", icon="play", layout=small,
+                                   tooltip="time this plan, the unfused plan and eager CuPy on the GPU")
+        self.run_button.on_click(lambda _b: self.run())
+        self.presets = w.HBox([*self.preset_buttons.values(), self.undo_button, self.run_button])
+        self.presets.add_class("fuselab-presets")
+        self.message = w.HTML().add_class("fuselab-message")
+        self.progress = w.HTML(layout=w.Layout(display="none")).add_class("fuselab-progress")
+
+        self.graph_view = _graph_view_class()()
+        self.graph_view.on_msg(self._on_graph_msg)
+        self.graph_box = w.VBox([self.graph_view], layout=w.Layout(
+            flex="1 1 55%", min_width="300px", max_height="680px", overflow="auto"))
+        self.graph_box.add_class("fuselab-graph")
+        self.kernel_list = w.VBox().add_class("fuselab-kernels")
+        self.code_view = _code_view_class()()
+        self.code_view.add_class("fuselab-code")
+        self.compile_button = w.Button(description="Compile info (NVRTC)",
+                                       tooltip="compile the selected kernel for sm_90: registers, spills, PTX")
+        self.compile_button.on_click(lambda _b: self.show_compile_info())
+        self.compile_info = w.HTML().add_class("fuselab-compile-info")
+        side = w.VBox([self.kernel_list, self.code_view, self.compile_button, self.compile_info],
+                      layout=w.Layout(flex="1 1 40%", min_width="340px"))
+        side.add_class("fuselab-side")
+        main = w.HBox([self.graph_box, side], layout=w.Layout(flex_flow="row wrap", width="100%"))
+        main.add_class("fuselab-main")
+
+        self.numbers = w.HTML().add_class("fuselab-numbers")
+        self.chart = w.Image(format="png").add_class("fuselab-chart")
+        self.chart.layout.max_width = "760px"
+        self.legend = w.HTML(graph_mod.LEGEND_HTML)
+        hint = w.HTML("<span class='fuselab-legend'>Click an edge to fuse or cut there, a kernel to see "
+                      "its code; double-click an op to give it a kernel of its own.</span>")
+        self.widget = w.VBox([self.header, self.presets, self.message, self.progress, hint, main,
+                              self.legend, self.numbers, self.chart])
+        self.widget.add_class("fuselab-explorer")
+        session.on_change(lambda _s: self.refresh())
+        self.refresh()
+
+    # -- what the controls do ------------------------------------------------------
+    def preset(self, strategy: str) -> None:
+        self._attempt(self.session.choose, strategy)
+
+    def fuse(self, *targets: Any) -> None:
+        self._attempt(self.session.fuse, *targets)
+
+    def split(self, *targets: Any) -> None:
+        self._attempt(self.session.split, *targets)
+
+    def split_kernel(self, k: int) -> None:
+        self.split(("k", k))
+
+    def merge_with_next(self, k: int) -> None:
+        self.fuse(("k", k), ("k", k + 1))
+
+    def toggle_edge(self, u: int, v: int) -> None:
+        """Fuse across a materialised edge; cut a fused one."""
+        kind = graph_mod.Layout(self.session.plan).edge_kind(u, v)
+        if kind == "read":
+            self._say_refused(f"%{u} is an input of the cell: every kernel reads it from memory")
+        elif kind == "cut":
+            self.fuse((u, v))
+        else:
+            self.split((u, v))
+
+    def undo(self) -> None:
+        self.session.undo()
+
+    def select_kernel(self, k: int) -> None:
+        kernels = self.session.plan.kernels
+        if not 0 <= k < len(kernels):
+            return
+        nodes = [i for i in kernels[k].nodes if i in self.session.plan.kernel_of] or list(kernels[k].nodes)
+        self.selected_node = nodes[0] if nodes else None
+        self._show_selection()
+
+    def run(self) -> None:
+        """Measure on the GPU (plan, unfused and eager), showing progress."""
+        s = self.session
+        if s.backend != "cuda":
+            self._say_refused(f"no measurement: {s.backend_note or 'the CUDA backend is not available'}")
+            return
+        self.run_button.disabled = True
+        try:
+            s.measure(progress=self._progress)
+        except Exception as e:  # shown in the explorer, the plan stays as it is
+            self._say_refused(f"measurement failed: {e}")
+        finally:
+            self.progress.value = ""
+            self.progress.layout.display = "none"
+            self.run_button.disabled = False
+
+    def _progress(self, text: str) -> None:
+        self.progress.value = f"<span class='fuselab-legend'>⏳ {esc(text)}</span>"
+        self.progress.layout.display = ""
+
+    def show_compile_info(self) -> None:
+        from .code import compile_info_html, compile_kernel
+
+        k = self.selected_kernel
+        kinfo = self.session.kernels[k]
+        try:
+            info = compile_kernel(kinfo)
+        except Exception as e:  # NVRTC missing or a compile error: say which
+            self.compile_info.value = f"<div class='fuselab-notice'>{esc(e)}</div>"
+            return
+        self.compile_info.value = compile_info_html(info)
+
+    # -- graph clicks --------------------------------------------------------------
+    def _on_graph_msg(self, _widget: Any, content: dict, _buffers: Any = None) -> None:
+        self.handle_click(str(content.get("id", "")), double=content.get("event") == "dblclick")
+
+    def handle_click(self, dom_id: str, double: bool = False) -> None:
+        target = graph_mod.parse_dom_id(dom_id)
+        if target is None:
+            return
+        kind, value = target
+        if kind == "edge":
+            self.toggle_edge(*value)  # type: ignore[misc]
+        elif kind == "kernel":
+            self.select_kernel(int(value))  # type: ignore[arg-type]
+        elif kind == "node":
+            i = int(value)  # type: ignore[arg-type]
+            if double:
+                self.split(i)
+            else:
+                k = graph_mod.Layout(self.session.plan).home.get(i)
+                if k is not None:
+                    self.selected_node = i
+                    self._show_selection()
+
+    # -- drawing -------------------------------------------------------------------
+    @property
+    def selected_kernel(self) -> int:
+        plan = self.session.plan
+        if self.selected_node is not None:
+            k = graph_mod.Layout(plan).home.get(self.selected_node)
+            if k is not None:
+                return k
+        return 0
+
+    def _attempt(self, action, *args: Any) -> None:
+        """Run a plan change; a refusal (PlanError, a missing planner) is shown, not raised."""
+        try:
+            action(*args)
+        except Exception as e:  # noqa: BLE001 - every refusal is shown with its reason
+            self._say_refused(str(e) or type(e).__name__)
+
+    def _say_refused(self, reason: str) -> None:
+        self._set_message(f"<span class='fuselab-refused'>Not changed:</span> {esc(reason)} "
+                          "<span class='fuselab-legend'>(the plan is as it was)</span>")
+
+    def _set_message(self, html: str) -> None:
+        self.message.value = html
+        self.message.layout.display = "" if html else "none"
+
+    def refresh(self) -> None:
+        """Redraw every panel from the session."""
+        from .numbers import numbers_html
+        from .static import header_html
+
+        s = self.session
+        self.header.value = header_html(s)
+        for strategy, b in self.preset_buttons.items():
+            b.button_style = "info" if s.plan.strategy == strategy else ""
+        self.undo_button.disabled = len(s.history) <= 1
+        self.run_button.disabled = s.backend != "cuda"
+        if s.backend != "cuda":
+            self.run_button.tooltip = f"no GPU here: {s.backend_note}"
+        self._set_message(f"<span class='fuselab-legend'>{esc(s.message)}</span>" if s.message else "")
+        graph_html, png = self._drawings()
+        self.graph_view.html = graph_html
+        self._draw_kernel_list()
+        self._show_selection()
+        self.code_view.export_source, self.code_view.export_note = _export(s)
+        self.numbers.value = numbers_html(s)
+        self.chart.value = png or b""
+        self.chart.layout.display = "" if png else "none"
+
+    def _drawings(self) -> tuple[str, bytes | None]:
+        """The graph and the chart of the current plan and measurement, remembered for
+        the last few plans so presets and undo redraw at once."""
+        from .static import chart_png
+
+        s = self.session
+        if s.measurement is not None:  # measured once per plan: nothing to remember
+            return graph_mod.graph_view(s.plan).html, chart_png(s)
+        key = (s.plan.kernels, s.plan.constraints)  # boundary reasons depend on constraints
+        if key not in self._drawn:
+            if len(self._drawn) >= 32:
+                self._drawn.pop(next(iter(self._drawn)))
+            self._drawn[key] = (graph_mod.graph_view(s.plan).html, chart_png(s))
+        return self._drawn[key]
+
+    def _draw_kernel_list(self) -> None:
+        import ipywidgets as w
+
+        s = self.session
+        rows = []
+        kernels = s.plan.kernels
+        for k, kern in enumerate(kernels):
+            color = graph_mod.kernel_color(k)
+            name = w.Button(description=f"k{k} {kern.name} · {kern.template.value}",
+                            tooltip="show this kernel's code", layout=w.Layout(width="auto", flex="1 1 auto"))
+            name.style.button_color = graph_mod.light(color, 0.6)
+            name.style.text_color = "#111111"  # dark text on the light swatch, in any theme
+            name.add_class("fuselab-kernel-name")
+            name.on_click(lambda _b, k=k: self.select_kernel(k))
+            ops = [i for i in kern.nodes if not is_free(s.graph, i)]
+            split = w.Button(description="split", tooltip="one kernel per op", layout=w.Layout(width="60px"),
+                             disabled=len(ops) <= 1)
+            split.on_click(lambda _b, k=k: self.split_kernel(k))
+            merge = w.Button(description="merge ↓", tooltip=f"fuse with k{k + 1}", layout=w.Layout(width="84px"),
+                             disabled=k + 1 >= len(kernels))
+            merge.on_click(lambda _b, k=k: self.merge_with_next(k))
+            row = w.HBox([name, split, merge])
+            row.add_class("fuselab-kernel-row")
+            rows.append(row)
+        old = self.kernel_list.children
+        self.kernel_list.children = rows
+        for row in old:  # free the replaced widgets in the kernel and the browser
+            for child in row.children:
+                child.close()
+            row.close()
+
+    def _show_selection(self) -> None:
+        from .code import kernel_code_html, kernels_with_code
+
+        s = self.session
+        k = self.selected_kernel
+        self.graph_view.selected = k
+        kernels, missing = kernels_with_code(s)
+        if not kernels:
+            self.code_view.title, self.code_view.source, self.code_view.html = "", "", ""
+            return
+        kinfo = kernels[min(k, len(kernels) - 1)]
+        self.code_view.title = kinfo.name
+        self.code_view.source = kinfo.source or ""
+        self.code_view.html = kernel_code_html(kinfo, missing)
+        self.compile_info.value = ""
+        self.compile_button.disabled = not kinfo.source
+
+    # -- display -------------------------------------------------------------------
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict:
+        from .static import static_html
+
+        bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
+        bundle["text/html"] = static_html(self.session)
+        bundle["text/plain"] = self.session.summary()
+        return bundle
+
+
+def _export(session: Any) -> tuple[str, str]:
+    from .export import export_python
+
+    try:
+        return export_python(session), ""
+    except Exception as e:  # noqa: BLE001 - say why the button is off
+        return "", f"export unavailable: {e}"
