@@ -12,8 +12,8 @@ def gpu_status() -> tuple[bool, str]:
         import cupy
         n = cupy.cuda.runtime.getDeviceCount()
     except Exception as e:  # no CuPy, no driver, no device
-        return False, f"no GPU ({type(e).__name__}: {str(e)[:80]})"
-    return (n > 0, "no GPU (0 devices)") if n == 0 else (True, "")
+        return False, f"needs a GPU; CuPy sees none here ({type(e).__name__}: {str(e)[:120]})"
+    return (True, "") if n > 0 else (False, "needs a GPU; CuPy sees 0 devices")
 
 
 def pytest_collection_modifyitems(config, items):
