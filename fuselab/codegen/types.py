@@ -41,6 +41,14 @@ def register_type(dtype: Any) -> str:
     return "float" if name == "float16" else _STORAGE[name]
 
 
+_SIZES = {"bool": 1, "signed char": 1, "unsigned char": 1, "short": 2, "unsigned short": 2, "int": 4,
+          "unsigned int": 4, "float": 4, "long long": 8, "unsigned long long": 8, "double": 8, "fl_half": 2}
+
+
+def ctype_size(ctype: str) -> int:
+    return _SIZES[ctype]
+
+
 def cast_tag(dtype: Any) -> str:
     """The type named in `fl_cast<T>(x)`: float16 is `fl_half` so the cast rounds to half."""
     return storage_type(dtype)
@@ -94,8 +102,10 @@ def _int_literal(v: int, itemsize: int, signed: bool) -> str:
         return f"{v}u"
     if itemsize == 4 and v == -(2 ** 31):
         return "(-2147483647 - 1)"
-    # narrower types: an int literal converts exactly on assignment
-    return str(v)
+    if itemsize == 4:
+        return str(v)
+    # 8- and 16-bit types have no literal suffix: name the type, so templates deduce it
+    return f"static_cast<{_STORAGE[('int' if signed else 'uint') + str(itemsize * 8)]}>({v})"
 
 
 def lowest(dtype: Any) -> str:

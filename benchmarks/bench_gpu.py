@@ -1,0 +1,224 @@
+"""GPU benchmark of fuselab's generated kernels.
+
+For each workload: time and GB/s of the fuselab plan (make_plan 'auto'), the unfused
+plan, eager CuPy, cupy.fuse (where it applies) and torch.compile (when PyTorch is
+installed and the time budget allows), with a device-to-device copy measured in the
+same run as the bandwidth ceiling. Every fuselab result is checked against eager CuPy
+before it is timed. Prints a table and writes it as markdown (and JSON).
+
+    python benchmarks/bench_gpu.py --out bench.md [--scale -4] [--deadline 300]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE.parent / "tests"), str(HERE)]
+# A fresh CuPy kernel cache, so the compile times below are cold compiles.
+os.environ.setdefault("CUPY_CACHE_DIR", tempfile.mkdtemp(prefix="fuselab-bench-cupy-"))
+
+from workloads import Workload, all_workloads  # noqa: E402
+
+START = time.perf_counter()
+TORCH_TIMES: dict[str, float] = {}   # workload name -> torch.compile time, shared with its variants
+
+
+def elapsed() -> float:
+    return time.perf_counter() - START
+
+
+def copy_bandwidth(nbytes: int = 1 << 30) -> float:
+    import cupy as cp
+    from fuselab.runtime.timing import time_gpu
+    a = cp.ones(nbytes // 4, cp.float32)
+    b = cp.empty_like(a)
+    t = time_gpu(lambda: cp.copyto(b, a), "copy", repeats=20, warmup=3)
+    return 2 * nbytes / t.median_s
+
+
+def plan_for(graph):
+    from fuselab.plan import make_plan
+    return make_plan(graph, "auto")
+
+
+def time_torch(w: Workload, inputs: dict, repeats: int) -> tuple[float | None, str]:
+    try:
+        import torch
+    except ImportError:
+        return None, "no PyTorch"
+    tensors = [torch.from_dlpack(inputs[n]) for n in w.graph.input_names()]
+    fn = torch.compile(w.torch_fn)
+    t0 = time.perf_counter()
+    fn(*tensors)
+    torch.cuda.synchronize()
+    compile_s = time.perf_counter() - t0
+    for _ in range(3):
+        fn(*tensors)
+    times = []
+    for _ in range(repeats):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn(*tensors)
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) / 1e3)
+    return statistics.median(times), f"compiled in {compile_s:.1f} s"
+
+
+def time_fuse(w: Workload, inputs: dict, repeats: int) -> tuple[float | None, str]:
+    import cupy as cp
+    from fuselab.runtime.timing import time_gpu
+    if w.fuse_fn is None:
+        return None, "n/a"
+    try:
+        fused = cp.fuse(w.fuse_fn)
+        args = [inputs[n] for n in w.graph.input_names()]
+        fused(*args)
+        return time_gpu(lambda: fused(*args), "cupy.fuse", repeats).median_s, ""
+    except Exception as e:  # noqa: BLE001 - cupy.fuse does not take every program
+        return None, f"cupy.fuse failed: {type(e).__name__}"
+
+
+def bench(w: Workload, repeats: int, copy_bps: float, torch_until: float) -> dict:
+    import cupy as cp
+    from fuselab import runtime
+    from fuselab.interp import run_graph
+    from fuselab.plan import unfused_plan
+    from fuselab.runtime.measure import cell_bytes
+    from fuselab.runtime.timing import GraphReplay, time_gpu
+    from fuselab.codegen import CodegenOptions
+    g = w.graph
+    inputs = w.make_inputs(cp)
+    plan = plan_for(g)
+    unfused = unfused_plan(g)
+    options = CodegenOptions(**w.options)
+    t0 = time.perf_counter()
+    exe = runtime.Executable(plan, options=options)
+    first_compile = time.perf_counter() - t0
+    un = runtime.Executable(unfused, options=options)
+    env = exe.prepare(inputs)
+    got = exe.run(env=env)
+    want = run_graph(g, inputs, cp)
+    check = runtime.compare(got, want, {"float16": 1e-2, "float32": 1e-4})
+    del got, want
+    nbytes = cell_bytes(plan)
+    row = {"workload": w.name, "kind": w.kind, "kernels": len(plan.kernels), "bytes": nbytes,
+           "check": "ok" if check.ok else f"MISMATCH {check.worst}", "compile_s": first_compile,
+           "notes": [c.notes[0] for c in exe.codes if hasattr(c, "notes") and c.notes]}
+    row["auto_s"] = time_gpu(lambda: exe.run(env=env), "auto", repeats, bytes_moved=nbytes).median_s
+    row["unfused_s"] = time_gpu(lambda: un.run(env=env), "unfused", repeats).median_s
+    row["eager_s"] = time_gpu(lambda: run_graph(g, inputs, cp), "eager", repeats).median_s
+    row["fuse_s"], row["fuse_note"] = time_fuse(w, inputs, repeats)
+    if w.kind == "launch-bound":
+        replay = GraphReplay(lambda: exe.run(env=env, release=False))
+        row["replay_s"] = replay.time("replay", max(repeats, 50)).median_s
+        x = inputs[g.input_names()[0]]
+        runtime.execute(plan, {"x": x}, options=options)
+        walls = []
+        for _ in range(20):
+            t0 = time.perf_counter()
+            runtime.execute(plan, {"x": x}, options=options)
+            walls.append(time.perf_counter() - t0)
+        row["rerun_wall_s"] = statistics.median(walls)
+    base = w.name.split(" (")[0]
+    if w.options and base in TORCH_TIMES:   # a variant of fuselab's code, torch is the same
+        row["torch_s"], row["torch_note"] = TORCH_TIMES[base], "as for the base workload"
+    elif elapsed() < torch_until and w.torch_fn is not None:
+        try:
+            row["torch_s"], row["torch_note"] = time_torch(w, inputs, repeats)
+        except Exception as e:  # noqa: BLE001
+            row["torch_s"], row["torch_note"] = None, f"torch.compile failed: {type(e).__name__}: {str(e)[:80]}"
+    else:
+        row["torch_s"], row["torch_note"] = None, "skipped (time budget)"
+    if row.get("torch_s"):
+        TORCH_TIMES.setdefault(base, row["torch_s"])
+    row["auto_gbps"] = nbytes / row["auto_s"] / 1e9
+    row["copy_fraction"] = row["auto_gbps"] * 1e9 / copy_bps
+    return row
+
+
+def _ms(t: float | None) -> str:
+    return "—" if t is None else (f"{t * 1e3:.3f}" if t >= 1e-3 else f"{t * 1e6:.1f} µs")
+
+
+def table(rows: list[dict], copy_bps: float, device: str, date: str) -> str:
+    head = ("| workload | fuselab auto (ms) | GB/s | % of copy | unfused | eager CuPy | cupy.fuse | "
+            "torch.compile | target | check |")
+    lines = [f"Device: {device}; date: {date}; device-to-device copy: {copy_bps / 1e9:.0f} GB/s "
+             "(bytes read + written). Times are medians of CUDA-event timings after warm-up; "
+             "GB/s counts each input read once and each output written once.", "", head,
+             "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        if r["kind"] == "pointwise":
+            target = "≥ 90% copy" + (" ✓" if r["copy_fraction"] >= 0.90 else " ✗")
+        elif r["kind"] in ("row", "reduction"):
+            target = "≥ 85% copy" + (" ✓" if r["copy_fraction"] >= 0.85 else " ✗")
+        else:
+            best = r.get("replay_s") or r["auto_s"]
+            target = ("≤ cupy.fuse" + (" ✓" if r["fuse_s"] and best <= r["fuse_s"] else " ✗")) if r["fuse_s"] else "—"
+        if r.get("torch_s") and r["kind"] != "launch-bound":
+            target += ", ≤ torch" + (" ✓" if r["auto_s"] <= r["torch_s"] * 1.02 else " ✗")
+        auto = _ms(r["auto_s"]) + (f" (graph {_ms(r['replay_s'])})" if r.get("replay_s") else "")
+        lines.append(f"| {r['workload']} | {auto} | {r['auto_gbps']:.0f} | {100 * r['copy_fraction']:.0f}% | "
+                     f"{_ms(r['unfused_s'])} | {_ms(r['eager_s'])} | {_ms(r['fuse_s'])} | {_ms(r.get('torch_s'))} | "
+                     f"{target} | {r['check']} |")
+    lines.append("")
+    compiles = [r["compile_s"] for r in rows]
+    lines.append(f"Cold compile (NVRTC through CuPy, fresh cache) per plan: median {statistics.median(compiles):.3f} s, "
+                 f"max {max(compiles):.3f} s.")
+    for r in rows:
+        if "rerun_wall_s" in r:
+            lines.append(f"Cached re-run of `runtime.execute` ({r['workload']}, wall clock, includes sync): "
+                         f"{r['rerun_wall_s'] * 1e3:.2f} ms.")
+    notes = [f"- {r['workload']}: {'; '.join(r['notes'])}" + (f"; torch: {r['torch_note']}" if r.get('torch_note') else "")
+             + (f"; {r['fuse_note']}" if r.get("fuse_note") else "") for r in rows]
+    return "\n".join(lines + ["", "Kernel strategies:", *notes])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="bench_gpu.md")
+    ap.add_argument("--scale", type=int, default=0, help="negative: shrink sizes by 2**-scale (smoke runs)")
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--deadline", type=float, default=420, help="seconds; torch.compile stops at 70%% of it")
+    ap.add_argument("--only", default="", help="comma-separated substrings of workload names")
+    args = ap.parse_args()
+    import cupy as cp
+    from fuselab import runtime
+    device = runtime.device_info().name
+    date = time.strftime("%Y-%m-%d")
+    copy_bps = copy_bandwidth()
+    print(f"{device}: copy {copy_bps / 1e9:.0f} GB/s", flush=True)
+    rows = []
+    for w in all_workloads(args.scale):
+        if args.only and not any(s in w.name for s in args.only.split(",")):
+            continue
+        if elapsed() > args.deadline:
+            print(f"deadline reached, skipping {w.name}")
+            continue
+        try:
+            r = bench(w, args.repeats, copy_bps, torch_until=0.7 * args.deadline)
+        except Exception as e:  # noqa: BLE001 - one broken workload must not hide the others
+            print(f"{w.name}: FAILED {type(e).__name__}: {e}", flush=True)
+            continue
+        rows.append(r)
+        print(f"{r['workload']}: auto {_ms(r['auto_s'])} ms ({100 * r['copy_fraction']:.0f}% of copy), "
+              f"unfused {_ms(r['unfused_s'])}, eager {_ms(r['eager_s'])}, fuse {_ms(r['fuse_s'])}, "
+              f"torch {_ms(r.get('torch_s'))} [{r['check']}] t={elapsed():.0f}s", flush=True)
+        cp.get_default_memory_pool().free_all_blocks()
+    md = table(rows, copy_bps, device, date)
+    print(md)
+    Path(args.out).write_text(md + "\n")
+    Path(args.out).with_suffix(".json").write_text(json.dumps(
+        {"device": device, "date": date, "copy_Bps": copy_bps, "rows": rows}, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()

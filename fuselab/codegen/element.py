@@ -1,0 +1,171 @@
+"""The element function: a kernel's fused elementwise work for one element, as a
+`__device__` function from loaded input elements to computed values.
+
+Pointwise and reduction kernels share it. Keeping the arithmetic in one function lets a
+kernel call it from a vector loop (16-byte accesses), a scalar tail and a strided loop
+without writing the ops three times, and lets a reader see the fused computation apart
+from the data movement.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from . import index as ix
+from .context import KernelContext
+from .emit import ValueEmitter, arange_expr, array_name, indent, to_storage
+from .types import is_half, register_type, storage_type
+
+
+@dataclass
+class Load:
+    """An input of the element function: an array element (`offset` into the node's
+    array) or, for arange, a value computed from the index (`offset` is the index)."""
+
+    node: int
+    offset: ix.Affine
+    param: str          # the element function's parameter
+    access: str = ""    # "vector", "uniform" (one value for the whole vector) or "" (scalar)
+    from_index: bool = False
+
+    def ctype(self, graph) -> str:
+        dt = graph.nodes[self.node].dtype
+        return register_type(dt) if self.from_index else storage_type(dt)
+
+    def scalar(self, ctx: KernelContext) -> str:
+        if self.from_index:
+            return arange_expr(ctx.graph.nodes[self.node], ix.render(self.offset))
+        return f"{ctx.in_ptr[self.node]}[{ix.render(self.offset)}]"
+
+
+@dataclass
+class ElementFunction:
+    name: str
+    lines: list[str]
+    loads: list[Load]
+    stored: dict[int, str] = field(default_factory=dict)     # node -> out param (storage type)
+    computed: dict[int, str] = field(default_factory=dict)   # node -> out param (register type)
+
+
+def build(ctx: KernelContext, coords: Sequence[ix.Affine], stored: Sequence[int],
+          computed: Sequence[int] = (), what: str = "") -> ElementFunction:
+    """The element function computing `stored` nodes (written to memory, storage types)
+    and `computed` nodes (handed back to the kernel, register types) at `coords`, which
+    are coordinates in the kernel's iteration space (every stored and computed node has
+    that shape)."""
+    g = ctx.graph
+    loads: dict[tuple[int, ix.Affine], Load] = {}
+    converted: dict[tuple[int, ix.Affine], str] = {}
+
+    def load(nid: int, offset: ix.Affine) -> str:
+        key = (nid, offset)
+        if key not in loads:
+            base = array_name(g, nid)
+            half = is_half(g.nodes[nid].dtype)
+            loads[key] = Load(nid, offset, ctx.names.fresh(f"{base}_h" if half else base))
+            if half:  # convert once, at the top
+                converted[key] = ctx.names.fresh(base)
+                em.emit(f"const float {converted[key]} = fl_from_half({loads[key].param});")
+        return converted.get(key, loads[key].param)
+
+    def from_index(nid: int, idx: ix.Affine) -> str:
+        key = (nid, idx)
+        if key not in loads:
+            loads[key] = Load(nid, idx, ctx.names.fresh(f"v{nid}"), from_index=True)
+        return loads[key].param
+
+    em = ValueEmitter(g, ctx.kernel.nodes, ctx.kernel.inputs, ctx.options, ctx.names, load,
+                      index_value=from_index)
+    out_stored = {o: ctx.names.fresh(array_name(g, o)) for o in stored}
+    out_computed = {c: ctx.names.fresh(f"v{c}_out") for c in computed}
+    tail = []
+    for o in stored:
+        n = g.nodes[o]
+        v = em.value(o, coords)
+        tail.append(f"{out_stored[o]} = {to_storage(n.dtype, v)};")
+    for c in computed:
+        v = em.value(c, coords)
+        tail.append(f"{out_computed[c]} = {v};")
+    name = f"{ctx.name}_element"
+    args = [f"const {l.ctype(g)} {l.param}" for l in loads.values()]
+    args += [f"{storage_type(g.nodes[o].dtype)}& {p}" for o, p in out_stored.items()]
+    args += [f"{register_type(g.nodes[c].dtype)}& {p}" for c, p in out_computed.items()]
+    lines = [f"// One element of {ctx.name}{what}: the fused ops in program order.",
+             f"__device__ __forceinline__ void {name}({', '.join(args)}) {{",
+             *indent(em.take_lines() + tail, 1), "}"]
+    return ElementFunction(name, lines, list(loads.values()), out_stored, out_computed)
+
+
+def access(offset: ix.Affine, sym: ix.Var, width: int) -> str | None:
+    """How a load behaves across `width` consecutive values of loop variable `sym`,
+    starting at a multiple of `width`: "vector" (its offset advances by one and is
+    aligned to `width` elements), "uniform" (its offset does not move), or None
+    (anything else: a transpose, an unaligned slice...)."""
+    step = 0
+    aligned = offset.const % width == 0
+    base = ix.Affine.of(sym)
+    for s, c in offset.terms:
+        if s == sym:
+            step += c
+        elif isinstance(s, ix.DivMod) and s.base == base:
+            if s.div % width == 0:
+                aligned &= c % width == 0          # fixed across the vector
+            elif s.div == 1 and (s.mod is None or s.mod % width == 0):
+                step += c                          # sym % m advances with sym
+            else:
+                return None
+        elif sym in (s.base.symbols() if isinstance(s, ix.DivMod) else {s}):
+            return None
+        else:
+            aligned &= c % width == 0              # another loop variable: fixed
+    if step == 0:
+        return "uniform"
+    if step == 1 and aligned:
+        return "vector"
+    return None
+
+
+def vector_width(ctx: KernelContext, loads: Sequence[Load], stored: Sequence[int], sym: ix.Var,
+                 stored_offsets: Sequence[ix.Affine] = (), max_width: int = 16) -> int:
+    """The widest vector (16 bytes of the widest type) every load and store can follow
+    along `sym`; 1 when some access cannot. Marks each load's access."""
+    g = ctx.graph
+    sizes = [g.nodes[n].dtype.itemsize for n in stored] + [g.nodes[l.node].dtype.itemsize for l in loads]
+    if not sizes:
+        return 1
+    width = min(16 // max(sizes), max_width)
+    if width < 2:
+        return 1
+    kinds = [("uniform" if sym not in l.offset.symbols() else None) if l.from_index
+             else access(l.offset, sym, width) for l in loads]
+    if any(k is None for k in kinds) or any(access(o, sym, width) != "vector" for o in stored_offsets):
+        return 1
+    for l, k in zip(loads, kinds):
+        l.access = k  # type: ignore[assignment]
+    return width
+
+
+def vector_loads(ctx: KernelContext, fn: ElementFunction, width: int) -> tuple[list[str], list[str]]:
+    """Declarations loading this vector's inputs, and the element call's input arguments
+    (which use the loop variable `e` for the element within the vector)."""
+    g = ctx.graph
+    decls, args = [], []
+    for l in fn.loads:
+        st = storage_type(g.nodes[l.node].dtype)
+        off = ix.render(l.offset)
+        if l.from_index:
+            decls.append(f"const {l.ctype(g)} {l.param} = {l.scalar(ctx)};")
+            args.append(l.param)
+            continue
+        ptr = ctx.in_ptr[l.node]
+        if l.access == "vector":
+            decls.append(f"const fl_vec<{st}, {width}> {l.param} = fl_load_vec<{width}>({ptr} + {off});")
+            args.append(f"{l.param}.v[e]")
+        else:
+            decls.append(f"const {st} {l.param} = {ptr}[{off}];")
+            args.append(l.param)
+    return decls, args
+
+
+def scalar_args(ctx: KernelContext, fn: ElementFunction) -> list[str]:
+    return [l.scalar(ctx) for l in fn.loads]

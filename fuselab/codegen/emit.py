@@ -1,0 +1,229 @@
+"""Expression emission shared by every template.
+
+`ValueEmitter.value(node, coords)` returns a C expression for the value of `node` at the
+element with coordinates `coords`, appending whatever statements that needs: one `const`
+per elementwise op (with the user's source line as a comment), views folded into index
+math, constants as literals. Each (node, coordinates) pair is emitted once, so a value used
+twice is computed once. Where the data come from is the template's business: it passes a
+`load` callback (vector registers, a cached row, or a plain global load).
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..ir import Graph, Node
+from ..ops import Kind
+from . import index as ix
+from .model import CodegenError, CodegenOptions
+from .types import cast_tag, is_half, literal, register_type, storage_type
+
+Coords = tuple[ix.Affine, ...]
+LoadFn = Callable[[int, ix.Affine], str]
+
+
+def _reserved() -> frozenset[str]:
+    """Identifiers generated code must not shadow: loop variables, C++ keywords, CUDA
+    built-ins, and every function the op table's CUDA expressions call (an input named
+    `exp` must not hide exp())."""
+    from ..ops import OPS
+    called = {m for op in OPS.values() if op.cuda for m in re.findall(r"\b([A-Za-z_]\w*)\s*[(<]", op.cuda)}
+    cpp = ("auto bool break case char class const constexpr continue default delete do double else enum "
+           "extern false float for goto if inline int long namespace new operator private protected public "
+           "register return short signed sizeof static struct switch template this true typedef typename "
+           "union unsigned using virtual void volatile while asm min max abs threadIdx blockIdx blockDim "
+           "gridDim warpSize").split()
+    loops = ("i", "j", "e", "k", "p", "q", "n", "o", "r", "k1", "k2", "row", "col", "col0", "lane", "warp",
+             "warps", "first", "active", "part", "tile", "last", "stride", "index_t", "uint2", "uint4")
+    return frozenset(called) | frozenset(cpp) | frozenset(loops)
+
+
+class Names:
+    """Unique C identifiers for one translation unit."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set(_reserved())
+
+    def fresh(self, base: str) -> str:
+        base = sanitize(base)
+        name, k = base, 1
+        while name in self.used:
+            name, k = f"{base}_{k}", k + 1
+        self.used.add(name)
+        return name
+
+
+def sanitize(name: str) -> str:
+    name = re.sub(r"\W", "_", name)
+    return name if name and not name[0].isdigit() else f"v_{name}"
+
+
+def comment(node: Node) -> str:
+    if node.loc is None:
+        return ""
+    text = " ".join(node.loc.text.split())
+    return f"  // line {node.loc.line}: {text}"
+
+
+def array_name(graph: Graph, nid: int) -> str:
+    """A readable base name for a materialised array: the user's name if it has one."""
+    n = graph.nodes[nid]
+    if n.op == "input":
+        return str(n.args["name"])
+    names = graph.names_of(nid)
+    return names[0] if names else f"v{nid}"
+
+
+def load_expr(ptr: str, dtype: np.dtype, offset: str) -> str:
+    """Register value of ptr[offset]."""
+    return f"fl_from_half({ptr}[{offset}])" if is_half(dtype) else f"{ptr}[{offset}]"
+
+
+def to_storage(dtype: np.dtype, value: str) -> str:
+    return f"fl_to_half({value})" if is_half(dtype) else value
+
+
+class ValueEmitter:
+    def __init__(self, graph: Graph, nodes: Sequence[int], inputs: Sequence[int],
+                 options: CodegenOptions, names: Names, load: LoadFn,
+                 fixed: Mapping[int, str] | None = None, index_value: LoadFn | None = None) -> None:
+        self.graph = graph
+        self.nodes = frozenset(nodes)
+        self.inputs = frozenset(inputs)
+        self.options = options
+        self.names = names
+        self.load = load
+        self.fixed: dict[int, str] = dict(fixed or {})
+        # values computed from the index alone (arange); None: emit them in place
+        self.index_value = index_value
+        self.lines: list[tuple[int, str]] = []   # (node id, statement); -1: loads
+        self._memo: dict[tuple[int, Coords], str] = {}
+
+    def emit(self, line: str, node: int = -1) -> None:
+        self.lines.append((node, line))
+
+    def take_lines(self) -> list[str]:
+        """The statements emitted so far, in program order: node ids are topological, so
+        sorting by them keeps every definition before its uses (loads come first)."""
+        out = [line for _, line in sorted(self.lines, key=lambda t: t[0])]
+        self.lines = []
+        return out
+
+    def forget(self) -> None:
+        """Start a new scope: values computed so far are no longer visible."""
+        self._memo.clear()
+
+    # -- values --------------------------------------------------------------
+    def value(self, nid: int, coords: Coords) -> str:
+        if nid in self.fixed:
+            return self.fixed[nid]
+        key = (nid, tuple(coords))
+        hit = self._memo.get(key)
+        if hit is not None:
+            return hit
+        expr = self._value(nid, tuple(coords))
+        self._memo[key] = expr
+        return expr
+
+    def _value(self, nid: int, coords: Coords) -> str:
+        n = self.graph.nodes[nid]
+        if nid in self.inputs:
+            return self.load(nid, ix.linearize(coords, n.shape))
+        if nid not in self.nodes:
+            raise CodegenError(f"%{nid} ({n.op}) is neither computed in this kernel nor one of its inputs")
+        if n.op in ("const", "full"):
+            return literal(n.args["value"], n.dtype)
+        if n.op == "arange":
+            return self._arange(nid, n, coords[0])
+        if n.kind is Kind.INJECTIVE:
+            return self.value(n.inputs[0], self._view_coords(n, coords))
+        if n.kind is Kind.ELEMWISE:
+            return self._elemwise(nid, n, coords)
+        raise CodegenError(f"%{nid} ({n.op}) cannot be computed element by element here")
+
+    def _view_coords(self, n: Node, coords: Coords) -> Coords:
+        src = self.graph.nodes[n.inputs[0]]
+        a = n.args
+        if n.op == "transpose":
+            return ix.transpose(coords, a["perm"])
+        if n.op == "slice":
+            return ix.slice_(coords, a["start"], a["step"])
+        if n.op == "reshape":
+            return ix.reshape(coords, n.shape, src.shape)
+        if n.op == "broadcast_to":
+            return ix.broadcast(coords, n.shape, src.shape)
+        raise CodegenError(f"unknown view {n.op}")
+
+    def _operand(self, n: Node, k: int, coords: Coords, ctype: np.dtype) -> str:
+        src_id = n.inputs[k]
+        src = self.graph.nodes[src_id]
+        if src.op in ("const", "full") and src_id not in self.fixed:
+            # NumPy's cast of the scalar, done here on the host: a literal of the loop type.
+            return literal(np.asarray(src.args["value"], src.dtype).astype(ctype).item(), ctype)
+        v = self.value(src_id, ix.broadcast(coords, n.shape, src.shape))
+        return v if src.dtype == ctype else f"fl_cast<{cast_tag(ctype)}>({v})"
+
+    def _elemwise(self, nid: int, n: Node, coords: Coords) -> str:
+        opdef = n.opdef
+        if n.op == "astype":
+            expr = opdef.cuda.format(self.value(n.inputs[0], coords), T=cast_tag(n.dtype))
+        else:
+            ctype = np.dtype(n.args["ctype"])
+            ops = []
+            for k in range(len(n.inputs)):
+                # where's condition stays bool; every other operand is cast to the loop type
+                want = np.dtype(bool) if (n.op == "where" and k == 0) else ctype
+                ops.append(self._operand(n, k, coords, want))
+            expr = opdef.cuda.format(*ops)
+            if is_half(n.dtype) and self.options.fp16_math == "numpy":
+                expr = f"fl_cast<fl_half>({unwrap(expr)})"  # NumPy rounds every float16 op to half
+        name = self.names.fresh(f"v{nid}")
+        self.emit(f"const {register_type(n.dtype)} {name} = {unwrap(expr)};{comment(n)}", nid)
+        return name
+
+    def _arange(self, nid: int, n: Node, idx: ix.Affine) -> str:
+        if self.index_value is not None:
+            return self.index_value(nid, idx)
+        name = self.names.fresh(f"v{nid}")
+        self.emit(f"const {register_type(n.dtype)} {name} = {arange_expr(n, ix.render(idx))};{comment(n)}", nid)
+        return name
+
+
+def arange_expr(n: Node, i: str) -> str:
+    """Element `i` of np.arange, by NumPy's fill rule: a[0] = start and a[1] = start + step
+    (both cast to the dtype), then a[i] = a[0] + i * (a[1] - a[0]) computed in the dtype."""
+    dt = n.dtype
+    a = n.args
+    first = np.asarray(a["start"]).astype(dt)
+    second = np.asarray(a["start"] + a["step"]).astype(dt)
+    if dt.kind == "f":
+        work = np.float32 if dt.itemsize <= 4 else np.float64
+        delta = work(second.astype(work) - first.astype(work))
+        rt = "float" if work is np.float32 else "double"
+        expr = (f"({i}) == 0 ? {literal(first, work)} : ({i}) == 1 ? {literal(second, work)} : "
+                f"{literal(first, work)} + {rt}({i}) * {literal(delta, work)}")
+        return f"fl_cast<fl_half>({expr})" if is_half(dt) else f"({expr})"
+    # unsigned 64-bit arithmetic wraps like NumPy's fill, then narrows to the dtype
+    delta = int(second) - int(first)
+    return (f"static_cast<{storage_type(dt)}>({int(first) % 2 ** 64}ULL + "
+            f"static_cast<unsigned long long>({i}) * {delta % 2 ** 64}ULL)")
+
+
+def unwrap(expr: str) -> str:
+    """`(a + b)` -> `a + b` when the outer parentheses enclose the whole expression."""
+    if not (expr.startswith("(") and expr.endswith(")")):
+        return expr
+    depth = 0
+    for k, ch in enumerate(expr):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and k < len(expr) - 1:
+            return expr
+    return expr[1:-1]
+
+
+def indent(lines: Sequence[str], depth: int) -> list[str]:
+    pad = "    " * depth
+    return [pad + line if line else line for line in lines]

@@ -1,0 +1,75 @@
+"""The pointwise template: one thread-element per output element of one shape S.
+
+The fused ops become one element function (element.py); the kernel around it only moves
+data. When every load either walks along the output contiguously (aligned) or stays
+fixed across a run of V elements, the kernel moves V elements per 16-byte access and
+finishes the last n % V elements one by one; otherwise every load computes its own
+strided offset. Grid-stride loops over a grid sized from the SM count.
+"""
+from __future__ import annotations
+
+from ..ops import Kind
+from . import element
+from . import index as ix
+from .context import KernelContext
+from .emit import array_name, indent
+from .model import CodegenError, KernelCode
+from .types import storage_type
+
+def generate(ctx: KernelContext) -> KernelCode:
+    g, k = ctx.graph, ctx.kernel
+    for nid in k.nodes:
+        n = g.nodes[nid]
+        if n.kind not in (Kind.ELEMWISE, Kind.SOURCE, Kind.INJECTIVE):
+            raise CodegenError(f"pointwise kernel {ctx.name} contains %{nid} ({n.op})")
+    shapes = {g.nodes[o].shape for o in k.outputs}
+    if len(shapes) != 1:
+        raise CodegenError(f"pointwise kernel {ctx.name} stores outputs of different shapes {sorted(shapes)}")
+    (shape,) = shapes
+    n_elems = ix.prod(shape)
+    index_t = ctx.index_type(n_elems)
+    i = ix.Var("i", max(n_elems, 1))
+    fn = element.build(ctx, ix.delinearize(ix.Affine.of(i), shape), k.outputs)
+
+    width = element.vector_width(ctx, fn.loads, k.outputs, i)
+    tid = "index_t(blockIdx.x) * blockDim.x + threadIdx.x"
+    lines = [f"const index_t n = {n_elems}{'ull' if 'long' in index_t else 'u'};",
+             "const index_t stride = index_t(gridDim.x) * blockDim.x;"]
+    scalar = [f"{fn.name}({', '.join(element.scalar_args(ctx, fn) + [f'{ctx.out_ptr[o]}[i]' for o in k.outputs])});"]
+    if width > 1:
+        nbytes = width * max(g.nodes[a].dtype.itemsize for a in
+                             [*k.outputs, *(l.node for l in fn.loads if l.access == "vector")])
+        notes = [f"vector path: {width} elements per thread step, {nbytes}-byte accesses"]
+        lines += _vector_loop(ctx, fn, width)
+        if n_elems % width:
+            lines += [f"// The last n % {width} elements, one per thread.",
+                      f"for (index_t i = n / {width} * {width} + {tid}; i < n; i += stride) {{",
+                      *indent(scalar, 1), "}"]
+        work = ix.ceil_div(n_elems, width)
+    else:
+        notes = ["strided path: every load computes its own offset"]
+        lines += [f"for (index_t i = {tid}; i < n; i += stride) {{", *indent(scalar, 1), "}"]
+        work = n_elems
+    block = ctx.options.block_size
+    grid = min(ix.ceil_div(work, block), ctx.grid_cap()) if n_elems else 0
+    header = [f"{ctx.name}: pointwise over {g.nodes[k.outputs[0]].aval} ({n_elems} elements)",
+              *ctx.listing(), *notes]
+    helpers = [f"typedef {index_t} index_t;", "", *fn.lines, ""]
+    return ctx.finish(header, helpers, lines, grid, block, notes=tuple(notes))
+
+
+def _vector_loop(ctx: KernelContext, fn: element.ElementFunction, width: int) -> list[str]:
+    g = ctx.graph
+    decls, args = element.vector_loads(ctx, fn, width)
+    body = [f"const index_t i = j * {width};", *decls]
+    outs = []
+    for o in ctx.kernel.outputs:
+        name = ctx.names.fresh(f"{array_name(g, o)}_vec")
+        outs.append(name)
+        body.append(f"fl_vec<{storage_type(g.nodes[o].dtype)}, {width}> {name};")
+        args.append(f"{name}.v[e]")
+    body += ["#pragma unroll",
+             f"for (int e = 0; e < {width}; ++e) {fn.name}({', '.join(args)});"]
+    body += [f"fl_store_vec<{width}>({ctx.out_ptr[o]} + i, {name});" for o, name in zip(ctx.kernel.outputs, outs)]
+    tid = "index_t(blockIdx.x) * blockDim.x + threadIdx.x"
+    return [f"for (index_t j = {tid}; j < n / {width}; j += stride) {{", *indent(body, 1), "}"]

@@ -1,0 +1,364 @@
+"""The CUDA prelude: device helpers (`fl_*`) that give the op table's CUDA expressions
+NumPy's exact semantics.
+
+Each snippet defines a few `fl_*` names. A kernel's source includes only the snippets it
+uses (found by scanning its body for `fl_` names, then the snippets' own uses), so a
+generated file stays short enough to read. Nothing here includes a header: NVRTC
+provides the math functions and vector types built in, and float16 is handled through
+PTX conversions, so the same source compiles with NVRTC anywhere.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_NAME = re.compile(r"\bfl_\w+")
+
+
+@dataclass(frozen=True)
+class Snippet:
+    names: tuple[str, ...]   # the fl_* names it defines
+    code: str
+
+    @property
+    def uses(self) -> frozenset[str]:
+        return frozenset(_NAME.findall(self.code)) - set(self.names)
+
+
+SNIPPETS: tuple[Snippet, ...] = (
+    Snippet(('fl_half', 'fl_from_half', 'fl_to_half'), r"""
+// float16 is stored as 16 raw bits and computed with in float: every half value is
+// exactly a float, and PTX's cvt rounds to nearest even as NumPy does.
+struct alignas(2) fl_half { unsigned short bits; };
+__device__ __forceinline__ float fl_from_half(fl_half h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
+    return f;
+}
+__device__ __forceinline__ fl_half fl_to_half(float f) {
+    fl_half h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(f));
+    return h;
+}
+__device__ __forceinline__ fl_half fl_to_half(double d) {  // one rounding, as NumPy
+    fl_half h;
+    asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h.bits) : "d"(d));
+    return h;
+}
+"""),
+    Snippet(('fl_inf', 'fl_nan'), r"""
+template <class T> __device__ __forceinline__ T fl_inf();
+template <> __device__ __forceinline__ float fl_inf<float>() { return __int_as_float(0x7f800000); }
+template <> __device__ __forceinline__ double fl_inf<double>() { return __longlong_as_double(0x7ff0000000000000LL); }
+template <class T> __device__ __forceinline__ T fl_nan();
+template <> __device__ __forceinline__ float fl_nan<float>() { return __int_as_float(0x7fc00000); }
+template <> __device__ __forceinline__ double fl_nan<double>() { return __longlong_as_double(0x7ff8000000000000LL); }
+"""),
+    Snippet(('fl_unsigned', 'fl_is_float', 'fl_is_signed', 'fl_is_bool'), r"""
+// Type traits (NVRTC has no <type_traits> without headers).
+template <class T> struct fl_unsigned { typedef T type; };
+template <> struct fl_unsigned<signed char> { typedef unsigned char type; };
+template <> struct fl_unsigned<short> { typedef unsigned short type; };
+template <> struct fl_unsigned<int> { typedef unsigned int type; };
+template <> struct fl_unsigned<long long> { typedef unsigned long long type; };
+template <class T> struct fl_is_float { static constexpr bool value = false; };
+template <> struct fl_is_float<float> { static constexpr bool value = true; };
+template <> struct fl_is_float<double> { static constexpr bool value = true; };
+template <class T> struct fl_is_signed { static constexpr bool value = T(-1) < T(0); };
+template <> struct fl_is_signed<bool> { static constexpr bool value = false; };
+template <class T> struct fl_is_bool { static constexpr bool value = false; };
+template <> struct fl_is_bool<bool> { static constexpr bool value = true; };
+"""),
+    Snippet(('fl_isnan', 'fl_isinf', 'fl_isfinite', 'fl_signbit'), r"""
+template <class T> __device__ __forceinline__ bool fl_isnan(T x) {
+    if constexpr (fl_is_float<T>::value) return isnan(x); else return false;
+}
+template <class T> __device__ __forceinline__ bool fl_isinf(T x) {
+    if constexpr (fl_is_float<T>::value) return isinf(x); else return false;
+}
+template <class T> __device__ __forceinline__ bool fl_isfinite(T x) {
+    if constexpr (fl_is_float<T>::value) return isfinite(x); else return true;
+}
+template <class T> __device__ __forceinline__ bool fl_signbit(T x) {
+    if constexpr (fl_is_float<T>::value) return signbit(x); else return x < T(0);
+}
+"""),
+    Snippet(('fl_f2i32', 'fl_f2i64', 'fl_reg', 'fl_caster', 'fl_cast'), r"""
+// Float to integer as x86's truncating conversions, which NumPy uses: NaN and values
+// out of range give the smallest integer (NumPy leaves them undefined and warns).
+template <class F> __device__ __forceinline__ int fl_f2i32(F x) {
+    return (x > F(-2147483649.0) && x < F(2147483648.0)) ? static_cast<int>(x) : (-2147483647 - 1);
+}
+template <class F> __device__ __forceinline__ long long fl_f2i64(F x) {
+    return (x >= F(-9223372036854775808.0) && x < F(9223372036854775808.0))
+        ? static_cast<long long>(x) : (-9223372036854775807LL - 1);
+}
+// The register type of a dtype's storage type: float16 computes in float.
+template <class T> struct fl_reg { typedef T type; };
+template <> struct fl_reg<fl_half> { typedef float type; };
+template <class To, class From> struct fl_caster {
+    static __device__ __forceinline__ To apply(From x) {
+        if constexpr (fl_is_float<From>::value && !fl_is_float<To>::value) {
+            if constexpr (sizeof(To) == 8 && !fl_is_signed<To>::value) {
+                return x < From(9223372036854775808.0)
+                    ? static_cast<To>(fl_f2i64(x))
+                    : static_cast<To>(fl_f2i64(x - From(9223372036854775808.0))) ^ (1ULL << 63);
+            } else if constexpr (sizeof(To) == 8 || (sizeof(To) == 4 && !fl_is_signed<To>::value)) {
+                return static_cast<To>(fl_f2i64(x));
+            } else {
+                return static_cast<To>(fl_f2i32(x));
+            }
+        } else {
+            return static_cast<To>(x);
+        }
+    }
+};
+template <class From> struct fl_caster<bool, From> {
+    static __device__ __forceinline__ bool apply(From x) { return x != From(0); }
+};
+template <class From> struct fl_caster<fl_half, From> {
+    static __device__ __forceinline__ float apply(From x) {
+        if constexpr (sizeof(From) == 8 && fl_is_float<From>::value) return fl_from_half(fl_to_half(x));
+        else return fl_from_half(fl_to_half(static_cast<float>(x)));
+    }
+};
+// NumPy's astype / loop casts: fl_cast<fl_half>(x) rounds to half and keeps a float.
+template <class To, class From> __device__ __forceinline__ typename fl_reg<To>::type fl_cast(From x) {
+    return fl_caster<To, From>::apply(x);
+}
+"""),
+    Snippet(('fl_abs', 'fl_sign', 'fl_floor', 'fl_ceil', 'fl_trunc', 'fl_invert', 'fl_deg2rad', 'fl_rad2deg'), r"""
+template <class T> __device__ __forceinline__ T fl_abs(T x) {
+    if constexpr (fl_is_float<T>::value) return fabs(x);
+    else if constexpr (fl_is_signed<T>::value) return x < T(0) ? T(-x) : x;
+    else return x;
+}
+template <class T> __device__ __forceinline__ T fl_sign(T x) {
+    if constexpr (fl_is_float<T>::value) return x > T(0) ? T(1) : (x < T(0) ? T(-1) : (x == T(0) ? T(0) : x));
+    else if constexpr (fl_is_signed<T>::value) return T((x > T(0)) - (x < T(0)));
+    else return T(x > T(0));
+}
+template <class T> __device__ __forceinline__ T fl_floor(T x) {
+    if constexpr (fl_is_float<T>::value) return floor(x); else return x;
+}
+template <class T> __device__ __forceinline__ T fl_ceil(T x) {
+    if constexpr (fl_is_float<T>::value) return ceil(x); else return x;
+}
+template <class T> __device__ __forceinline__ T fl_trunc(T x) {
+    if constexpr (fl_is_float<T>::value) return trunc(x); else return x;
+}
+template <class T> __device__ __forceinline__ T fl_invert(T x) {
+    if constexpr (fl_is_bool<T>::value) return !x;
+    else return T(~x);
+}
+// Constants folded in T's own precision, as npy_deg2rad / npy_rad2deg.
+template <class T> __device__ __forceinline__ T fl_deg2rad(T x) { return x * (T(3.14159265358979323846) / T(180)); }
+template <class T> __device__ __forceinline__ T fl_rad2deg(T x) { return x * (T(180) / T(3.14159265358979323846)); }
+"""),
+    Snippet(('fl_reciprocal',), r"""
+// NumPy's integer reciprocal is 1.0 / x converted back to the integer type.
+template <class T> __device__ __forceinline__ T fl_reciprocal(T x) {
+    if constexpr (fl_is_float<T>::value) return T(1) / x;
+    else return fl_cast<T>(1.0 / static_cast<double>(x));
+}
+"""),
+    Snippet(('fl_float_divmod', 'fl_floor_divide', 'fl_remainder'), r"""
+// NumPy's float divmod (npy_divmod): Python's floor semantics, snapped quotient.
+template <class T> __device__ __forceinline__ T fl_float_divmod(T a, T b, T& mod) {
+    mod = fmod(a, b);
+    if (b == T(0)) return a / b;
+    T div = (a - mod) / b;
+    if (mod != T(0)) {
+        if ((b < T(0)) != (mod < T(0))) { mod += b; div -= T(1); }
+    } else {
+        mod = copysign(T(0), b);
+    }
+    T floordiv;
+    if (div != T(0)) {
+        floordiv = floor(div);
+        if (div - floordiv > T(0.5)) floordiv += T(1);
+    } else {
+        floordiv = copysign(T(0), a / b);
+    }
+    return floordiv;
+}
+// a // b: floats as npy_floor_divide; integers floor, x // 0 == 0, MIN // -1 == MIN.
+template <class T> __device__ __forceinline__ T fl_floor_divide(T a, T b) {
+    if constexpr (fl_is_float<T>::value) {
+        T mod;
+        return b == T(0) ? a / b : fl_float_divmod(a, b, mod);
+    } else if constexpr (fl_is_signed<T>::value) {
+        if (b == T(0)) return T(0);
+        if (b == T(-1)) return T(0 - static_cast<typename fl_unsigned<T>::type>(a));
+        const T q = T(a / b);
+        return ((a % b != 0) && ((a < T(0)) != (b < T(0)))) ? T(q - 1) : q;
+    } else {
+        return b == T(0) ? T(0) : T(a / b);
+    }
+}
+// a % b with the sign of b (Python's rule); x % 0 == 0 for integers.
+template <class T> __device__ __forceinline__ T fl_remainder(T a, T b) {
+    if constexpr (fl_is_float<T>::value) {
+        T mod;
+        if (b == T(0)) return fmod(a, b);
+        fl_float_divmod(a, b, mod);
+        return mod;
+    } else if constexpr (fl_is_signed<T>::value) {
+        if (b == T(0) || b == T(-1)) return T(0);
+        const T r = T(a % b);
+        return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? T(r + b) : r;
+    } else {
+        return b == T(0) ? T(0) : T(a % b);
+    }
+}
+"""),
+    Snippet(('fl_power',), r"""
+// Integer powers by squaring, wrapping like NumPy's loop. NumPy raises for negative
+// integer exponents; a kernel cannot raise, so it gives the integer part instead.
+template <class T> __device__ __forceinline__ T fl_power(T a, T b) {
+    if constexpr (fl_is_float<T>::value) {
+        return pow(a, b);
+    } else {
+        typedef typename fl_unsigned<T>::type U;
+        if constexpr (fl_is_signed<T>::value) {
+            if (b < T(0)) return a == T(1) ? T(1) : (a == T(-1) ? ((b & 1) ? T(-1) : T(1)) : T(0));
+        }
+        U base = U(a), out = U(1);
+        for (U e = U(b); e != U(0); e >>= 1) {
+            if (e & U(1)) out = U(out * base);
+            base = U(base * base);
+        }
+        return T(out);
+    }
+}
+"""),
+    Snippet(('fl_maximum', 'fl_minimum', 'fl_fmax', 'fl_fmin'), r"""
+// maximum / minimum propagate NaN (the first one); fmax / fmin ignore it.
+template <class T> __device__ __forceinline__ T fl_maximum(T a, T b) { return (a >= b || fl_isnan(a)) ? a : b; }
+template <class T> __device__ __forceinline__ T fl_minimum(T a, T b) { return (a <= b || fl_isnan(a)) ? a : b; }
+template <class T> __device__ __forceinline__ T fl_fmax(T a, T b) { return (a >= b || fl_isnan(b)) ? a : b; }
+template <class T> __device__ __forceinline__ T fl_fmin(T a, T b) { return (a <= b || fl_isnan(b)) ? a : b; }
+"""),
+    Snippet(('fl_left_shift', 'fl_right_shift'), r"""
+// Shifts by the type's width or more (or by a negative amount) give 0, or -1 for a
+// negative value shifted right, as NumPy's npy_lshift / npy_rshift.
+template <class T> __device__ __forceinline__ T fl_left_shift(T a, T b) {
+    typedef typename fl_unsigned<T>::type U;
+    return static_cast<unsigned long long>(b) < sizeof(T) * 8 ? T(U(U(a) << b)) : T(0);
+}
+template <class T> __device__ __forceinline__ T fl_right_shift(T a, T b) {
+    if (static_cast<unsigned long long>(b) < sizeof(T) * 8) return T(a >> b);
+    if constexpr (fl_is_signed<T>::value) return a < T(0) ? T(-1) : T(0);
+    else return T(0);
+}
+"""),
+    Snippet(('fl_vec', 'fl_raw', 'fl_load_vec', 'fl_store_vec'), r"""
+// N contiguous elements moved as one 1-16 byte access (16 bytes: a single LDG.128).
+template <class T, int N> struct alignas(sizeof(T) * N) fl_vec { T v[N]; };
+template <int Bytes> struct fl_raw;
+template <> struct fl_raw<16> { typedef uint4 type; };
+template <> struct fl_raw<8> { typedef uint2 type; };
+template <> struct fl_raw<4> { typedef unsigned int type; };
+template <> struct fl_raw<2> { typedef unsigned short type; };
+template <> struct fl_raw<1> { typedef unsigned char type; };
+template <int N, class T> __device__ __forceinline__ fl_vec<T, N> fl_load_vec(const T* p) {
+    typedef typename fl_raw<sizeof(T) * N>::type R;
+    union { R raw; fl_vec<T, N> vec; } u;
+    u.raw = __ldg(reinterpret_cast<const R*>(p));
+    return u.vec;
+}
+template <int N, class T> __device__ __forceinline__ void fl_store_vec(T* p, const fl_vec<T, N>& v) {
+    typedef typename fl_raw<sizeof(T) * N>::type R;
+    union { R raw; fl_vec<T, N> vec; } u;
+    u.vec = v;
+    *reinterpret_cast<R*>(p) = u.raw;
+}
+"""),
+    Snippet(('fl_ldcg',), r"""
+// A load from L2 that bypasses L1: what other blocks of this launch wrote (partials).
+template <class T> __device__ __forceinline__ T fl_ldcg(const T* p) {
+    if constexpr (fl_is_bool<T>::value) return __ldcg(reinterpret_cast<const unsigned char*>(p)) != 0;
+    else return __ldcg(p);
+}
+"""),
+    Snippet(('fl_shfl_xor', 'fl_warp_allreduce', 'fl_block_allreduce'), r"""
+// Warp shuffles for every register type (bool and small integers travel as int).
+template <class T> __device__ __forceinline__ T fl_shfl_xor(T v, int mask, int width) {
+    if constexpr (sizeof(T) < 4) return T(__shfl_xor_sync(0xffffffffu, int(v), mask, width));
+    else return __shfl_xor_sync(0xffffffffu, v, mask, width);
+}
+// Every lane of each `width`-lane group gets the group's reduction (butterfly).
+template <class T, class Op> __device__ __forceinline__ T fl_warp_allreduce(T v, Op op, int width) {
+    for (int mask = width / 2; mask > 0; mask /= 2) v = op(v, fl_shfl_xor(v, mask, width));
+    return v;
+}
+// Every thread of the block gets the block's reduction, combined in warp order (so the
+// result does not depend on timing). `scratch` holds one value per warp.
+template <class T, class Op> __device__ __forceinline__ T fl_block_allreduce(T v, Op op, T* scratch) {
+    v = fl_warp_allreduce(v, op, 32);
+    __syncthreads();  // scratch may still be read by a previous call
+    if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
+    __syncthreads();
+    T r = scratch[0];
+    for (int w = 1; w < int(blockDim.x + 31) >> 5; ++w) r = op(r, scratch[w]);
+    return r;
+}
+"""),
+    Snippet(('fl_arg_combine', 'fl_warp_allreduce_arg', 'fl_block_allreduce_arg'), r"""
+// argmax / argmin state: a value and its index (-1: nothing seen yet). NumPy's rules:
+// the first extreme wins ties, and the first NaN wins over everything.
+template <bool Max, class T> __device__ __forceinline__ void fl_arg_combine(T& v, long long& i, T ov, long long oi) {
+    bool take;
+    if (oi < 0) take = false;
+    else if (i < 0) take = true;
+    else if (fl_isnan(v)) take = fl_isnan(ov) && oi < i;
+    else if (fl_isnan(ov)) take = true;
+    else take = (Max ? ov > v : ov < v) || (ov == v && oi < i);
+    if (take) { v = ov; i = oi; }
+}
+template <bool Max, class T> __device__ __forceinline__ void fl_warp_allreduce_arg(T& v, long long& i, int width) {
+    for (int mask = width / 2; mask > 0; mask /= 2) {
+        const T ov = fl_shfl_xor(v, mask, width);
+        const long long oi = fl_shfl_xor(i, mask, width);
+        fl_arg_combine<Max>(v, i, ov, oi);
+    }
+}
+template <bool Max, class T> __device__ __forceinline__ void fl_block_allreduce_arg(T& v, long long& i, T* sv, long long* si) {
+    fl_warp_allreduce_arg<Max>(v, i, 32);
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) { sv[threadIdx.x >> 5] = v; si[threadIdx.x >> 5] = i; }
+    __syncthreads();
+    v = sv[0];
+    i = si[0];
+    for (int w = 1; w < int(blockDim.x + 31) >> 5; ++w) fl_arg_combine<Max>(v, i, sv[w], si[w]);
+}
+"""),
+)
+
+
+def _index() -> dict[str, int]:
+    where: dict[str, int] = {}
+    for k, s in enumerate(SNIPPETS):
+        for name in s.names:
+            where[name] = k
+    return where
+
+
+_WHERE = _index()
+
+
+def defined_names() -> frozenset[str]:
+    return frozenset(_WHERE)
+
+
+def prelude_for(body: str) -> str:
+    """The snippets `body` needs, with their dependencies, in dependency order."""
+    needed: set[int] = set()
+    stack = [n for n in _NAME.findall(body) if n in _WHERE]
+    while stack:
+        k = _WHERE[stack.pop()]
+        if k in needed:
+            continue
+        needed.add(k)
+        stack.extend(n for n in SNIPPETS[k].uses if n in _WHERE)
+    return "\n".join(SNIPPETS[k].code.strip() + "\n" for k in sorted(needed))

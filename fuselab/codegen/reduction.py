@@ -1,0 +1,503 @@
+"""The reduction template: reduce nodes over any axes, with fused producers (the
+prologue, computed per input element) and consumers (the epilogue, per output element).
+
+The reduced shape X splits into kept and reduced axes; after merging neighbours of the
+same kind and dropping size-1 axes, the layout picks one of two strategies:
+
+* inner ("KR", "R", and any odd layout): a group of threads per output. A sub-warp of
+  G <= 32 lanes when there are enough outputs to fill the GPU (rows of softmax-like
+  sums), else a whole block, with the reduced range split across S blocks per output
+  when even that leaves the GPU idle (a full reduction: many blocks, one launch).
+* column ("RK", "KRK" with >= 32 contiguous kept elements): threads across the kept
+  contiguous axis so loads coalesce, rows of the reduced axis split over the block's
+  8 rows of threads and, when the kept axis is short, across S blocks.
+
+Split reductions finish in the same launch: each block writes its partial to a scratch
+buffer and the last block to arrive (an atomic counter in the scratch, reset by that
+block) combines the partials in a fixed order, so results are deterministic.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ops import Kind
+from . import element
+from . import index as ix
+from .accum import Accumulator, accumulator, functors
+from .context import KernelContext
+from .emit import ValueEmitter, array_name, indent, load_expr, to_storage
+from .model import CodegenError, KernelCode
+from .types import ctype_size, register_type, storage_type
+
+BLOCK = 256
+MIN_PER_BLOCK = 4096   # elements a split block should at least reduce
+
+
+@dataclass
+class _Problem:
+    shape: tuple[int, ...]          # the reduced nodes' input shape X
+    axes: tuple[int, ...]
+    layout: str                     # merged axes: "KR", "RK", "KRK", ...
+    merged: list[tuple[int, bool]]  # (size, reduced) after merging
+    kept: int                       # K: number of outputs
+    reduced: int                    # R: elements per output
+    reduces: list[int]
+    prologue_out: list[int]         # stored nodes of shape X
+    epilogue_out: list[int]         # stored nodes of K elements
+
+
+def generate(ctx: KernelContext) -> KernelCode:
+    p = _analyse(ctx)
+    if p.layout in ("RK", "KRK") and p.merged[-1][0] >= 32:
+        return _column(ctx, p)
+    return _inner(ctx, p)
+
+
+# ---------------------------------------------------------------------------
+# Analysis
+# ---------------------------------------------------------------------------
+
+def _analyse(ctx: KernelContext) -> _Problem:
+    g, k = ctx.graph, ctx.kernel
+    reduces = [i for i in k.nodes if g.nodes[i].kind is Kind.REDUCE]
+    if not reduces:
+        raise CodegenError(f"reduction kernel {ctx.name} has no reduce node")
+    firsts = {(g.nodes[g.nodes[r].inputs[0]].shape, g.nodes[r].args["axes"]) for r in reduces}
+    if len(firsts) != 1:
+        raise CodegenError(f"reduction kernel {ctx.name}: its reductions differ in input shape or axes "
+                           f"({sorted(firsts)})")
+    ((shape, axes),) = firsts
+    after = set(reduces)
+    for i in k.nodes:  # nodes downstream of a reduction: the epilogue
+        if any(j in after for j in g.nodes[i].inputs):
+            after.add(i)
+    for i in k.nodes:
+        if g.nodes[i].kind is Kind.REDUCE and any(j in after for j in g.nodes[i].inputs):
+            raise CodegenError(f"reduction kernel {ctx.name}: %{i} reduces the result of another "
+                               "reduction (that is a row kernel, or two kernels)")
+    kept = ix.prod(d for a, d in enumerate(shape) if a not in axes)
+    reduced = ix.prod(shape[a] for a in axes)
+    feeds: set[int] = set()     # nodes the reductions read: computed per input element
+    stack = [g.nodes[r].inputs[0] for r in reduces]
+    while stack:
+        i = stack.pop()
+        if i in feeds or i not in k.nodes:
+            continue
+        feeds.add(i)
+        stack.extend(g.nodes[i].inputs)
+    prologue_out, epilogue_out = [], []
+    for o in k.outputs:
+        n = g.nodes[o]
+        if o not in after and (o in feeds or n.shape == shape):
+            if n.shape != shape:
+                raise CodegenError(f"reduction kernel {ctx.name}: output %{o} {n.aval} feeds a reduction "
+                                   f"but is not of the reduced shape {shape}")
+            prologue_out.append(o)
+        elif n.aval.size == kept:
+            epilogue_out.append(o)   # reduce results and what follows from them (or from inputs)
+        else:
+            raise CodegenError(f"reduction kernel {ctx.name}: output %{o} {n.aval} is neither of the "
+                               f"reduced shape {shape} nor one value per output element ({kept})")
+    merged: list[tuple[int, bool]] = []
+    for a, d in enumerate(shape):
+        if d == 1:
+            continue
+        red = a in axes
+        if merged and merged[-1][1] == red:
+            merged[-1] = (merged[-1][0] * d, red)
+        else:
+            merged.append((d, red))
+    layout = "".join("R" if r else "K" for _, r in merged)
+    return _Problem(shape, axes, layout, merged, kept, reduced, reduces, prologue_out, epilogue_out)
+
+
+def _coords(p: _Problem, out: ix.Affine, r: ix.Affine) -> tuple[ix.Affine, ...]:
+    """Coordinates in X of the element with output index `out` and reduction index `r`."""
+    kept_shape = [d for a, d in enumerate(p.shape) if a not in p.axes]
+    red_shape = [p.shape[a] for a in p.axes]
+    kc = iter(ix.delinearize(out, kept_shape))
+    rc = iter(ix.delinearize(r, red_shape))
+    return tuple(next(rc) if a in p.axes else next(kc) for a in range(len(p.shape)))
+
+
+def _reduced_values(ctx: KernelContext, p: _Problem) -> list[int]:
+    """The nodes whose values are folded in (each once, even if reduced twice)."""
+    return list(dict.fromkeys(ctx.graph.nodes[r].inputs[0] for r in p.reduces))
+
+
+def _global_load(ctx: KernelContext, em_ref: list[ValueEmitter]):
+    """A load callback emitting `const T name = in_x[offset];` into the emitter."""
+    seen: dict[tuple[int, ix.Affine], str] = {}
+
+    def load(nid: int, offset: ix.Affine) -> str:
+        key = (nid, offset)
+        if key not in seen:
+            n = ctx.graph.nodes[nid]
+            name = ctx.names.fresh(array_name(ctx.graph, nid))
+            em_ref[0].emit(f"const {register_type(n.dtype)} {name} = "
+                           f"{load_expr(ctx.in_ptr[nid], n.dtype, ix.render(offset))};")
+            seen[key] = name
+        return seen[key]
+    return load
+
+
+def _epilogue(ctx: KernelContext, p: _Problem, accs: list[Accumulator], out: ix.Var, at: str = "") -> list[str]:
+    """Statements computing and storing every per-output value at output index `out`."""
+    g = ctx.graph
+    holder: list[ValueEmitter] = []
+    fixed: dict[int, str] = {}
+    lines: list[str] = []
+    for a in accs:
+        name = ctx.names.fresh(f"v{a.node}")
+        lines.append(f"const {register_type(a.out_dtype)} {name} = {a.result(at)};")
+        fixed[a.node] = name
+    em = ValueEmitter(g, ctx.kernel.nodes, ctx.kernel.inputs, ctx.options, ctx.names,
+                      _global_load(ctx, holder), fixed)
+    holder.append(em)
+    stores = []
+    for o in p.epilogue_out:
+        n = g.nodes[o]
+        v = em.value(o, ix.delinearize(ix.Affine.of(out), n.shape))
+        stores.append(f"{ctx.out_ptr[o]}[{out.name}] = {to_storage(n.dtype, v)};")
+    return lines + em.take_lines() + stores
+
+
+class _Scratch:
+    """Regions of one scratch buffer, each 16-byte aligned."""
+
+    def __init__(self, ctx: KernelContext) -> None:
+        self.ctx = ctx
+        self.regions: list[tuple[str, str, int, int]] = []   # (name, ctype, offset, count)
+        self.size = 0
+
+    def region(self, name: str, ctype: str, count: int, itemsize: int) -> str:
+        name = self.ctx.names.fresh(name)
+        self.regions.append((name, ctype, self.size, count))
+        self.size += ix.ceil_div(count * itemsize, 16) * 16
+        return name
+
+    def declarations(self) -> list[str]:
+        if not self.regions:
+            return []
+        buf = self.ctx.add_scratch(self.size)
+        return [f"{ct}* {name} = reinterpret_cast<{ct}*>({buf} + {off});" for name, ct, off, _ in self.regions]
+
+
+def _partials(scratch: _Scratch, accs: list[Accumulator], count: int) -> dict[int, tuple[str, str | None]]:
+    out = {}
+    for a in accs:
+        v = scratch.region(f"partial{a.node}", a.ctype, count, ctype_size(a.ctype))
+        i = scratch.region(f"partial{a.node}_index", "long long", count, 8) if a.is_arg else None
+        out[a.node] = (v, i)
+    return out
+
+
+def _cg(ptr: str, idx: str) -> str:
+    """A load from L2, bypassing L1: partials that other blocks wrote."""
+    return f"fl_ldcg({ptr} + {idx})"
+
+
+def _header(ctx: KernelContext, p: _Problem, strategy: str) -> list[str]:
+    g = ctx.graph
+    shape = g.nodes[g.nodes[p.reduces[0]].inputs[0]].aval
+    return [f"{ctx.name}: reduction of {shape} over axes {tuple(p.axes)} "
+            f"({p.kept} outputs x {p.reduced} elements, layout {p.layout or 'scalar'})",
+            *ctx.listing(), strategy]
+
+
+# ---------------------------------------------------------------------------
+# Inner strategy: a group of threads per output
+# ---------------------------------------------------------------------------
+
+def _inner(ctx: KernelContext, p: _Problem) -> KernelCode:
+    g = ctx.graph
+    opts = ctx.options
+    K, R = p.kept, p.reduced
+    index_t = ctx.index_type(K, R)
+    o_var, r_var = ix.Var("o", max(K, 1)), ix.Var("r", max(R, 1))
+    values = _reduced_values(ctx, p)
+    fn = element.build(ctx, _coords(p, ix.Affine.of(o_var), ix.Affine.of(r_var)), p.prologue_out, values,
+                       what=", the values it reduces")
+    accs = [accumulator(g, r, ctx.names) for r in p.reduces]
+    store_offsets = [ix.linearize(_coords(p, ix.Affine.of(o_var), ix.Affine.of(r_var)), p.shape)] \
+        if p.prologue_out else []
+    width = element.vector_width(ctx, fn.loads, p.prologue_out, r_var, store_offsets) if R else 1
+    if R % max(width, 1):
+        width = 1
+        for l in fn.loads:
+            l.access = ""
+
+    threads_wanted = opts.sm_count * 1024
+    group = min(32, _pow2_at_least(ix.ceil_div(R, 8 * width)))
+    block_mode = group == 32 and K * 32 < threads_wanted
+    splits = 1
+    if block_mode:
+        splits = max(1, min(ix.ceil_div(ctx.split_target(), max(K, 1)), R // MIN_PER_BLOCK))
+    chunk = ix.ceil_div(ix.ceil_div(R, splits), width) * width   # elements per split, whole vectors
+
+    # The loop over this thread's elements of one output: r from `lo` to `hi`, step `step`.
+    def element_loop(lo: str, hi: str, step: str, guard: str = "") -> list[str]:
+        out_vals = {c: ctx.names.fresh(f"v{c}") for c in values}
+        elem_args: list[str]
+        if width > 1:
+            decls, elem_args = element.vector_loads(ctx, fn, width)
+            stored_vecs = {o: ctx.names.fresh(f"{array_name(g, o)}_vec") for o in p.prologue_out}
+            body = [f"const index_t r = rv * {width};", *decls]
+            body += [f"fl_vec<{storage_type(g.nodes[o].dtype)}, {width}> {v};" for o, v in stored_vecs.items()]
+            inner = [f"{register_type(g.nodes[c].dtype)} {v};" for c, v in out_vals.items()]
+            inner.append(f"{fn.name}({', '.join(elem_args + [f'{v}.v[e]' for v in stored_vecs.values()] + list(out_vals.values()))});")
+            inner += [a.step(out_vals[g.nodes[a.node].inputs[0]], "r + e") for a in accs]
+            body += ["#pragma unroll", f"for (int e = 0; e < {width}; ++e) {{", *indent(inner, 1), "}"]
+            off = ix.render(store_offsets[0]) if store_offsets else ""
+            body += [f"fl_store_vec<{width}>({ctx.out_ptr[o]} + {off}, {v});" for o, v in stored_vecs.items()]
+            cond = f"{guard} && rv < {hi}" if guard else f"rv < {hi}"
+            return ["#pragma unroll 4",
+                    f"for (index_t rv = {lo}; {cond}; rv += {step}) {{", *indent(body, 1), "}"]
+        args = element.scalar_args(ctx, fn)
+        if store_offsets:
+            args += [f"{ctx.out_ptr[o]}[{ix.render(store_offsets[0])}]" for o in p.prologue_out]
+        body = [f"{register_type(g.nodes[c].dtype)} {v};" for c, v in out_vals.items()]
+        body.append(f"{fn.name}({', '.join(args + list(out_vals.values()))});")
+        body += [a.step(out_vals[g.nodes[a.node].inputs[0]], "r") for a in accs]
+        cond = f"{guard} && r < {hi}" if guard else f"r < {hi}"
+        return ["#pragma unroll 4", f"for (index_t r = {lo}; {cond}; r += {step}) {{", *indent(body, 1), "}"]
+
+    per = f" ({width}-element vectors)" if width > 1 else ""
+    lines: list[str] = []
+    helpers = [f"typedef {index_t} index_t;", "", *functors(accs), "", *fn.lines, ""]
+    if not block_mode:
+        # A group of `group` lanes per output; the loop runs warp-uniformly so that every
+        # lane reaches the shuffles, and lanes past the last output only skip the work.
+        per_warp = 32 // group
+        strategy = (f"inner: {'one thread' if group == 1 else f'{group} lanes'} per output{per}")
+        grid = min(ix.ceil_div(K, BLOCK // group), ctx.grid_cap()) if K else 0
+        lines += [f"const int lane = threadIdx.x % {group};",
+                  "const index_t warp = (index_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;",
+                  "const index_t warps = index_t(gridDim.x) * blockDim.x / 32;",
+                  f"for (index_t first = warp * {per_warp}; first < {K}; first += warps * {per_warp}) {{"]
+        body = [f"const index_t o = first + threadIdx.x % 32 / {group};",
+                f"const bool active = o < {K};"]
+        for a in accs:
+            body += a.declare()
+        hi = f"{R // width}" if width > 1 else f"{R}"
+        body += element_loop("lane", hi, f"{group}", guard="active")
+        for a in accs:
+            body += a.warp_allreduce(group)
+        body += ["if (active && lane == 0) {", *indent(_epilogue(ctx, p, accs, o_var), 1), "}"]
+        lines += indent(body, 1) + ["}"]
+        return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, BLOCK, notes=(strategy,))
+
+    # Block mode: block b reduces part b % S of output b / S.
+    grid = K * splits if K else 0
+    strategy = (f"inner: one block per output{per}" if splits == 1 else
+                f"inner: {splits} blocks per output{per}, partials finished by the last block")
+    lines += [f"const index_t o = blockIdx.x / {splits};"]
+    if splits > 1:
+        lines += [f"const index_t part = blockIdx.x % {splits};"]
+    for a in accs:
+        lines += a.declare()
+    lo_e, hi_e = f"part * {chunk // width}", f"min(index_t({R // width}), (part + 1) * {chunk // width})"
+    if splits == 1:
+        lo_e, hi_e = "0", f"{R // width}"
+    lines += element_loop(f"{lo_e} + threadIdx.x", hi_e, "blockDim.x")
+    for a in accs:
+        lines += a.block_allreduce()
+    if splits == 1:
+        lines += ["if (threadIdx.x == 0) {", *indent(_epilogue(ctx, p, accs, o_var), 1), "}"]
+    else:
+        scratch = _Scratch(ctx)
+        parts = _partials(scratch, accs, K * splits)
+        counter = scratch.region("arrivals", "unsigned int", max(K, 1), 4)
+        decl = scratch.declarations()
+        lines = decl + lines
+        lines += ["__shared__ bool last;",
+                  "if (threadIdx.x == 0) {"]
+        for a in accs:
+            pv, pi = parts[a.node]
+            lines.append(f"    {pv}[o * {splits} + part] = {a.var};")
+            if pi:
+                lines.append(f"    {pi}[o * {splits} + part] = {a.idx};")
+        lines += ["    __threadfence();  // partials visible before the arrival is counted",
+                  f"    last = atomicAdd(&{counter}[o], 1u) == {splits - 1};",
+                  "}",
+                  "__syncthreads();",
+                  "if (last) {",
+                  f"    // The last block combines the {splits} partials in a fixed order."]
+        fin = ["__threadfence();"]
+        for a in accs:
+            fin += [f"{a.var} = {a.identity()};"] + ([f"{a.idx} = -1;"] if a.is_arg else [])
+        fin += ["#pragma unroll 4", f"for (index_t q = threadIdx.x; q < {splits}; q += blockDim.x) {{"]
+        for a in accs:
+            pv, pi = parts[a.node]
+            fin.append("    " + a.merge(_cg(pv, f"o * {splits} + q"), _cg(pi, f"o * {splits} + q") if pi else None))
+        fin.append("}")
+        for a in accs:
+            fin += _rename_smem(a.block_allreduce(), "_fin")
+        fin += ["if (threadIdx.x == 0) {", *indent(_epilogue(ctx, p, accs, o_var), 1),
+                f"    {counter}[o] = 0;  // ready for the next launch", "}"]
+        lines += indent(fin, 1) + ["}"]
+    return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, BLOCK, notes=(strategy,))
+
+
+def _fold_rows(ctx: KernelContext, accs: list[Accumulator], tile: int, width: int) -> list[str]:
+    """Combine the 8 rows of threads through shared memory, in row order (so the result
+    does not depend on timing), one accumulator at a time through one buffer `fold`.
+    Every thread of the block must run this; row 0 ends up holding the results."""
+    lines: list[str] = []
+    for a in accs:
+        sv = ctx.names.fresh(f"fold_{a.var}")
+        si = ctx.names.fresh(f"fold_{a.idx}") if a.is_arg else None
+        lines.append(f"{a.ctype}* {sv} = reinterpret_cast<{a.ctype}*>(fold);")
+        if si:
+            lines.append(f"long long* {si} = reinterpret_cast<long long*>(fold + {ROWS * tile * 8});")
+        lines += ["__syncthreads();  // the buffer's previous user is done",
+                  f"for (int e = 0; e < {width}; ++e) {{",
+                  f"    {sv}[threadIdx.y * {tile} + threadIdx.x * {width} + e] = {a.var}[e];"]
+        if si:
+            lines.append(f"    {si}[threadIdx.y * {tile} + threadIdx.x * {width} + e] = {a.idx}[e];")
+        lines += ["}", "__syncthreads();"]
+        body = [f"{a.var}[e] = {sv}[threadIdx.x * {width} + e];"]
+        if si:
+            body.append(f"{a.idx}[e] = {si}[threadIdx.x * {width} + e];")
+        other_i = f"{si}[y * {tile} + threadIdx.x * {width} + e]" if si else None
+        body.append(f"for (int y = 1; y < {ROWS}; ++y) "
+                    + a.merge(f"{sv}[y * {tile} + threadIdx.x * {width} + e]", other_i, "[e]"))
+        lines += ["if (threadIdx.y == 0) {", f"    for (int e = 0; e < {width}; ++e) {{",
+                  *indent(body, 2), "    }", "}"]
+    return lines
+
+
+def _rename_smem(lines: list[str], suffix: str) -> list[str]:
+    """Second block reduction in one kernel: fresh shared arrays."""
+    out = []
+    for line in lines:
+        out.append(line.replace("smem_", f"smem{suffix}_"))
+    return out
+
+
+def _pow2_at_least(n: int) -> int:
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+# ---------------------------------------------------------------------------
+# Column strategy: threads across the contiguous kept axis
+# ---------------------------------------------------------------------------
+
+ROWS = 8   # threadIdx.y: rows of the reduced axis read at once
+
+
+def _column(ctx: KernelContext, p: _Problem) -> KernelCode:
+    g = ctx.graph
+    K, R = p.kept, p.reduced
+    K2 = p.merged[-1][0]
+    K1 = K // K2 if K2 else 0
+    index_t = ctx.index_type(K, R)
+    k1_var, k2_var, r_var = ix.Var("k1", max(K1, 1)), ix.Var("k2", max(K2, 1)), ix.Var("r", max(R, 1))
+    out_aff = ix.Affine.of(k1_var) * K2 + ix.Affine.of(k2_var)
+    coords = _coords(p, out_aff, ix.Affine.of(r_var))
+    values = _reduced_values(ctx, p)
+    fn = element.build(ctx, coords, p.prologue_out, values, what=", the values it reduces")
+    accs = [accumulator(g, r, ctx.names) for r in p.reduces]
+    store_offsets = [ix.linearize(coords, p.shape)] if p.prologue_out else []
+    # at most 4 columns per thread (128 per block): the fold buffer stays small
+    width = element.vector_width(ctx, fn.loads, p.prologue_out, k2_var, store_offsets, max_width=4)
+    if K2 % width:
+        width = 1
+        for l in fn.loads:
+            l.access = ""
+    tile = 32 * width
+    tiles = ix.ceil_div(K2, tile)
+    base_blocks = K1 * tiles
+    splits = max(1, min(ix.ceil_div(ctx.split_target(), max(base_blocks, 1)), R // (ROWS * 16)))
+    chunk = ix.ceil_div(R, splits)
+    grid = base_blocks * splits if K else 0
+    strategy = (f"column: {tile} kept elements per block, {ROWS} rows of threads"
+                + (f", {splits} blocks along the reduced axis, partials finished by the last block"
+                   if splits > 1 else ""))
+
+    at = "[e]"
+    lines = ([f"const index_t part = blockIdx.x % {splits};"] if splits > 1 else []) + [
+             f"const index_t tile = blockIdx.x / {splits} % {tiles};",
+             f"const index_t k1 = blockIdx.x / {splits} / {tiles};",
+             f"const index_t k2 = tile * {tile} + threadIdx.x * {width};",
+             f"const bool active = k2 < {K2};"]
+    for a in accs:
+        lines += a.declare(f"[{width}]")
+    out_vals = {c: ctx.names.fresh(f"v{c}") for c in values}
+    if width > 1:
+        decls, args = element.vector_loads(ctx, fn, width)
+        stored_vecs = {o: ctx.names.fresh(f"{array_name(g, o)}_vec") for o in p.prologue_out}
+        body = list(decls)
+        body += [f"fl_vec<{storage_type(g.nodes[o].dtype)}, {width}> {v};" for o, v in stored_vecs.items()]
+        inner = [f"{register_type(g.nodes[c].dtype)} {v};" for c, v in out_vals.items()]
+        inner.append(f"{fn.name}({', '.join(args + [f'{v}.v[e]' for v in stored_vecs.values()] + list(out_vals.values()))});")
+        inner += [a.step(out_vals[g.nodes[a.node].inputs[0]], "r", at) for a in accs]
+        body += ["#pragma unroll", f"for (int e = 0; e < {width}; ++e) {{", *indent(inner, 1), "}"]
+        off = ix.render(store_offsets[0]) if store_offsets else ""
+        body += [f"fl_store_vec<{width}>({ctx.out_ptr[o]} + {off}, {v});" for o, v in stored_vecs.items()]
+    else:
+        args = element.scalar_args(ctx, fn)
+        if store_offsets:
+            args += [f"{ctx.out_ptr[o]}[{ix.render(store_offsets[0])}]" for o in p.prologue_out]
+        body = [f"{register_type(g.nodes[c].dtype)} {v};" for c, v in out_vals.items()]
+        body.append(f"{fn.name}({', '.join(args + list(out_vals.values()))});")
+        body += [a.step(out_vals[g.nodes[a.node].inputs[0]], "r", "[0]") for a in accs]
+    r_lo = f"part * {chunk}" if splits > 1 else "0"
+    r_hi = f"min(index_t({R}), (part + 1) * {chunk})" if splits > 1 else f"{R}"
+    lines += ["#pragma unroll 4",
+              f"for (index_t r = {r_lo} + threadIdx.y; active && r < {r_hi}; r += {ROWS}) {{",
+              *indent(body, 1), "}"]
+    lines.append(f"__shared__ __align__(16) unsigned char fold[{ROWS * tile * 16}];")
+    lines += _fold_rows(ctx, accs, tile, width)
+    o_var = ix.Var("o", max(K, 1))
+    finish = [f"const index_t o = k1 * {K2} + k2 + e;", *_epilogue(ctx, p, accs, o_var, at)]
+    if splits == 1:
+        lines += ["if (threadIdx.y == 0 && active) {",
+                  f"    for (int e = 0; e < {width}; ++e) {{",
+                  *indent(finish, 2), "    }", "}"]
+    else:
+        # Partials stored split-major, so that each block's writes and the finishing
+        # block's reads are coalesced across the kept axis.
+        scratch = _Scratch(ctx)
+        parts = _partials(scratch, accs, K * splits)
+        counter = scratch.region("arrivals", "unsigned int", max(base_blocks, 1), 4)
+        lines = scratch.declarations() + lines
+        write, comb = [], []
+        for a in accs:
+            pv, pi = parts[a.node]
+            write.append(f"{pv}[part * {K} + k1 * {K2} + k2 + e] = {a.var}[e];")
+            comb += [f"{a.var}[e] = {a.identity()};"] + ([f"{a.idx}[e] = -1;"] if a.is_arg else [])
+            if pi:
+                write.append(f"{pi}[part * {K} + k1 * {K2} + k2 + e] = {a.idx}[e];")
+        comb.append(f"for (index_t q = threadIdx.y; active && q < {splits}; q += {ROWS}) {{")
+        for a in accs:
+            pv, pi = parts[a.node]
+            src = f"q * {K} + k1 * {K2} + k2 + e"
+            comb.append("    " + a.merge(_cg(pv, src), _cg(pi, src) if pi else None, at))
+        comb.append("}")
+        lines += ["if (threadIdx.y == 0 && active) {",
+                  f"    for (int e = 0; e < {width}; ++e) {{", *indent(write, 2), "    }",
+                  "    __threadfence();  // partials visible before the arrival is counted",
+                  "}",
+                  "__shared__ bool last;",
+                  "__syncthreads();",
+                  "if (threadIdx.x == 0 && threadIdx.y == 0) "
+                  f"last = atomicAdd(&{counter}[blockIdx.x / {splits}], 1u) == {splits - 1};",
+                  "__syncthreads();",
+                  "if (last) {",
+                  f"    // The last block to arrive combines the {splits} partials of its columns:",
+                  "    // each row of threads a fixed subset, then the rows in order.",
+                  "    __threadfence();",
+                  f"    for (int e = 0; e < {width}; ++e) {{", *indent(comb, 2), "    }",
+                  *indent(_fold_rows(ctx, accs, tile, width), 1),
+                  "    if (threadIdx.y == 0 && active) {",
+                  f"        for (int e = 0; e < {width}; ++e) {{", *indent(finish, 3), "        }",
+                  "    }",
+                  f"    if (threadIdx.x == 0 && threadIdx.y == 0) {counter}[blockIdx.x / {splits}] = 0;  "
+                  "// ready for the next launch",
+                  "}"]
+    helpers = [f"typedef {index_t} index_t;", "", *functors(accs), "", *fn.lines, ""]
+    return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, (32, ROWS, 1), notes=(strategy,))

@@ -1,0 +1,425 @@
+"""The row template: softmax, layernorm, rmsnorm, logsumexp... over rows of length C.
+
+Every reduce node reduces the last axis of one full shape F (rows = prod(F[:-1])).
+Reductions that depend on earlier ones (softmax's sum of exp(x - max)) run in later
+passes over the same row: pass 1 computes the reductions that need no reduction, pass 2
+those that need pass 1's, and so on; a final pass computes and stores the full-shape
+outputs. Per-row values (the reductions and what follows from them) are plain variables
+that every thread of the row holds.
+
+The row's full-shape inputs are read from global memory once and kept close (after
+OneFlow's softmax, whose tiers these are, with one more):
+
+* warp: C <= 1024: a group of W <= 32 lanes per row, each lane holding C / W elements
+  in registers; reductions are warp shuffles.
+* block, shared memory: longer rows that fit in shared memory (several rows per SM, so
+  one row's loads overlap another's reductions); block reductions.
+* block, registers: rows too big for shared memory that a block's registers still hold
+  (up to 32 elements per thread and input).
+* looped: neither; a block per row re-reads the row from global memory in every pass.
+
+Within a pass each thread works on packs of P adjacent columns (16-byte accesses) when
+C is a multiple of P. Inputs indexed by the column alone (layernorm's gamma and beta)
+are loaded once per thread, before the loop over rows, in the register tiers.
+Accumulation is in float32 for float16 (and in the reduce dtype otherwise); the max in
+softmax makes exp(x - max) stable as the user wrote it.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..ops import Kind
+from . import index as ix
+from .accum import Accumulator, accumulator, functors
+from .context import KernelContext
+from .emit import Names, ValueEmitter, array_name, indent, load_expr, to_storage
+from .model import CodegenError, KernelCode
+from .types import ctype_size, is_half, register_type, storage_type
+
+WARP_MAX_COLS = 1024
+REG_ELEMS = 32              # cached elements per thread and input in the register tiers
+REG_BUDGET = 64             # all register caches of a thread together
+SMEM_LIMIT = 200 * 1024     # bytes of row cache per block (an SM has 228 KB)
+SMEM_THREADS = 512
+
+
+@dataclass
+class _Row:
+    shape: tuple[int, ...]       # F
+    rows: int
+    cols: int
+    reduces: list[int]
+    levels: dict[int, int]       # reduce node -> pass number (1-based)
+    full_out: list[int]
+    row_out: list[int]
+
+
+@dataclass
+class _Layout:
+    tier: str                    # "warp", "block", "smem", "looped"
+    pack: int                    # columns per access
+    threads: int                 # threads per row (lanes of a warp, or the block)
+    packs: int                   # packs per thread (register tiers)
+    row_cached: list[int]        # inputs read at (row, col): the row cache
+    col_cached: list[int]        # inputs read at (col): the column cache
+    col_in_registers: bool
+
+
+def generate(ctx: KernelContext) -> KernelCode:
+    p = _analyse(ctx)
+    g = ctx.graph
+    row_v, col_v = ix.Var("row", max(p.rows, 1)), ix.Var("col", max(p.cols, 1))
+    full = tuple(ix.delinearize(ix.Affine.of(row_v), p.shape[:-1])) + (ix.Affine.of(col_v),)
+    canonical = ix.linearize(full, p.shape)          # row * C + col
+    row_cached, col_cached = _cached_inputs(ctx, p, full, canonical, ix.Affine.of(col_v))
+    layout = _choose_layout(ctx, p, row_cached, col_cached)
+    index_t = ctx.index_type(p.rows * max(p.cols, 1))
+    accs = {r: accumulator(g, r, ctx.names) for r in p.reduces}
+    gen = _RowCode(ctx, p, layout, accs, full, row_v, canonical, ix.Affine.of(col_v))
+    body, grid, block, smem = gen.kernel()
+    min_blocks = 1
+    if isinstance(block, tuple):
+        block, min_blocks = block
+    passes = max(p.levels.values(), default=0)
+    elems = layout.packs * layout.pack
+    row_bytes = sum(p.cols * g.nodes[n].dtype.itemsize for n in row_cached)
+    what = {"warp": f"warp tier: {layout.threads} lanes per row, {elems} elements per lane in registers",
+            "block": f"block tier: a block of {layout.threads} threads per row, {elems} elements per thread "
+                     "in registers",
+            "smem": f"block tier: a block per row, the row ({row_bytes} bytes) in shared memory",
+            "looped": f"looped tier: a block per row, re-read from global memory in each of "
+                      f"{passes + bool(p.full_out)} passes"}[layout.tier]
+    notes = (what, f"{passes} reduction pass(es)" + (" + an output pass" if p.full_out else ""),
+             f"packs of {layout.pack} columns"
+             + (", column inputs cached in registers" if layout.col_in_registers and col_cached else ""))
+    header = [f"{ctx.name}: row kernel over {g.nodes[g.nodes[p.reduces[0]].inputs[0]].aval} "
+              f"({p.rows} rows x {p.cols} columns)", *ctx.listing(), *notes]
+    helpers = [f"typedef {index_t} index_t;", "", *functors(list(accs.values())), ""]
+    return ctx.finish(header, helpers, body, grid, block, shared_mem=smem, notes=notes, min_blocks=min_blocks)
+
+
+def _pow2_at_least(n: int) -> int:
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+def _analyse(ctx: KernelContext) -> _Row:
+    g, k = ctx.graph, ctx.kernel
+    reduces = [i for i in k.nodes if g.nodes[i].kind is Kind.REDUCE]
+    if not reduces:
+        raise CodegenError(f"row kernel {ctx.name} has no reduction")
+    shapes = {g.nodes[g.nodes[r].inputs[0]].shape for r in reduces}
+    if len(shapes) != 1:
+        raise CodegenError(f"row kernel {ctx.name}: reductions over different shapes {sorted(shapes)}")
+    (shape,) = shapes
+    if not shape:
+        raise CodegenError(f"row kernel {ctx.name}: a row kernel needs at least one axis")
+    for r in reduces:
+        if g.nodes[r].args["axes"] != (len(shape) - 1,):
+            raise CodegenError(f"row kernel {ctx.name}: %{r} does not reduce the last axis of {shape}")
+    levels: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    for i in k.nodes:  # the number of reductions on the longest path to each node
+        d = max((depth.get(j, 0) for j in g.nodes[i].inputs), default=0)
+        if g.nodes[i].kind is Kind.REDUCE:
+            levels[i] = d + 1
+            d += 1
+        depth[i] = d
+    rows = ix.prod(shape[:-1])
+    full_out, row_out = [], []
+    for o in k.outputs:
+        n = g.nodes[o]
+        if n.shape == shape:
+            full_out.append(o)
+        elif n.aval.size == rows:
+            row_out.append(o)
+        else:
+            raise CodegenError(f"row kernel {ctx.name}: output %{o} {n.aval} is neither full-shape "
+                               f"{shape} nor one value per row")
+    return _Row(shape, rows, shape[-1], reduces, levels, full_out, row_out)
+
+
+def _cached_inputs(ctx: KernelContext, p: _Row, full, canonical: ix.Affine,
+                   column: ix.Affine) -> tuple[list[int], list[int]]:
+    """Inputs the passes read at (row, col) of their own contiguous layout (the row
+    cache), and inputs read at (col) alone (the column cache)."""
+    rows: list[int] = []
+    cols: list[int] = []
+
+    def probe(nid: int, offset: ix.Affine) -> str:
+        if offset == canonical and nid not in rows:
+            rows.append(nid)
+        elif offset == column and nid not in cols and p.cols > 1:
+            cols.append(nid)
+        return "0"
+
+    em = ValueEmitter(ctx.graph, ctx.kernel.nodes, ctx.kernel.inputs, ctx.options, Names(),
+                      probe, fixed={r: "0" for r in p.reduces})
+    for r in p.reduces:
+        em.value(ctx.graph.nodes[r].inputs[0], full)
+    for o in p.full_out:
+        em.value(o, full)
+    return rows, [c for c in cols if c not in rows]
+
+
+def _choose_layout(ctx: KernelContext, p: _Row, row_cached: list[int], col_cached: list[int]) -> _Layout:
+    g = ctx.graph
+    C = p.cols
+    sizes = [g.nodes[n].dtype.itemsize for n in (*row_cached, *col_cached, *p.full_out)] or [4]
+    pack = 16 // max(sizes)
+    if C % pack:
+        pack = 1
+    n_row, n_col = max(len(row_cached), 1), len(col_cached)
+    forced = ctx.options.row_tier
+    row_bytes = sum(C * g.nodes[n].dtype.itemsize for n in row_cached)
+    lanes = min(32, _pow2_at_least(ix.ceil_div(C, pack)))
+    packs = ix.ceil_div(C, lanes * pack)
+    warp_fits = C <= WARP_MAX_COLS and packs * pack <= REG_ELEMS
+    if warp_fits and forced in ("auto", "warp"):
+        # a warp works through many rows: caching the column inputs pays off
+        return _Layout("warp", pack, lanes, packs, row_cached, col_cached,
+                       packs * pack * (n_row + n_col) <= REG_BUDGET)
+    threads = min(1024, max(128, _pow2_at_least(ix.ceil_div(C, REG_ELEMS))))
+    bpacks = ix.ceil_div(C, threads * pack)
+    block_fits = bpacks * pack <= REG_ELEMS and bpacks * pack * n_row <= REG_BUDGET
+    smem_fits = row_bytes <= SMEM_LIMIT
+    # Shared memory first: three 64 KB rows per SM overlap one row's loads with another's
+    # reductions, which measured a little faster than two register-held rows per SM.
+    if smem_fits and forced in ("auto", "smem"):
+        return _Layout("smem", pack, SMEM_THREADS, ix.ceil_div(C, SMEM_THREADS * pack), row_cached,
+                       col_cached, False)
+    if block_fits and forced != "looped":
+        return _Layout("block", pack, threads, bpacks, row_cached, col_cached, False)
+    return _Layout("looped", pack, SMEM_THREADS, 0, row_cached, col_cached, False)
+
+
+class _RowCode:
+    """Writes the kernel body for one layout."""
+
+    def __init__(self, ctx: KernelContext, p: _Row, layout: _Layout, accs: dict[int, Accumulator], full,
+                 row_v: ix.Var, canonical: ix.Affine, column: ix.Affine) -> None:
+        self.ctx, self.p, self.lay, self.accs = ctx, p, layout, accs
+        self.full, self.row_v, self.canonical, self.column = full, row_v, canonical, column
+        g = ctx.graph
+        self.registers = layout.tier in ("warp", "block")
+        self.cache_name = {n: ctx.names.fresh(f"{array_name(g, n)}_row") for n in layout.row_cached}
+        self.col_name = {n: ctx.names.fresh(f"{array_name(g, n)}_cols") for n in layout.col_cached}
+        self.pack_name: dict[int, str] = {}
+        self.fixed: dict[int, str] = {}
+
+    # -- values ---------------------------------------------------------------
+    def _emitter(self) -> ValueEmitter:
+        ctx = self.ctx
+        holder: list[ValueEmitter] = []
+        seen: dict[tuple[int, ix.Affine], str] = {}
+
+        def load(nid: int, offset: ix.Affine) -> str:
+            n = ctx.graph.nodes[nid]
+            if nid in self.pack_name and offset in (self.canonical, self.column):
+                v = f"{self.pack_name[nid]}.v[p]" if self.lay.pack > 1 else self.pack_name[nid]
+                return f"fl_from_half({v})" if is_half(n.dtype) else v
+            key = (nid, offset)
+            if key not in seen:
+                name = ctx.names.fresh(array_name(ctx.graph, nid))
+                holder[0].emit(f"const {register_type(n.dtype)} {name} = "
+                               f"{load_expr(ctx.in_ptr[nid], n.dtype, ix.render(offset))};")
+                seen[key] = name
+            return seen[key]
+
+        em = ValueEmitter(ctx.graph, ctx.kernel.nodes, ctx.kernel.inputs, ctx.options, ctx.names, load,
+                          self.fixed)
+        holder.append(em)
+        return em
+
+    def _pack_type(self, nid: int) -> str:
+        st = storage_type(self.ctx.graph.nodes[nid].dtype)
+        return f"fl_vec<{st}, {self.lay.pack}>" if self.lay.pack > 1 else st
+
+    def _global_pack(self, nid: int, offset: str) -> str:
+        ptr = self.ctx.in_ptr[nid]
+        return f"fl_load_vec<{self.lay.pack}>({ptr} + {offset})" if self.lay.pack > 1 else f"{ptr}[{offset}]"
+
+    def _pack_source(self, nid: int) -> str:
+        """Where this thread's pack of `nid` at column col0 comes from in this layout."""
+        C = self.p.cols
+        if nid in self.col_name:
+            return f"{self.col_name[nid]}[k]" if self.lay.col_in_registers else self._global_pack(nid, "col0")
+        if self.registers:
+            return f"{self.cache_name[nid]}[k]"
+        if self.lay.tier == "smem":
+            if self.lay.pack > 1:
+                return f"*reinterpret_cast<const {self._pack_type(nid)}*>({self.cache_name[nid]} + col0)"
+            return f"{self.cache_name[nid]}[col0]"
+        return self._global_pack(nid, f"row * {C} + col0")
+
+    # -- passes -----------------------------------------------------------------
+    def _pass(self, level: int | None) -> list[str]:
+        """One pass over this thread's columns of the row: fold the reductions of
+        `level`, or (level None) compute and store the full-shape outputs."""
+        g = self.ctx.graph
+        P = self.lay.pack
+        em = self._emitter()
+        cached = [*self.lay.row_cached, *self.lay.col_cached]
+        self.pack_name = {n: self.ctx.names.fresh(f"{array_name(g, n)}_pk" if P > 1 else array_name(g, n))
+                          for n in cached}
+        body: list[str] = ["const index_t col = col0 + p;"] if P > 1 else ["const index_t col = col0;"]
+        store_vecs: dict[int, str] = {}
+        if level is not None:
+            for r, lvl in self.p.levels.items():
+                if lvl == level:
+                    v = em.value(g.nodes[r].inputs[0], self.full)
+                    body += em.take_lines() + [self.accs[r].step(v, "col")]
+        else:
+            for o in self.p.full_out:
+                v = em.value(o, self.full)
+                body += em.take_lines()
+                n = g.nodes[o]
+                if P > 1:
+                    store_vecs[o] = self.ctx.names.fresh(f"{array_name(g, o)}_pk")
+                    body.append(f"{store_vecs[o]}.v[p] = {to_storage(n.dtype, v)};")
+                else:
+                    body.append(f"{self.ctx.out_ptr[o]}[row * {self.p.cols} + col] = {to_storage(n.dtype, v)};")
+        if not any(re.search(r"\bcol\b", line) for line in body[1:]):
+            body = body[1:]  # the column index is only needed by argmax and strided loads
+        used = [n for n in cached if any(re.search(rf"\b{self.pack_name[n]}\b", line) for line in body)]
+        head = [f"const {self._pack_type(n)} {self.pack_name[n]} = {self._pack_source(n)};" for n in used]
+        head += [f"fl_vec<{storage_type(g.nodes[o].dtype)}, {P}> {name};" for o, name in store_vecs.items()]
+        inner = (["#pragma unroll", f"for (int p = 0; p < {P}; ++p) {{", *indent(body, 1), "}"]
+                 if P > 1 else body)
+        tail = [f"fl_store_vec<{P}>({self.ctx.out_ptr[o]} + row * {self.p.cols} + col0, {name});"
+                for o, name in store_vecs.items()]
+        return self._over_columns(head + inner + tail, storing=level is None)
+
+    def _over_columns(self, body: list[str], storing: bool) -> list[str]:
+        C, P = self.p.cols, self.lay.pack
+        if self.registers:
+            guard = f"active && col0 < {C}" if storing and self.lay.tier == "warp" else f"col0 < {C}"
+            return ["#pragma unroll",
+                    f"for (int k = 0; k < {self.lay.packs}; ++k) {{",
+                    f"    const index_t col0 = (index_t(k) * {self.lay.threads} + lane) * {P};",
+                    f"    if ({guard}) {{", *indent(body, 2), "    }", "}"]
+        return [f"for (index_t col0 = threadIdx.x * {P}; col0 < {C}; col0 += blockDim.x * {P}) {{",
+                *indent(body, 1), "}"]
+
+    def _register_cache(self, names: dict[int, str], offset: str) -> list[str]:
+        """Declare and fill register caches: packs k of this thread's columns."""
+        if not names:
+            return []
+        out = [f"{self._pack_type(n)} {name}[{self.lay.packs}];" for n, name in names.items()]
+        body = [f"if (col0 < {self.p.cols}) {name}[k] = {self._global_pack(n, offset)};" for n, name in names.items()]
+        return out + ["#pragma unroll", f"for (int k = 0; k < {self.lay.packs}; ++k) {{",
+                      f"    const index_t col0 = (index_t(k) * {self.lay.threads} + lane) * {self.lay.pack};",
+                      *indent(body, 1), "}"]
+
+    def _load_row(self) -> list[str]:
+        """Fill the row cache from global memory (registers or shared memory)."""
+        C, P = self.p.cols, self.lay.pack
+        if self.registers:
+            return self._register_cache(self.cache_name, f"row * {C} + col0")
+        if self.lay.tier == "smem":
+            body = []
+            for n in self.lay.row_cached:
+                dst = (f"*reinterpret_cast<{self._pack_type(n)}*>({self.cache_name[n]} + col0)" if P > 1
+                       else f"{self.cache_name[n]}[col0]")
+                body.append(f"if (col0 < {C}) {dst} = {self._global_pack(n, f'row * {C} + col0')};")
+            # a fixed trip count, unrolled: the row's loads are all in flight at once
+            return ["#pragma unroll",
+                    f"for (int k = 0; k < {self.lay.packs}; ++k) {{",
+                    f"    const index_t col0 = (index_t(k) * {SMEM_THREADS} + threadIdx.x) * {P};",
+                    *indent(body, 1), "}", "__syncthreads();"]
+        return []
+
+    def _after_pass(self, level: int) -> list[str]:
+        """Combine this pass's partial reductions across the row's threads; every thread
+        then holds the row's values."""
+        out: list[str] = []
+        for r, lvl in self.p.levels.items():
+            if lvl != level:
+                continue
+            a = self.accs[r]
+            out += a.warp_allreduce(self.lay.threads) if self.lay.tier == "warp" else a.block_allreduce()
+            name = self.ctx.names.fresh(f"v{r}")
+            out.append(f"const {register_type(a.out_dtype)} {name} = {a.result()};"
+                       f"  // %{r} {self.ctx.graph.nodes[r].op} of the row")
+            self.fixed[r] = name
+        return out
+
+    def _row_outputs(self) -> list[str]:
+        g = self.ctx.graph
+        if not self.p.row_out:
+            return []
+        em = self._emitter()
+        lines = []
+        for o in self.p.row_out:
+            n = g.nodes[o]
+            v = em.value(o, ix.delinearize(ix.Affine.of(self.row_v), n.shape))
+            lines += em.take_lines()
+            lines.append(f"{self.ctx.out_ptr[o]}[row] = {to_storage(n.dtype, v)};")
+        first = "lane == 0 && active" if self.lay.tier == "warp" else "threadIdx.x == 0"
+        return [f"if ({first}) {{", *indent(lines, 1), "}"]
+
+    def _per_row(self) -> list[str]:
+        lines = self._load_row()
+        for level in range(1, max(self.p.levels.values()) + 1):
+            for r, lvl in self.p.levels.items():
+                if lvl == level:
+                    lines += self.accs[r].declare()
+            lines += [f"// Pass {level}: " + ", ".join(
+                f"%{r} {self.ctx.graph.nodes[r].op}" for r, lvl in self.p.levels.items() if lvl == level)]
+            lines += self._pass(level)
+            lines += self._after_pass(level)
+        if self.p.full_out:
+            lines += ["// Output pass: the full-shape results."]
+            lines += self._pass(None)
+        lines += self._row_outputs()
+        return lines
+
+    def kernel(self) -> tuple[list[str], int, int | tuple[int, int], int]:
+        rows, C = self.p.rows, self.p.cols
+        col_cache = self._register_cache(self.col_name, "col0") if self.lay.col_in_registers else []
+        if self.lay.tier == "warp":
+            lanes = self.lay.threads
+            per_warp = 32 // lanes
+            block = 128
+            grid = min(ix.ceil_div(rows, block // lanes), self.ctx.grid_cap()) if rows else 0
+            lines = [f"const int lane = threadIdx.x % {lanes};",
+                     "const index_t warp = (index_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;",
+                     "const index_t warps = index_t(gridDim.x) * blockDim.x / 32;", *col_cache]
+            body = self._per_row()
+            if per_warp == 1:
+                lines += [f"for (index_t row = warp; row < {rows}; row += warps) {{",
+                          "    const bool active = true;", *indent(body, 1), "}"]
+            else:
+                lines += ["// The loop runs warp-uniformly so every lane reaches the shuffles; lanes",
+                          "// past the last row compute a copy of it and store nothing.",
+                          f"for (index_t first = warp * {per_warp}; first < {rows}; first += warps * {per_warp}) {{",
+                          f"    const bool active = first + threadIdx.x % 32 / {lanes} < {rows};",
+                          f"    const index_t row = active ? first + threadIdx.x % 32 / {lanes} : {rows - 1};",
+                          *indent(body, 1), "}"]
+            return lines, grid, block, 0
+        grid = min(rows, self.ctx.split_target()) if rows else 0
+        if self.lay.tier == "block":
+            lines = ["const int lane = threadIdx.x;", *col_cache]
+            body = self._per_row()
+            lines += [f"for (index_t row = blockIdx.x; row < {rows}; row += gridDim.x) {{",
+                      *indent(body, 1), "}"]
+            # two blocks per SM: one loads its row while the other reduces (registers <= 64)
+            return lines, grid, (self.lay.threads, 2), 0
+        g = self.ctx.graph
+        smem = 0
+        decls = []
+        if self.lay.tier == "smem":
+            decls.append("extern __shared__ __align__(16) unsigned char row_cache[];")
+            for n in self.lay.row_cached:
+                st = storage_type(g.nodes[n].dtype)
+                decls.append(f"{st}* {self.cache_name[n]} = reinterpret_cast<{st}*>(row_cache + {smem});")
+                smem += ix.ceil_div(C * ctype_size(st), 16) * 16
+        body = self._per_row()
+        if self.lay.tier == "smem":
+            body.append("__syncthreads();  // the next row overwrites the cache")
+        lines = decls + [f"for (index_t row = blockIdx.x; row < {rows}; row += gridDim.x) {{",
+                         *indent(body, 1), "}"]
+        return lines, grid, SMEM_THREADS, smem

@@ -1,0 +1,123 @@
+"""Compiling generated kernels through CuPy (NVRTC), cached in memory by source.
+
+Kernels not yet compiled are compiled together: each in its own C++ namespace inside one
+translation unit (their `extern "C"` names stay distinct), a few modules in parallel.
+One NVRTC call for a whole plan costs far less than one per kernel. CuPy also caches
+each module on disk (~/.cupy/kernel_cache), so a new Python process compiles nothing
+it has compiled before; `compile_s` reports what compiling cost when it happened.
+"""
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ..codegen.model import KernelCode
+from ..codegen.nvrtc import CompileError
+from .errors import FuselabRuntimeError
+
+_CACHE: dict[tuple[str, tuple[str, ...], int], "Compiled"] = {}
+BATCH = 8   # kernels per NVRTC module
+
+
+@dataclass(frozen=True)
+class Compiled:
+    name: str
+    function: Any          # cupy.RawKernel
+    compile_s: float       # this kernel's share of the compile that produced it
+    cached: bool           # served from the in-memory cache
+
+
+def compile_kernel(code: KernelCode) -> Compiled:
+    return compile_kernels([code])[0]
+
+
+def compile_kernels(codes: Sequence[KernelCode]) -> list[Compiled]:
+    """Every kernel compiled (or fetched from the cache), in order."""
+    import cupy
+    dev = cupy.cuda.Device().id
+    keys = [(c.source, c.nvrtc_options, dev) for c in codes]
+    missing: dict[tuple, KernelCode] = {}
+    for k, c in zip(keys, codes):
+        if k not in _CACHE:
+            missing.setdefault(k, c)
+    if missing:
+        batches = _batches(list(missing.values()))
+        workers = min(len(batches), int(os.environ.get("FUSELAB_COMPILE_THREADS", os.cpu_count() or 1)))
+
+        def work(batch: list[KernelCode]) -> list[Compiled]:
+            with cupy.cuda.Device(dev):
+                return _compile_batch(batch)
+        if workers > 1:
+            with ThreadPoolExecutor(workers) as pool:
+                results = list(pool.map(work, batches))
+        else:
+            results = [work(b) for b in batches]
+        for batch, compiled in zip(batches, results):
+            for c, comp in zip(batch, compiled):
+                _CACHE[(c.source, c.nvrtc_options, dev)] = comp
+    out = []
+    for k in keys:
+        hit = _CACHE[k]
+        out.append(hit if k in missing else Compiled(hit.name, hit.function, hit.compile_s, True))
+    return out
+
+
+def _batches(codes: list[KernelCode]) -> list[list[KernelCode]]:
+    """Groups of at most BATCH kernels with distinct names and the same options."""
+    batches: list[list[KernelCode]] = []
+    for c in codes:
+        for b in batches:
+            if len(b) < BATCH and b[0].nvrtc_options == c.nvrtc_options and all(x.name != c.name for x in b):
+                b.append(c)
+                break
+        else:
+            batches.append([c])
+    return batches
+
+
+def _compile_batch(batch: list[KernelCode]) -> list[Compiled]:
+    import cupy
+    if len(batch) == 1:
+        source = batch[0].source
+    else:
+        source = "\n".join(f"namespace fl_unit{i} {{\n{c.source}\n}}  // namespace fl_unit{i}"
+                           for i, c in enumerate(batch))
+    t0 = time.perf_counter()
+    try:
+        module = cupy.RawModule(code=source, options=batch[0].nvrtc_options, backend="nvrtc")
+        functions = [module.get_function(c.name) for c in batch]
+    except cupy.cuda.compiler.CompileException as e:
+        if len(batch) > 1:  # find the kernel at fault, to show its own numbered source
+            return [x for c in batch for x in _compile_batch([c])]
+        raise CompileError(batch[0].name, batch[0].source, _log_of(e)) from None
+    share = (time.perf_counter() - t0) / len(batch)
+    out = []
+    for c, f in zip(batch, functions):
+        if c.shared_mem > 48 * 1024:
+            # more than the default 48 KB of dynamic shared memory needs an explicit opt-in
+            try:
+                f.max_dynamic_shared_size_bytes = c.shared_mem
+            except Exception as e:  # noqa: BLE001
+                raise FuselabRuntimeError(
+                    f"kernel {c.name} needs {c.shared_mem} bytes of shared memory, which this GPU refuses",
+                    "choose a plan without this row kernel (its rows are too long for shared memory here)",
+                    e) from None
+        out.append(Compiled(c.name, f, share, False))
+    return out
+
+
+def _log_of(e: Exception) -> str:
+    fn = getattr(e, "get_message", None)
+    if callable(fn):
+        try:
+            return str(fn())
+        except Exception:  # noqa: BLE001
+            pass
+    return str(e)
+
+
+def clear_cache() -> None:
+    _CACHE.clear()

@@ -1,0 +1,213 @@
+"""Running a plan on the GPU: compile its kernels, launch them in order, allocate each
+intermediate from CuPy's pool and free it after its last reader."""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..codegen import generate
+from ..codegen.model import CodegenOptions, KernelCode, OpaqueCall
+from ..interp import eval_node
+from ..plan.model import Plan
+from .compile import compile_kernels
+from .device import device_options
+from .errors import FuselabRuntimeError, launch_failed, out_of_memory
+
+_CODES: "OrderedDict[tuple[Plan, CodegenOptions], tuple]" = OrderedDict()
+_SCRATCH: dict[tuple[int, str], Any] = {}
+
+
+def codes_for(plan: Plan, options: CodegenOptions) -> tuple[KernelCode | OpaqueCall, ...]:
+    """Generated code for a plan, cached (a re-run of a cell generates nothing)."""
+    key = (plan, options)
+    hit = _CODES.get(key)
+    if hit is None:
+        hit = generate(plan, options)
+        _CODES[key] = hit
+        if len(_CODES) > 256:
+            _CODES.popitem(last=False)
+    return hit
+
+
+@dataclass(frozen=True)
+class _Launch:
+    """One generated kernel, with everything its launch needs worked out beforehand."""
+
+    code: KernelCode
+    function: Any
+    inputs: tuple[int, ...]
+    outputs: tuple[tuple[int, tuple[int, ...], np.dtype, int], ...]   # (node, shape, dtype, nbytes)
+    scratch: tuple[Any, ...]
+    release: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class _Library:
+    """An opaque kernel: its nodes evaluated with CuPy, as eager code would."""
+
+    code: OpaqueCall
+    release: tuple[int, ...]
+
+
+class Executable:
+    """A plan made ready to run: code generated and compiled, buffers and frees planned,
+    so that `run` does little more than allocate outputs and launch."""
+
+    def __init__(self, plan: Plan, codes: Sequence[KernelCode | OpaqueCall] | None = None,
+                 options: CodegenOptions | None = None) -> None:
+        self.plan = plan
+        self.options = device_options(options)
+        self.codes = tuple(codes) if codes is not None else codes_for(plan, self.options)
+        if len(self.codes) != len(plan.kernels):
+            raise ValueError(f"{len(self.codes)} codes for a plan of {len(plan.kernels)} kernels")
+        kernels = [c for c in self.codes if isinstance(c, KernelCode)]
+        compiled = dict(zip((c.index for c in kernels), compile_kernels(kernels)))
+        self.compile_s = {c.name: compiled[c.index].compile_s for c in kernels}
+        self.cache_hits = sum(1 for c in compiled.values() if c.cached)
+        g = plan.graph
+        keep = set(g.output_ids) | set(g.input_ids)
+        last: dict[int, int] = {}
+        for k, kern in enumerate(plan.kernels):
+            for j in kern.inputs:
+                last[j] = k
+        release: list[list[int]] = [[] for _ in plan.kernels]
+        for k, kern in enumerate(plan.kernels):
+            for o in kern.outputs:
+                if o not in keep:
+                    release[last.get(o, k)].append(o)
+        steps: list[_Launch | _Library] = []
+        for code, rel in zip(self.codes, release):
+            if isinstance(code, OpaqueCall):
+                steps.append(_Library(code, tuple(rel)))
+                continue
+            outs = tuple((o, g.nodes[o].shape, g.nodes[o].dtype, g.nodes[o].aval.nbytes) for o in code.outputs)
+            scratch = (_scratch(code),) if code.scratch_bytes else ()
+            steps.append(_Launch(code, compiled[code.index].function, code.inputs, outs, scratch, tuple(rel)))
+        self.steps = tuple(steps)
+        self.scratch_bytes = sum(c.scratch_bytes for c in kernels)
+        self.peak_bytes = 0
+
+    # -- running -------------------------------------------------------------
+    def prepare(self, inputs: Mapping[str, Any]) -> dict[int, Any]:
+        """The graph's inputs as C-contiguous, 16-byte aligned CuPy arrays, by node id."""
+        import cupy
+        env: dict[int, Any] = {}
+        g = self.plan.graph
+        for nid in g.input_ids:
+            n = g.nodes[nid]
+            name = n.args["name"]
+            if name not in inputs:
+                raise KeyError(f"input {name!r} is missing")
+            a = cupy.asarray(inputs[name])
+            if a.shape != n.shape or a.dtype != n.dtype:
+                raise ValueError(f"input {name!r} is {a.dtype}{list(a.shape)}, the graph was traced "
+                                 f"with {n.dtype}{list(n.shape)}")
+            env[nid] = _device_ready(a)
+        return env
+
+    def run(self, inputs: Mapping[str, Any] | None = None, env: dict[int, Any] | None = None,
+            events: list | None = None, release: bool = True) -> dict[str, Any]:
+        """Launch every kernel (asynchronously). With `events`, records a CUDA event
+        before each kernel and one after the last, for per-kernel times. `release=False`
+        keeps every intermediate alive (a CUDA graph capture needs its buffers to stay)."""
+        import cupy
+        env = dict(env) if env is not None else self.prepare(inputs or {})
+        empty = cupy.empty
+        live = peak = 0
+        step: _Launch | _Library | None = None
+        try:
+            for step in self.steps:
+                if events is not None:
+                    events.append(cupy.cuda.Event())
+                    events[-1].record()
+                if type(step) is _Launch:
+                    outs = []
+                    for o, shape, dtype, nbytes in step.outputs:
+                        env[o] = a = empty(shape, dtype)
+                        outs.append(a)
+                        live += nbytes
+                    code = step.code
+                    if code.grid[0]:
+                        step.function(code.grid, code.block, (*[env[i] for i in step.inputs], *outs, *step.scratch),
+                                      shared_mem=code.shared_mem)
+                else:
+                    live += self._library(step.code, env)
+                if live > peak:
+                    peak = live
+                if release:
+                    for j in step.release:
+                        live -= env.pop(j).nbytes
+        except cupy.cuda.memory.OutOfMemoryError as e:
+            raise out_of_memory(f"the outputs of {step.code.name}", _step_bytes(step), e) from None
+        except cupy.cuda.driver.CUDADriverError as e:
+            code = step.code
+            raise launch_failed(code.name, getattr(code, "grid", ()), getattr(code, "block", ()),
+                                getattr(code, "shared_mem", 0), e) from None
+        if events is not None:
+            events.append(cupy.cuda.Event())
+            events[-1].record()
+        self.peak_bytes = peak + self.scratch_bytes
+        return {name: env[i] for name, i in self.plan.graph.outputs}
+
+    def _library(self, code: OpaqueCall, env: dict[int, Any]) -> int:
+        """Evaluate an opaque kernel's nodes with CuPy; returns the bytes it stored."""
+        import cupy
+        g = self.plan.graph
+        local: dict[int, Any] = {}
+        for nid in code.nodes or (code.node,):
+            node = g.nodes[nid]
+            local[nid] = eval_node(cupy, node, [local[j] if j in local else env[j] for j in node.inputs])
+        stored = 0
+        for o in code.outputs:
+            env[o] = _device_ready(cupy.ascontiguousarray(local[o]))
+            stored += env[o].nbytes
+        return stored
+
+
+def _step_bytes(step: Any) -> int:
+    return sum(nb for *_, nb in getattr(step, "outputs", ()))
+
+
+def _device_ready(a: Any) -> Any:
+    """Kernels index arrays as C-contiguous and load them 16 bytes at a time."""
+    if not a.flags.c_contiguous or a.data.ptr % 16:
+        a = a.copy()
+    return a
+
+
+def _scratch(code: KernelCode) -> Any:
+    """A zeroed scratch buffer per kernel and device; the kernel leaves it zeroed again."""
+    import cupy
+    key = (cupy.cuda.Device().id, code.source)
+    buf = _SCRATCH.get(key)
+    if buf is None:
+        buf = cupy.zeros(code.scratch_bytes, np.uint8)
+        _SCRATCH[key] = buf
+    return buf
+
+
+def synchronize(what: str) -> None:
+    """Wait for the GPU; turn an asynchronous fault into a FuselabRuntimeError."""
+    import cupy
+    try:
+        cupy.cuda.get_current_stream().synchronize()
+    except cupy.cuda.runtime.CUDARuntimeError as e:
+        raise FuselabRuntimeError(f"the GPU reported an error while running {what}",
+                                  "this is a fuselab bug: please report the cell; the CUDA context may be "
+                                  "unusable until the Python kernel restarts", e) from None
+    except cupy.cuda.driver.CUDADriverError as e:
+        raise FuselabRuntimeError(f"the GPU reported an error while running {what}",
+                                  "this is a fuselab bug: please report the cell; restart the Python kernel",
+                                  e) from None
+
+
+def execute(plan: Plan, inputs: Mapping[str, Any], codes: Sequence[KernelCode | OpaqueCall] | None = None,
+            options: CodegenOptions | None = None) -> dict[str, Any]:
+    """Run `plan` on the GPU: outputs by name, as CuPy arrays."""
+    exe = Executable(plan, codes, options)
+    outs = exe.run(inputs)
+    synchronize(f"the {plan.strategy} plan")
+    return outs

@@ -1,0 +1,139 @@
+"""Checking and timing a plan against the unfused plan and plain eager CuPy."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from ..codegen.model import CodegenOptions
+from ..interp import run_graph
+from ..plan.model import Plan
+from .launch import Executable, synchronize
+from .timing import GraphReplay, Timing, per_kernel_times, time_gpu
+from .verify import Check, compare
+
+REPLAY_BELOW_S = 200e-6   # cells faster than this are launch-bound: time a CUDA graph replay too
+
+
+@dataclass(frozen=True)
+class Measurement:
+    device: str
+    plan: Timing
+    unfused: Timing | None
+    eager: Timing | None
+    replay: Timing | None                  # the plan as one CUDA graph launch
+    compile_s: tuple[tuple[str, float], ...]
+    peak_bytes: int                        # plan: outputs + intermediates alive at once, + scratch
+    unfused_peak_bytes: int | None
+    check: Check
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def speedup_vs_unfused(self) -> float | None:
+        return self.unfused.median_s / self.plan.median_s if self.unfused else None
+
+    @property
+    def speedup_vs_eager(self) -> float | None:
+        return self.eager.median_s / self.plan.median_s if self.eager else None
+
+    @property
+    def total_compile_s(self) -> float:
+        return sum(t for _, t in self.compile_s)
+
+    def summary(self) -> str:
+        lines = [f"on {self.device}"]
+        for t in (self.plan, self.replay, self.unfused, self.eager):
+            if t is not None:
+                lines.append(f"  {t}")
+        for name, t in self.plan.per_kernel_s:
+            lines.append(f"    {name}: {t * 1e6:.1f} us")
+        if self.speedup_vs_unfused:
+            lines.append(f"  speedup vs unfused {self.speedup_vs_unfused:.2f}x"
+                         + (f", vs eager CuPy {self.speedup_vs_eager:.2f}x" if self.speedup_vs_eager else ""))
+        lines.append(f"  compile {self.total_compile_s * 1e3:.1f} ms; peak memory {self.peak_bytes / 2**20:.1f} MiB"
+                     + (f" (unfused {self.unfused_peak_bytes / 2**20:.1f} MiB)" if self.unfused_peak_bytes else ""))
+        lines.append("  check: " + ("ok" if self.check.ok else f"MISMATCH {self.check.worst}"))
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def cell_bytes(plan: Plan) -> int:
+    """The least traffic of the cell: every input read once, every output written once."""
+    g = plan.graph
+    return sum(g.nodes[i].aval.nbytes for i in g.input_ids) + \
+        sum(g.nodes[i].aval.nbytes for i in set(g.output_ids) if g.nodes[i].op != "input")
+
+
+def execute_checked(plan: Plan, unfused: Plan | None, inputs: Mapping[str, Any],
+                    options: CodegenOptions | None = None) -> tuple[dict[str, Any], Check]:
+    """Run `plan` and compare it with the unfused plan (or, for the unfused plan itself,
+    with plain eager CuPy). Returns the plan's outputs and the comparison."""
+    exe = Executable(plan, options=options)
+    env = exe.prepare(inputs)
+    outs = exe.run(env=env)
+    ref = _reference(exe, unfused, env, options)
+    synchronize(f"the {plan.strategy} plan")
+    return outs, compare(outs, ref)
+
+
+def _reference(exe: Executable, unfused: Plan | None, env: dict[int, Any],
+               options: CodegenOptions | None) -> dict[str, Any]:
+    import cupy
+    plan = exe.plan
+    if unfused is not None and unfused != plan:
+        return Executable(unfused, options=options).run(env=env)
+    named = {plan.graph.nodes[i].args["name"]: a for i, a in env.items()}
+    return run_graph(plan.graph, named, cupy)
+
+
+def measure(plan: Plan, unfused: Plan | None, inputs: Mapping[str, Any], repeats: int = 20,
+            options: CodegenOptions | None = None, progress: Callable[[str], None] | None = None,
+            eager: bool = True, replay: bool | None = None, per_kernel: bool = True) -> Measurement:
+    """Check the plan, then time it, the unfused plan and eager CuPy (each after warm-up,
+    median of `repeats`). `replay=None` adds a CUDA-graph replay for launch-bound cells."""
+    import cupy
+    from .device import device_info
+    say = progress or (lambda _msg: None)
+    say("compiling")
+    exe = Executable(plan, options=options)
+    ref_exe = Executable(unfused, options=options) if unfused is not None and unfused != plan else None
+    env = exe.prepare(inputs)
+    named = {plan.graph.nodes[i].args["name"]: a for i, a in env.items()}
+    say("checking")
+    outs = exe.run(env=env)
+    ref = ref_exe.run(env=env) if ref_exe else run_graph(plan.graph, named, cupy)
+    synchronize(f"the {plan.strategy} plan")
+    check = compare(outs, ref)
+    del outs, ref
+    nbytes = cell_bytes(plan)
+    say("timing the plan")
+    t_plan = time_gpu(lambda: exe.run(env=env), f"fuselab {plan.strategy}", repeats, bytes_moved=nbytes)
+    if per_kernel:
+        names = [c.name for c in exe.codes]
+        t_plan = Timing(**{**t_plan.__dict__,
+                           "per_kernel_s": per_kernel_times(lambda ev: exe.run(env=env, events=ev), names,
+                                                            repeats=min(repeats, 5))})
+    t_unfused = None
+    if ref_exe is not None:
+        say("timing the unfused plan")
+        t_unfused = time_gpu(lambda: ref_exe.run(env=env), "unfused", repeats, bytes_moved=nbytes)
+    t_eager = None
+    if eager:
+        say("timing eager CuPy")
+        t_eager = time_gpu(lambda: run_graph(plan.graph, named, cupy), "eager CuPy", repeats, bytes_moved=nbytes)
+    notes: list[str] = []
+    t_replay = None
+    if replay or (replay is None and t_plan.median_s < REPLAY_BELOW_S):
+        say("timing a CUDA graph replay")
+        try:
+            graph = GraphReplay(lambda: exe.run(env=env, release=False))
+            t_replay = graph.time(f"fuselab {plan.strategy}, CUDA graph", max(repeats, 20), nbytes)
+            del graph
+        except Exception as e:  # noqa: BLE001 - e.g. an opaque library call that cannot be captured
+            notes.append(f"no CUDA graph replay: {type(e).__name__}: {str(e)[:120]}")
+    return Measurement(device=device_info().name, plan=t_plan, unfused=t_unfused, eager=t_eager,
+                       replay=t_replay, compile_s=tuple(exe.compile_s.items()), peak_bytes=exe.peak_bytes,
+                       unfused_peak_bytes=ref_exe.peak_bytes if ref_exe else None, check=check,
+                       notes=tuple(notes))

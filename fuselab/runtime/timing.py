@@ -1,0 +1,116 @@
+"""Timing with CUDA events: warm-up first, then the median and spread of repeats.
+
+Everything timed here runs on the current stream and is bracketed by two events, so a
+time is what the GPU took from the first launch to the end of the last one, including
+any idle gaps while Python was launching (that is the real cost of many small launches,
+and what a CUDA graph replay removes).
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class Timing:
+    label: str
+    median_s: float
+    q1_s: float                 # 25th percentile
+    q3_s: float                 # 75th percentile
+    min_s: float
+    repeats: int
+    bytes_moved: int = 0        # for GB/s: each external input read once, each output written once
+    per_kernel_s: tuple[tuple[str, float], ...] = field(default=())
+
+    @property
+    def spread_s(self) -> float:
+        return self.q3_s - self.q1_s
+
+    @property
+    def gbps(self) -> float:
+        return self.bytes_moved / self.median_s / 1e9 if self.median_s > 0 else 0.0
+
+    def __str__(self) -> str:
+        extra = f", {self.gbps:.0f} GB/s" if self.bytes_moved else ""
+        return (f"{self.label}: {self.median_s * 1e3:.4f} ms median "
+                f"(IQR {self.spread_s * 1e3:.4f} ms, n={self.repeats}{extra})")
+
+
+def time_gpu(fn: Callable[[], Any], label: str, repeats: int = 20, warmup: int = 2,
+             bytes_moved: int = 0, max_seconds: float = 10.0) -> Timing:
+    """Median GPU time of fn() over `repeats` runs after `warmup` runs."""
+    import cupy
+    import time
+    for _ in range(warmup):
+        fn()
+    cupy.cuda.get_current_stream().synchronize()
+    times: list[float] = []
+    started = time.perf_counter()
+    for _ in range(max(1, repeats)):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+        if time.perf_counter() - started > max_seconds and len(times) >= 3:
+            break  # a slow workload: fewer repeats rather than minutes
+    return summarize(label, times, bytes_moved)
+
+
+def summarize(label: str, times: list[float], bytes_moved: int = 0,
+              per_kernel: tuple[tuple[str, float], ...] = ()) -> Timing:
+    ts = sorted(times)
+    q = statistics.quantiles(ts, n=4) if len(ts) >= 2 else [ts[0]] * 3
+    return Timing(label, statistics.median(ts), q[0], q[2], ts[0], len(ts), bytes_moved, per_kernel)
+
+
+def per_kernel_times(run_with_events: Callable[[list], Any], names: list[str], repeats: int = 5) -> tuple[tuple[str, float], ...]:
+    """Median time of each kernel, from events recorded between launches."""
+    import cupy
+    samples: list[list[float]] = [[] for _ in names]
+    for _ in range(max(1, repeats)):
+        events: list = []
+        run_with_events(events)
+        events[-1].synchronize()
+        for k in range(len(names)):
+            samples[k].append(cupy.cuda.get_elapsed_time(events[k], events[k + 1]) / 1e3)
+    return tuple((n, statistics.median(s)) for n, s in zip(names, samples))
+
+
+class GraphReplay:
+    """A plan's launches captured once as a CUDA graph and replayed: one launch for the
+    whole cell, which is what a launch-bound cell needs. The arrays the capture used
+    stay referenced here, so replays never write into memory someone else now owns."""
+
+    def __init__(self, run: Callable[[], Any]) -> None:
+        import cupy
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        with self.stream:
+            run()                     # fills this stream's memory-pool arena first
+            self.stream.synchronize()
+            self.stream.begin_capture()
+            try:
+                self.outputs = run()
+            finally:
+                self.graph = self.stream.end_capture()
+        self.stream.synchronize()
+
+    def launch(self) -> None:
+        self.graph.launch(self.stream)
+
+    def time(self, label: str, repeats: int = 50, bytes_moved: int = 0) -> Timing:
+        import cupy
+        for _ in range(3):
+            self.launch()
+        self.stream.synchronize()
+        times = []
+        for _ in range(max(1, repeats)):
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record(self.stream)
+            self.launch()
+            end.record(self.stream)
+            end.synchronize()
+            times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+        return summarize(label, times, bytes_moved)

@@ -1,0 +1,97 @@
+"""Comparing a plan's outputs with a reference run, with dtype-appropriate tolerance.
+
+A mismatch is data, reported loudly (the worst output, where, by how much), never
+hidden: the session shows it next to the speedup.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+# Relative tolerances per dtype: a few units in the last place, more for float16 whose
+# "fast" mode keeps float32 intermediates, and room for reductions summed in another order.
+RTOL = {np.dtype(np.float16): 4e-3, np.dtype(np.float32): 2e-5, np.dtype(np.float64): 1e-12}
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    name: str
+    ok: bool
+    max_error: float            # max |got - want| / (atol + rtol |want|); <= 1 passes
+    message: str
+
+
+@dataclass(frozen=True)
+class Check:
+    ok: bool
+    worst: str = ""
+    details: tuple[str, ...] = field(default=())
+    outputs: tuple[OutputCheck, ...] = field(default=())
+
+
+def _module(*arrays: Any):
+    """CuPy when any array is on the GPU (compare there, no copies), else NumPy."""
+    if any(type(a).__module__.startswith("cupy") for a in arrays):
+        import cupy
+        return cupy
+    return np
+
+
+def compare_one(name: str, got: Any, want: Any, rtol: float | Mapping[Any, float] | None = None) -> OutputCheck:
+    """Within `rtol` of `want` (a number, a {dtype: rtol} map, or None for RTOL), where
+    the absolute slack is rtol times the largest finite |want|: reductions and values
+    that cancel are judged at the scale of the array, not of each element."""
+    xp = _module(got, want)
+    g, w = xp.asarray(got), xp.asarray(want)
+    if g.shape != w.shape or g.dtype != w.dtype:
+        return OutputCheck(name, False, float("inf"),
+                           f"{name}: got {g.dtype}{list(g.shape)}, expected {w.dtype}{list(w.shape)}")
+    if g.size == 0:
+        return OutputCheck(name, True, 0.0, f"{name}: empty, ok")
+    if g.dtype.kind != "f":
+        bad = g != w
+        n = int(bad.sum())
+        if n == 0:
+            return OutputCheck(name, True, 0.0, f"{name}: exact")
+        at = np.unravel_index(int(xp.argmax(bad)), g.shape)
+        return OutputCheck(name, False, float(n), f"{name}: {n} of {g.size} elements differ, first at "
+                                                  f"{tuple(int(i) for i in at)}: {g[at].item()!r} vs {w[at].item()!r}")
+    rt = _rtol_for(g.dtype, rtol)
+    g64, w64 = g.astype(np.float64), w.astype(np.float64)
+    nan_g, nan_w = xp.isnan(g64), xp.isnan(w64)
+    finite = xp.isfinite(w64)
+    scale = float(xp.max(xp.where(finite, xp.abs(w64), 0.0)))
+    atol = rt * max(scale, float(np.finfo(g.dtype).tiny))
+    with np.errstate(invalid="ignore"):
+        err = xp.abs(g64 - w64) / (atol + rt * xp.abs(w64))
+    err = xp.where(nan_g & nan_w, 0.0, err)
+    err = xp.where(~finite & (g64 == w64), 0.0, err)          # equal infinities
+    err = xp.where(nan_g != nan_w, xp.inf, err)                # NaN in one only
+    err = xp.nan_to_num(err, nan=xp.inf)
+    worst = float(err.max())
+    if worst <= 1.0:
+        return OutputCheck(name, True, worst, f"{name}: within rtol {rt:g} (worst {worst:.2f} of the tolerance)")
+    at = np.unravel_index(int(xp.argmax(err)), g.shape)
+    n = int((err > 1.0).sum())
+    return OutputCheck(name, False, worst,
+                       f"{name}: {n} of {g.size} elements outside rtol {rt:g}; worst at "
+                       f"{tuple(int(i) for i in at)}: {g[at].item()!r} vs {w[at].item()!r}")
+
+
+def _rtol_for(dtype: np.dtype, rtol: float | Mapping[Any, float] | None) -> float:
+    if rtol is None:
+        return RTOL.get(dtype, 1e-5)
+    if isinstance(rtol, Mapping):
+        table = {np.dtype(k): v for k, v in rtol.items()}
+        return table.get(dtype, RTOL.get(dtype, 1e-5))
+    return float(rtol)
+
+
+def compare(got: Mapping[str, Any], want: Mapping[str, Any],
+            rtol: float | Mapping[Any, float] | None = None) -> Check:
+    checks = tuple(compare_one(name, got[name], want[name], rtol) for name in want)
+    bad = [c for c in checks if not c.ok]
+    worst = max(bad, key=lambda c: c.max_error).message if bad else ""
+    return Check(not bad, worst, tuple(c.message for c in checks), checks)

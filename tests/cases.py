@@ -1,0 +1,174 @@
+"""Test cases shared by the emulated (CPU) and the GPU differential tests: each is a
+graph, the plans to run, the inputs, and the tolerance to compare with NumPy."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fuselab.ir import Graph, GraphBuilder
+from fuselab.plan import unfused_plan
+from fuselab.plan.model import Plan, Template
+
+from graphs import (ALL_DTYPES, FLOAT_DTYPES, all_casts, all_elementwise, layernorm, one_kernel, rmsnorm,
+                    sample, small_nonneg, softmax)
+
+
+@dataclass
+class Case:
+    id: str
+    graph: Graph
+    inputs: dict[str, np.ndarray]
+    plans: list[Plan] = field(default_factory=list)
+    rtol: float | None = None     # None: the dtype's default (fuselab.runtime.verify.RTOL)
+
+
+def _name(dt) -> str:
+    return np.dtype(dt).name
+
+
+def elementwise_cases(shape=(37, 5), bshape=(5,), seed=0) -> list[Case]:
+    out = []
+    for dt in ALL_DTYPES:
+        rng = np.random.default_rng(seed)
+        g = all_elementwise(dt, shape, bshape)
+        inputs = {"a": sample(dt, shape, rng), "b": sample(dt, bshape, rng), "k": small_nonneg(dt, bshape, rng)}
+        out.append(Case(f"elementwise-{_name(dt)}-{shape}", g, inputs,
+                        [one_kernel(g, Template.POINTWISE), unfused_plan(g)]))
+    return out
+
+
+def cast_cases(shape=(9, 7), seed=1) -> list[Case]:
+    out = []
+    for dt in ALL_DTYPES:
+        rng = np.random.default_rng(seed)
+        g = all_casts(dt, shape)
+        out.append(Case(f"casts-{_name(dt)}", g, {"a": sample(dt, shape, rng)}, [one_kernel(g, Template.POINTWISE)]))
+    return out
+
+
+def _reductions(dt, shape, axis, ops) -> Graph:
+    b = GraphBuilder()
+    x = b.input("x", shape, dt)
+    return b.build([(op, b.reduce(op, x, axis=axis)) for op in ops])
+
+
+REDUCTION_LAYOUTS = [((1000,), None), ((20000,), None), ((33, 65), 0), ((33, 65), 1), ((3000, 64), 0),
+                     ((8, 3000), 1), ((4, 5, 6), 1), ((5, 7, 300), (0, 2)), ((3, 1, 7), 1), ((2, 3, 4, 5), (1, 2)),
+                     ((6, 4000, 40), 1)]
+
+
+def reduction_cases(layouts=REDUCTION_LAYOUTS, seed=2) -> list[Case]:
+    out = []
+    for dt in ALL_DTYPES:
+        for shape, axis in layouts:
+            rng = np.random.default_rng(seed)
+            ops = ["sum", "max", "min", "any", "all"] + (["argmax", "argmin"] if not isinstance(axis, tuple) else [])
+            g = _reductions(dt, shape, axis, ops)
+            x = sample(dt, shape, rng)
+            if np.dtype(dt).kind == "f" and x.size > 100:
+                x.reshape(-1)[x.size // 3] = np.nan if x.size % 2 else x.reshape(-1)[x.size // 3]
+            rtol = 5e-2 if np.dtype(dt) == np.float16 else None   # NumPy sums float16 in float16 by rows
+            out.append(Case(f"reductions-{_name(dt)}-{shape}-{axis}", g, {"x": x},
+                            [one_kernel(g, Template.REDUCTION)], rtol))
+    return out
+
+
+def prod_cases(seed=3) -> list[Case]:
+    out = []
+    for dt in (np.float32, np.float64, np.int32, np.int64, np.uint8):
+        for shape, axis in [((5000,), None), ((300, 40), 0), ((40, 300), 1)]:
+            rng = np.random.default_rng(seed)
+            x = rng.uniform(0.98, 1.02, shape).astype(dt) if np.dtype(dt).kind == "f" else \
+                rng.integers(0, 4, shape).astype(dt)
+            g = _reductions(dt, shape, axis, ["prod"])
+            out.append(Case(f"prod-{_name(dt)}-{shape}-{axis}", g, {"x": x}, [one_kernel(g, Template.REDUCTION)],
+                            1e-4 if np.dtype(dt) == np.float32 else None))
+    return out
+
+
+def fused_reduction_cases(seed=4) -> list[Case]:
+    """Prologue and epilogue fused around sibling reductions: mean, norm, stored prologue."""
+    out = []
+    for shape, axis in [((1 << 16,), None), ((4096, 96), 0), ((96, 4096), 1), ((17, 33, 65), 1)]:
+        b = GraphBuilder()
+        x = b.input("x", shape, np.float32)
+        w = b.input("w", shape, np.float32)
+        xw = b.elemwise("multiply", [x, w])
+        xx = b.elemwise("multiply", [x, x])
+        s1 = b.reduce("sum", xw, axis=axis)
+        s2 = b.reduce("sum", xx, axis=axis)
+        n = int(np.prod(shape)) if axis is None else shape[axis]
+        mean = b.elemwise("multiply", [s1, b.const(1.0 / n, np.float32)])
+        norm = b.elemwise("sqrt", [s2])
+        g = b.build([("xw", xw), ("mean", mean), ("norm", norm)])
+        rng = np.random.default_rng(seed)
+        inputs = {"x": rng.standard_normal(shape).astype(np.float32),
+                  "w": rng.standard_normal(shape).astype(np.float32)}
+        out.append(Case(f"fused-reduction-{shape}-{axis}", g, inputs,
+                        [one_kernel(g, Template.REDUCTION), unfused_plan(g)], 1e-4))
+    return out
+
+
+def row_cases(cols_list=(1, 7, 33, 1000, 1030, 5000, 50000), rows=5, seed=5) -> list[Case]:
+    out = []
+    for dt in FLOAT_DTYPES:
+        for cols in cols_list:
+            if cols == 50000 and dt != np.float32:
+                continue
+            for make in (softmax, layernorm, rmsnorm):
+                rng = np.random.default_rng(seed)
+                g = make(rows, cols, dt)
+                inputs = {}
+                for i in g.input_ids:
+                    n = g.nodes[i]
+                    inputs[n.args["name"]] = rng.uniform(-2, 2, n.shape).astype(dt)
+                rtol = 1e-2 if np.dtype(dt) == np.float16 else (1e-4 if np.dtype(dt) == np.float32 else 1e-10)
+                out.append(Case(f"row-{make.__name__}-{_name(dt)}-{rows}x{cols}", g, inputs,
+                                [one_kernel(g, Template.ROW)], rtol))
+    return out
+
+
+def empty_cases() -> list[Case]:
+    out = []
+    b = GraphBuilder()
+    x = b.input("x", (0, 5), np.float32)
+    g = b.build([("y", b.elemwise("exp", [x]))])
+    out.append(Case("empty-pointwise", g, {"x": np.zeros((0, 5), np.float32)}, [one_kernel(g, Template.POINTWISE)]))
+    for shape, axis in [((0, 5), 0), ((5, 0), 1), ((0,), None)]:
+        b = GraphBuilder()
+        x = b.input("x", shape, np.float32)
+        g = b.build([(op, b.reduce(op, x, axis=axis)) for op in ("sum", "prod", "any", "all")])
+        out.append(Case(f"empty-reduction-{shape}-{axis}", g, {"x": np.zeros(shape, np.float32)},
+                        [one_kernel(g, Template.REDUCTION)]))
+    return out
+
+
+def view_cases(seed=6) -> list[Case]:
+    """Transposes, negative-step slices, reshapes and broadcasts folded into loads."""
+    rng = np.random.default_rng(seed)
+    out = []
+    b = GraphBuilder()
+    x = b.input("x", (30, 40), np.float32)
+    t = b.transpose(x, (1, 0))
+    s = b.slice(t, (39, 1), (-1, 2), (40, 15))
+    r = b.arange(0, 15, 1, np.int64)
+    y = b.elemwise("add", [b.elemwise("multiply", [s, b.const(2.0, np.float32)]), r])
+    z = b.reshape(b.elemwise("exp", [b.slice(x, (3, 0), (1, 1), (24, 40))]), (6, 4, 40))
+    m = b.reduce("max", b.transpose(z, (2, 0, 1)), axis=(1,))
+    g = b.build([("y", y), ("m", m)])
+    inputs = {"x": rng.standard_normal((30, 40)).astype(np.float32)}
+    out.append(Case("views-transpose-slice-arange", g, inputs, [unfused_plan(g)]))
+    b = GraphBuilder()
+    v = b.input("v", (7, 1), np.float64)
+    w = b.input("w", (5,), np.float64)
+    y = b.elemwise("subtract", [b.broadcast_to(v, (3, 7, 5)), w])
+    g = b.build([("y", y)])
+    out.append(Case("views-broadcast", g, {"v": rng.standard_normal((7, 1)), "w": rng.standard_normal(5)},
+                    [one_kernel(g, Template.POINTWISE)]))
+    return out
+
+
+def all_cases() -> list[Case]:
+    return (elementwise_cases() + cast_cases() + reduction_cases() + prod_cases() + fused_reduction_cases()
+            + row_cases() + empty_cases() + view_cases())

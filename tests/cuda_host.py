@@ -1,0 +1,156 @@
+"""Running generated kernels on the CPU through a small CUDA emulator (cuda_host.h),
+compiled with the host C++ compiler: differential tests of the kernels' logic on a
+machine without a GPU. The GPU tests (tests/test_gpu_*.py) run the same kernels for real.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pytest
+
+from fuselab.codegen import CodegenOptions, KernelCode, OpaqueCall, generate
+from fuselab.codegen.prelude import SNIPPETS
+from fuselab.codegen.types import storage_type
+from fuselab.interp import eval_node
+from fuselab.plan.model import Plan
+
+HEADER = Path(__file__).with_name("cuda_host.h")
+CXX = os.environ.get("CXX", "g++")
+HAVE_CXX = shutil.which(CXX) is not None
+needs_cxx = pytest.mark.skipif(not HAVE_CXX, reason=f"no host C++ compiler ({CXX}) to emulate kernels")
+
+# A tiny device keeps emulated grids small (each block's threads are OS threads).
+EMULATED = CodegenOptions(sm_count=2)
+
+_HOST_HALF = """
+struct alignas(2) fl_half { unsigned short bits; };
+inline float fl_from_half(fl_half h) { _Float16 v; std::memcpy(&v, &h.bits, 2); return float(v); }
+inline fl_half fl_to_half(float f) { _Float16 v = _Float16(f); fl_half h; std::memcpy(&h.bits, &v, 2); return h; }
+inline fl_half fl_to_half(double d) { _Float16 v = _Float16(d); fl_half h; std::memcpy(&h.bits, &v, 2); return h; }
+"""
+_EXTERN_SHARED = re.compile(r"extern __shared__ (?:__align__\(\d+\) )?([\w ]+?) (\w+)\[\];")
+
+
+def host_source(code: KernelCode) -> str:
+    """The kernel's source with its two device-only pieces swapped for host ones: the
+    float16 conversions (PTX asm) and dynamic shared memory."""
+    src = code.source.replace(SNIPPETS[0].code.strip(), _HOST_HALF.strip())
+    src = src.replace('extern "C" __global__', "__global__")   # C++ names: units stay apart
+    return _EXTERN_SHARED.sub(r"\1* \2 = reinterpret_cast<\1*>(fl_host::dynamic_smem.data());", src)
+
+
+def _param_types(code: KernelCode, plan: Plan) -> list[str]:
+    out = []
+    for p in code.params:
+        if p.role == "scratch":
+            out.append("unsigned char*")
+        else:
+            st = storage_type(plan.graph.nodes[p.node].dtype)
+            out.append(f"const {st}*" if p.role == "input" else f"{st}*")
+    return out
+
+
+def build(kernels: Sequence[tuple[KernelCode, Plan]], chunk: int = 24) -> dict[str, Any]:
+    """Compile kernels into shared libraries (chunks compiled in parallel, cached by
+    content in the temp folder); returns a launcher per kernel source."""
+    units: dict[str, str] = {}
+    for code, plan in kernels:
+        if code.source in units:
+            continue
+        k = len(units)
+        args = ", ".join(f"static_cast<{t}>(a[{i}])" for i, t in enumerate(_param_types(code, plan)))
+        g, b = code.grid, code.block
+        units[code.source] = (
+            f"namespace fl_unit{k} {{\n{host_source(code)}\n"
+            f'extern "C" void fl_launch_{k}(void** a) {{\n'
+            f"    fl_host::launch({{{g[0]}, {g[1]}, {g[2]}}}, {{{b[0]}, {b[1]}, {b[2]}}}, {code.shared_mem}, "
+            f"[&] {{ {code.name}({args}); }});\n}}\n}}  // namespace fl_unit{k}\n")
+    sources = list(units)
+    groups = [sources[i:i + chunk] for i in range(0, len(sources), chunk)]
+    folder = Path(tempfile.gettempdir()) / "fuselab-host-kernels"
+    folder.mkdir(exist_ok=True)
+    jobs = []
+    for group in groups:
+        text = f'#include "{HEADER}"\n' + "\n".join(units[src] for src in group)
+        digest = hashlib.sha256((text + HEADER.read_text()).encode()).hexdigest()[:20]
+        lib_path = folder / f"{digest}.so"
+        proc = None
+        if not lib_path.exists():
+            src_path = folder / f"{digest}.cpp"
+            src_path.write_text(text)
+            tmp = folder / f"{digest}.{os.getpid()}.so"
+            cmd = [CXX, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w", str(src_path), "-o", str(tmp)]
+            proc = (subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True), tmp)
+        jobs.append((group, lib_path, proc))
+    out: dict[str, Any] = {}
+    for group, lib_path, proc in jobs:
+        if proc is not None:
+            p, tmp = proc
+            _, err = p.communicate()
+            if p.returncode != 0:
+                raise RuntimeError(f"host compile failed:\n{err[:6000]}")
+            tmp.rename(lib_path)
+        lib = ctypes.CDLL(str(lib_path))
+        out.setdefault("_libs", []).append(lib)
+        for src in group:
+            k = sources.index(src)
+            fn = getattr(lib, f"fl_launch_{k}")
+            fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+            fn.restype = None
+            out[src] = fn
+    return out
+
+
+def _aligned_empty(shape, dtype) -> np.ndarray:
+    dt = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    raw = np.zeros(n + 64, np.uint8)
+    off = (-raw.ctypes.data) % 64
+    return raw[off: off + n].view(dt).reshape(shape)
+
+
+def _aligned(a: np.ndarray) -> np.ndarray:
+    out = _aligned_empty(a.shape, a.dtype)
+    out[...] = a
+    return out
+
+
+class HostRunner:
+    """Runs plans kernel by kernel on the CPU emulator (the GPU runtime's steps)."""
+
+    def __init__(self, plans: Sequence[Plan], options: CodegenOptions = EMULATED) -> None:
+        self.codes = {p: generate(p, options) for p in plans}
+        kernels = [(c, p) for p in plans for c in self.codes[p] if isinstance(c, KernelCode)]
+        self.launchers = build(kernels) if kernels else {}
+        self.scratch: dict[str, np.ndarray] = {}
+
+    def run(self, plan: Plan, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        g = plan.graph
+        env: dict[int, np.ndarray] = {i: _aligned(np.asarray(inputs[g.nodes[i].args["name"]]))
+                                      for i in g.input_ids}
+        for code in self.codes[plan]:
+            if isinstance(code, OpaqueCall):
+                node = g.nodes[code.node]
+                env[code.node] = _aligned(np.asarray(eval_node(np, node, [env[j] for j in node.inputs])))
+                continue
+            outs = [_aligned_empty(g.nodes[o].shape, g.nodes[o].dtype) for o in code.outputs]
+            for o, arr in zip(code.outputs, outs):
+                arr.reshape(-1).view(np.uint8)[:] = 0xAB   # poison: every element must be written
+                env[o] = arr
+            if code.empty:
+                continue
+            arrays = [env[i] for i in code.inputs] + outs
+            if code.scratch_bytes:
+                arrays.append(self.scratch.setdefault(code.source, _aligned(np.zeros(code.scratch_bytes, np.uint8))))
+            ptrs = (ctypes.c_void_p * len(arrays))(*(a.ctypes.data for a in arrays))
+            self.launchers[code.source](ptrs)
+        return {name: env[i] for name, i in g.outputs}

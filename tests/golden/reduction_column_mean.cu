@@ -1,0 +1,132 @@
+// k0_sum_mul: reduction of f32[4096,256] over axes (0,) (256 outputs x 4096 elements, layout RK)
+// %1 = sum %0 axes=(0,) : f32[256]
+// %2 = const 0.000244140625 : f32[]
+// %3 = multiply %1, %2 : f32[256]  -> m
+// column: 128 kept elements per block, 8 rows of threads, 32 blocks along the reduced axis, partials finished by the last block
+
+// Type traits (NVRTC has no <type_traits> without headers).
+template <class T> struct fl_unsigned { typedef T type; };
+template <> struct fl_unsigned<signed char> { typedef unsigned char type; };
+template <> struct fl_unsigned<short> { typedef unsigned short type; };
+template <> struct fl_unsigned<int> { typedef unsigned int type; };
+template <> struct fl_unsigned<long long> { typedef unsigned long long type; };
+template <class T> struct fl_is_float { static constexpr bool value = false; };
+template <> struct fl_is_float<float> { static constexpr bool value = true; };
+template <> struct fl_is_float<double> { static constexpr bool value = true; };
+template <class T> struct fl_is_signed { static constexpr bool value = T(-1) < T(0); };
+template <> struct fl_is_signed<bool> { static constexpr bool value = false; };
+template <class T> struct fl_is_bool { static constexpr bool value = false; };
+template <> struct fl_is_bool<bool> { static constexpr bool value = true; };
+
+// N contiguous elements moved as one 1-16 byte access (16 bytes: a single LDG.128).
+template <class T, int N> struct alignas(sizeof(T) * N) fl_vec { T v[N]; };
+template <int Bytes> struct fl_raw;
+template <> struct fl_raw<16> { typedef uint4 type; };
+template <> struct fl_raw<8> { typedef uint2 type; };
+template <> struct fl_raw<4> { typedef unsigned int type; };
+template <> struct fl_raw<2> { typedef unsigned short type; };
+template <> struct fl_raw<1> { typedef unsigned char type; };
+template <int N, class T> __device__ __forceinline__ fl_vec<T, N> fl_load_vec(const T* p) {
+    typedef typename fl_raw<sizeof(T) * N>::type R;
+    union { R raw; fl_vec<T, N> vec; } u;
+    u.raw = __ldg(reinterpret_cast<const R*>(p));
+    return u.vec;
+}
+template <int N, class T> __device__ __forceinline__ void fl_store_vec(T* p, const fl_vec<T, N>& v) {
+    typedef typename fl_raw<sizeof(T) * N>::type R;
+    union { R raw; fl_vec<T, N> vec; } u;
+    u.vec = v;
+    *reinterpret_cast<R*>(p) = u.raw;
+}
+
+// A load from L2 that bypasses L1: what other blocks of this launch wrote (partials).
+template <class T> __device__ __forceinline__ T fl_ldcg(const T* p) {
+    if constexpr (fl_is_bool<T>::value) return __ldcg(reinterpret_cast<const unsigned char*>(p)) != 0;
+    else return __ldcg(p);
+}
+
+typedef unsigned int index_t;
+
+struct sum_op { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return T(a + b); } };
+
+// One element of k0_sum_mul, the values it reduces: the fused ops in program order.
+__device__ __forceinline__ void k0_sum_mul_element(const float x, float& v0_out) {
+    v0_out = x;
+}
+
+extern "C" __global__ void __launch_bounds__(256) k0_sum_mul(const float* __restrict__ in_x, float* __restrict__ out_m, unsigned char* __restrict__ scratch) {
+    float* partial1 = reinterpret_cast<float*>(scratch + 0);
+    unsigned int* arrivals = reinterpret_cast<unsigned int*>(scratch + 32768);
+    const index_t part = blockIdx.x % 32;
+    const index_t tile = blockIdx.x / 32 % 2;
+    const index_t k1 = blockIdx.x / 32 / 2;
+    const index_t k2 = tile * 128 + threadIdx.x * 4;
+    const bool active = k2 < 256;
+    float acc1[4];
+    for (int e = 0; e < 4; ++e) { acc1[e] = 0.0f; }
+    #pragma unroll 4
+    for (index_t r = part * 128 + threadIdx.y; active && r < min(index_t(4096), (part + 1) * 128); r += 8) {
+        const fl_vec<float, 4> x = fl_load_vec<4>(in_x + k1 * 256 + r * 256 + k2);
+        #pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            float v0;
+            k0_sum_mul_element(x.v[e], v0);
+            acc1[e] = acc1[e] + v0;
+        }
+    }
+    __shared__ __align__(16) unsigned char fold[16384];
+    float* fold_acc1 = reinterpret_cast<float*>(fold);
+    __syncthreads();  // the buffer's previous user is done
+    for (int e = 0; e < 4; ++e) {
+        fold_acc1[threadIdx.y * 128 + threadIdx.x * 4 + e] = acc1[e];
+    }
+    __syncthreads();
+    if (threadIdx.y == 0) {
+        for (int e = 0; e < 4; ++e) {
+            acc1[e] = fold_acc1[threadIdx.x * 4 + e];
+            for (int y = 1; y < 8; ++y) acc1[e] = acc1[e] + fold_acc1[y * 128 + threadIdx.x * 4 + e];
+        }
+    }
+    if (threadIdx.y == 0 && active) {
+        for (int e = 0; e < 4; ++e) {
+            partial1[part * 256 + k1 * 256 + k2 + e] = acc1[e];
+        }
+        __threadfence();  // partials visible before the arrival is counted
+    }
+    __shared__ bool last;
+    __syncthreads();
+    if (threadIdx.x == 0 && threadIdx.y == 0) last = atomicAdd(&arrivals[blockIdx.x / 32], 1u) == 31;
+    __syncthreads();
+    if (last) {
+        // The last block to arrive combines the 32 partials of its columns:
+        // each row of threads a fixed subset, then the rows in order.
+        __threadfence();
+        for (int e = 0; e < 4; ++e) {
+            acc1[e] = 0.0f;
+            for (index_t q = threadIdx.y; active && q < 32; q += 8) {
+                acc1[e] = acc1[e] + fl_ldcg(partial1 + q * 256 + k1 * 256 + k2 + e);
+            }
+        }
+        float* fold_acc1_1 = reinterpret_cast<float*>(fold);
+        __syncthreads();  // the buffer's previous user is done
+        for (int e = 0; e < 4; ++e) {
+            fold_acc1_1[threadIdx.y * 128 + threadIdx.x * 4 + e] = acc1[e];
+        }
+        __syncthreads();
+        if (threadIdx.y == 0) {
+            for (int e = 0; e < 4; ++e) {
+                acc1[e] = fold_acc1_1[threadIdx.x * 4 + e];
+                for (int y = 1; y < 8; ++y) acc1[e] = acc1[e] + fold_acc1_1[y * 128 + threadIdx.x * 4 + e];
+            }
+        }
+        if (threadIdx.y == 0 && active) {
+            for (int e = 0; e < 4; ++e) {
+                const index_t o = k1 * 256 + k2 + e;
+                const float v1 = acc1[e];
+                const float v3 = v1 * 0.000244140625f;  // line 1: m = x.mean(axis=0)
+                out_m[o] = v3;
+            }
+        }
+        if (threadIdx.x == 0 && threadIdx.y == 0) arrivals[blockIdx.x / 32] = 0;  // ready for the next launch
+    }
+}

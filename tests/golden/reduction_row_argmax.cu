@@ -1,0 +1,124 @@
+// k0_argmax_max: reduction of i32[300,77] over axes (1,) (300 outputs x 77 elements, layout KR)
+// %1 = argmax %0 axes=(1,) : i64[300]  -> a
+// %2 = max %0 axes=(1,) : i32[300]  -> m
+// inner: 16 lanes per output
+
+// Type traits (NVRTC has no <type_traits> without headers).
+template <class T> struct fl_unsigned { typedef T type; };
+template <> struct fl_unsigned<signed char> { typedef unsigned char type; };
+template <> struct fl_unsigned<short> { typedef unsigned short type; };
+template <> struct fl_unsigned<int> { typedef unsigned int type; };
+template <> struct fl_unsigned<long long> { typedef unsigned long long type; };
+template <class T> struct fl_is_float { static constexpr bool value = false; };
+template <> struct fl_is_float<float> { static constexpr bool value = true; };
+template <> struct fl_is_float<double> { static constexpr bool value = true; };
+template <class T> struct fl_is_signed { static constexpr bool value = T(-1) < T(0); };
+template <> struct fl_is_signed<bool> { static constexpr bool value = false; };
+template <class T> struct fl_is_bool { static constexpr bool value = false; };
+template <> struct fl_is_bool<bool> { static constexpr bool value = true; };
+
+template <class T> __device__ __forceinline__ bool fl_isnan(T x) {
+    if constexpr (fl_is_float<T>::value) return isnan(x); else return false;
+}
+template <class T> __device__ __forceinline__ bool fl_isinf(T x) {
+    if constexpr (fl_is_float<T>::value) return isinf(x); else return false;
+}
+template <class T> __device__ __forceinline__ bool fl_isfinite(T x) {
+    if constexpr (fl_is_float<T>::value) return isfinite(x); else return true;
+}
+template <class T> __device__ __forceinline__ bool fl_signbit(T x) {
+    if constexpr (fl_is_float<T>::value) return signbit(x); else return x < T(0);
+}
+
+// maximum / minimum propagate NaN (the first one); fmax / fmin ignore it.
+template <class T> __device__ __forceinline__ T fl_maximum(T a, T b) { return (a >= b || fl_isnan(a)) ? a : b; }
+template <class T> __device__ __forceinline__ T fl_minimum(T a, T b) { return (a <= b || fl_isnan(a)) ? a : b; }
+template <class T> __device__ __forceinline__ T fl_fmax(T a, T b) { return (a >= b || fl_isnan(b)) ? a : b; }
+template <class T> __device__ __forceinline__ T fl_fmin(T a, T b) { return (a <= b || fl_isnan(b)) ? a : b; }
+
+// Warp shuffles for every register type (bool and small integers travel as int).
+template <class T> __device__ __forceinline__ T fl_shfl_xor(T v, int mask, int width) {
+    if constexpr (sizeof(T) < 4) return T(__shfl_xor_sync(0xffffffffu, int(v), mask, width));
+    else return __shfl_xor_sync(0xffffffffu, v, mask, width);
+}
+// Every lane of each `width`-lane group gets the group's reduction (butterfly).
+template <class T, class Op> __device__ __forceinline__ T fl_warp_allreduce(T v, Op op, int width) {
+    for (int mask = width / 2; mask > 0; mask /= 2) v = op(v, fl_shfl_xor(v, mask, width));
+    return v;
+}
+// Every thread of the block gets the block's reduction, combined in warp order (so the
+// result does not depend on timing). `scratch` holds one value per warp.
+template <class T, class Op> __device__ __forceinline__ T fl_block_allreduce(T v, Op op, T* scratch) {
+    v = fl_warp_allreduce(v, op, 32);
+    __syncthreads();  // scratch may still be read by a previous call
+    if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
+    __syncthreads();
+    T r = scratch[0];
+    for (int w = 1; w < int(blockDim.x + 31) >> 5; ++w) r = op(r, scratch[w]);
+    return r;
+}
+
+// argmax / argmin state: a value and its index (-1: nothing seen yet). NumPy's rules:
+// the first extreme wins ties, and the first NaN wins over everything.
+template <bool Max, class T> __device__ __forceinline__ void fl_arg_combine(T& v, long long& i, T ov, long long oi) {
+    bool take;
+    if (oi < 0) take = false;
+    else if (i < 0) take = true;
+    else if (fl_isnan(v)) take = fl_isnan(ov) && oi < i;
+    else if (fl_isnan(ov)) take = true;
+    else take = (Max ? ov > v : ov < v) || (ov == v && oi < i);
+    if (take) { v = ov; i = oi; }
+}
+template <bool Max, class T> __device__ __forceinline__ void fl_warp_allreduce_arg(T& v, long long& i, int width) {
+    for (int mask = width / 2; mask > 0; mask /= 2) {
+        const T ov = fl_shfl_xor(v, mask, width);
+        const long long oi = fl_shfl_xor(i, mask, width);
+        fl_arg_combine<Max>(v, i, ov, oi);
+    }
+}
+template <bool Max, class T> __device__ __forceinline__ void fl_block_allreduce_arg(T& v, long long& i, T* sv, long long* si) {
+    fl_warp_allreduce_arg<Max>(v, i, 32);
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) { sv[threadIdx.x >> 5] = v; si[threadIdx.x >> 5] = i; }
+    __syncthreads();
+    v = sv[0];
+    i = si[0];
+    for (int w = 1; w < int(blockDim.x + 31) >> 5; ++w) fl_arg_combine<Max>(v, i, sv[w], si[w]);
+}
+
+typedef unsigned int index_t;
+
+struct max_op { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return T(fl_maximum(a, b)); } };
+
+// One element of k0_argmax_max, the values it reduces: the fused ops in program order.
+__device__ __forceinline__ void k0_argmax_max_element(const int x, int& v0_out) {
+    v0_out = x;
+}
+
+extern "C" __global__ void __launch_bounds__(256) k0_argmax_max(const int* __restrict__ in_x, long long* __restrict__ out_a, int* __restrict__ out_m) {
+    const int lane = threadIdx.x % 16;
+    const index_t warp = (index_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+    const index_t warps = index_t(gridDim.x) * blockDim.x / 32;
+    for (index_t first = warp * 2; first < 300; first += warps * 2) {
+        const index_t o = first + threadIdx.x % 32 / 16;
+        const bool active = o < 300;
+        int acc1 = 0;
+        long long acc1_index = -1;  // no element seen yet
+        int acc2 = (-2147483647 - 1);
+        #pragma unroll 4
+        for (index_t r = lane; active && r < 77; r += 16) {
+            int v0;
+            k0_argmax_max_element(in_x[o * 77 + r], v0);
+            fl_arg_combine<true>(acc1, acc1_index, v0, static_cast<long long>(r));
+            acc2 = fl_maximum(acc2, v0);
+        }
+        fl_warp_allreduce_arg<true>(acc1, acc1_index, 16);
+        acc2 = fl_warp_allreduce(acc2, max_op(), 16);
+        if (active && lane == 0) {
+            const long long v1 = acc1_index;
+            const int v2 = acc2;
+            out_a[o] = v1;
+            out_m[o] = v2;
+        }
+    }
+}

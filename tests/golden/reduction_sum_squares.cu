@@ -1,0 +1,121 @@
+// k0_mul_sum: reduction of f32[1048576] over axes (0,) (1 outputs x 1048576 elements, layout R)
+// %1 = multiply %0, %0 : f32[1048576]
+// %2 = sum %1 axes=(0,) : f32[]  -> s
+// inner: 256 blocks per output (4-element vectors), partials finished by the last block
+
+// Type traits (NVRTC has no <type_traits> without headers).
+template <class T> struct fl_unsigned { typedef T type; };
+template <> struct fl_unsigned<signed char> { typedef unsigned char type; };
+template <> struct fl_unsigned<short> { typedef unsigned short type; };
+template <> struct fl_unsigned<int> { typedef unsigned int type; };
+template <> struct fl_unsigned<long long> { typedef unsigned long long type; };
+template <class T> struct fl_is_float { static constexpr bool value = false; };
+template <> struct fl_is_float<float> { static constexpr bool value = true; };
+template <> struct fl_is_float<double> { static constexpr bool value = true; };
+template <class T> struct fl_is_signed { static constexpr bool value = T(-1) < T(0); };
+template <> struct fl_is_signed<bool> { static constexpr bool value = false; };
+template <class T> struct fl_is_bool { static constexpr bool value = false; };
+template <> struct fl_is_bool<bool> { static constexpr bool value = true; };
+
+// N contiguous elements moved as one 1-16 byte access (16 bytes: a single LDG.128).
+template <class T, int N> struct alignas(sizeof(T) * N) fl_vec { T v[N]; };
+template <int Bytes> struct fl_raw;
+template <> struct fl_raw<16> { typedef uint4 type; };
+template <> struct fl_raw<8> { typedef uint2 type; };
+template <> struct fl_raw<4> { typedef unsigned int type; };
+template <> struct fl_raw<2> { typedef unsigned short type; };
+template <> struct fl_raw<1> { typedef unsigned char type; };
+template <int N, class T> __device__ __forceinline__ fl_vec<T, N> fl_load_vec(const T* p) {
+    typedef typename fl_raw<sizeof(T) * N>::type R;
+    union { R raw; fl_vec<T, N> vec; } u;
+    u.raw = __ldg(reinterpret_cast<const R*>(p));
+    return u.vec;
+}
+template <int N, class T> __device__ __forceinline__ void fl_store_vec(T* p, const fl_vec<T, N>& v) {
+    typedef typename fl_raw<sizeof(T) * N>::type R;
+    union { R raw; fl_vec<T, N> vec; } u;
+    u.vec = v;
+    *reinterpret_cast<R*>(p) = u.raw;
+}
+
+// A load from L2 that bypasses L1: what other blocks of this launch wrote (partials).
+template <class T> __device__ __forceinline__ T fl_ldcg(const T* p) {
+    if constexpr (fl_is_bool<T>::value) return __ldcg(reinterpret_cast<const unsigned char*>(p)) != 0;
+    else return __ldcg(p);
+}
+
+// Warp shuffles for every register type (bool and small integers travel as int).
+template <class T> __device__ __forceinline__ T fl_shfl_xor(T v, int mask, int width) {
+    if constexpr (sizeof(T) < 4) return T(__shfl_xor_sync(0xffffffffu, int(v), mask, width));
+    else return __shfl_xor_sync(0xffffffffu, v, mask, width);
+}
+// Every lane of each `width`-lane group gets the group's reduction (butterfly).
+template <class T, class Op> __device__ __forceinline__ T fl_warp_allreduce(T v, Op op, int width) {
+    for (int mask = width / 2; mask > 0; mask /= 2) v = op(v, fl_shfl_xor(v, mask, width));
+    return v;
+}
+// Every thread of the block gets the block's reduction, combined in warp order (so the
+// result does not depend on timing). `scratch` holds one value per warp.
+template <class T, class Op> __device__ __forceinline__ T fl_block_allreduce(T v, Op op, T* scratch) {
+    v = fl_warp_allreduce(v, op, 32);
+    __syncthreads();  // scratch may still be read by a previous call
+    if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
+    __syncthreads();
+    T r = scratch[0];
+    for (int w = 1; w < int(blockDim.x + 31) >> 5; ++w) r = op(r, scratch[w]);
+    return r;
+}
+
+typedef unsigned int index_t;
+
+struct sum_op { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return T(a + b); } };
+
+// One element of k0_mul_sum, the values it reduces: the fused ops in program order.
+__device__ __forceinline__ void k0_mul_sum_element(const float x, float& v1_out) {
+    const float v1 = x * x;  // line 1: s = (x * x).sum()
+    v1_out = v1;
+}
+
+extern "C" __global__ void __launch_bounds__(256) k0_mul_sum(const float* __restrict__ in_x, float* __restrict__ out_s, unsigned char* __restrict__ scratch) {
+    float* partial2 = reinterpret_cast<float*>(scratch + 0);
+    unsigned int* arrivals = reinterpret_cast<unsigned int*>(scratch + 1024);
+    const index_t o = blockIdx.x / 256;
+    const index_t part = blockIdx.x % 256;
+    float acc2 = 0.0f;
+    #pragma unroll 4
+    for (index_t rv = part * 1024 + threadIdx.x; rv < min(index_t(262144), (part + 1) * 1024); rv += blockDim.x) {
+        const index_t r = rv * 4;
+        const fl_vec<float, 4> x = fl_load_vec<4>(in_x + r);
+        #pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            float v1_1;
+            k0_mul_sum_element(x.v[e], v1_1);
+            acc2 = acc2 + v1_1;
+        }
+    }
+    __shared__ float smem_acc2[32];
+    acc2 = fl_block_allreduce(acc2, sum_op(), smem_acc2);
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+        partial2[o * 256 + part] = acc2;
+        __threadfence();  // partials visible before the arrival is counted
+        last = atomicAdd(&arrivals[o], 1u) == 255;
+    }
+    __syncthreads();
+    if (last) {
+        // The last block combines the 256 partials in a fixed order.
+        __threadfence();
+        acc2 = 0.0f;
+        #pragma unroll 4
+        for (index_t q = threadIdx.x; q < 256; q += blockDim.x) {
+            acc2 = acc2 + fl_ldcg(partial2 + o * 256 + q);
+        }
+        __shared__ float smem_fin_acc2[32];
+        acc2 = fl_block_allreduce(acc2, sum_op(), smem_fin_acc2);
+        if (threadIdx.x == 0) {
+            const float v2 = acc2;
+            out_s[o] = v2;
+            arrivals[o] = 0;  // ready for the next launch
+        }
+    }
+}

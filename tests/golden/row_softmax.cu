@@ -1,0 +1,161 @@
+// k0_max_sub_exp_sum_etc: row kernel over f32[512,1000] (512 rows x 1000 columns)
+// %1 = max %0 axes=(1,) keepdims : f32[512,1]
+// %2 = subtract %0, %1 : f32[512,1000]
+// %3 = exp %2 : f32[512,1000]
+// %4 = sum %3 axes=(1,) keepdims : f32[512,1]
+// %5 = true_divide %3, %4 : f32[512,1000]  -> y
+// warp tier: 32 lanes per row, 32 elements per lane in registers
+// 2 reduction pass(es) + an output pass
+// packs of 4 columns
+
+template <class T> __device__ __forceinline__ T fl_inf();
+template <> __device__ __forceinline__ float fl_inf<float>() { return __int_as_float(0x7f800000); }
+template <> __device__ __forceinline__ double fl_inf<double>() { return __longlong_as_double(0x7ff0000000000000LL); }
+template <class T> __device__ __forceinline__ T fl_nan();
+template <> __device__ __forceinline__ float fl_nan<float>() { return __int_as_float(0x7fc00000); }
+template <> __device__ __forceinline__ double fl_nan<double>() { return __longlong_as_double(0x7ff8000000000000LL); }
+
+// Type traits (NVRTC has no <type_traits> without headers).
+template <class T> struct fl_unsigned { typedef T type; };
+template <> struct fl_unsigned<signed char> { typedef unsigned char type; };
+template <> struct fl_unsigned<short> { typedef unsigned short type; };
+template <> struct fl_unsigned<int> { typedef unsigned int type; };
+template <> struct fl_unsigned<long long> { typedef unsigned long long type; };
+template <class T> struct fl_is_float { static constexpr bool value = false; };
+template <> struct fl_is_float<float> { static constexpr bool value = true; };
+template <> struct fl_is_float<double> { static constexpr bool value = true; };
+template <class T> struct fl_is_signed { static constexpr bool value = T(-1) < T(0); };
+template <> struct fl_is_signed<bool> { static constexpr bool value = false; };
+template <class T> struct fl_is_bool { static constexpr bool value = false; };
+template <> struct fl_is_bool<bool> { static constexpr bool value = true; };
+
+template <class T> __device__ __forceinline__ bool fl_isnan(T x) {
+    if constexpr (fl_is_float<T>::value) return isnan(x); else return false;
+}
+template <class T> __device__ __forceinline__ bool fl_isinf(T x) {
+    if constexpr (fl_is_float<T>::value) return isinf(x); else return false;
+}
+template <class T> __device__ __forceinline__ bool fl_isfinite(T x) {
+    if constexpr (fl_is_float<T>::value) return isfinite(x); else return true;
+}
+template <class T> __device__ __forceinline__ bool fl_signbit(T x) {
+    if constexpr (fl_is_float<T>::value) return signbit(x); else return x < T(0);
+}
+
+// maximum / minimum propagate NaN (the first one); fmax / fmin ignore it.
+template <class T> __device__ __forceinline__ T fl_maximum(T a, T b) { return (a >= b || fl_isnan(a)) ? a : b; }
+template <class T> __device__ __forceinline__ T fl_minimum(T a, T b) { return (a <= b || fl_isnan(a)) ? a : b; }
+template <class T> __device__ __forceinline__ T fl_fmax(T a, T b) { return (a >= b || fl_isnan(b)) ? a : b; }
+template <class T> __device__ __forceinline__ T fl_fmin(T a, T b) { return (a <= b || fl_isnan(b)) ? a : b; }
+
+// N contiguous elements moved as one 1-16 byte access (16 bytes: a single LDG.128).
+template <class T, int N> struct alignas(sizeof(T) * N) fl_vec { T v[N]; };
+template <int Bytes> struct fl_raw;
+template <> struct fl_raw<16> { typedef uint4 type; };
+template <> struct fl_raw<8> { typedef uint2 type; };
+template <> struct fl_raw<4> { typedef unsigned int type; };
+template <> struct fl_raw<2> { typedef unsigned short type; };
+template <> struct fl_raw<1> { typedef unsigned char type; };
+template <int N, class T> __device__ __forceinline__ fl_vec<T, N> fl_load_vec(const T* p) {
+    typedef typename fl_raw<sizeof(T) * N>::type R;
+    union { R raw; fl_vec<T, N> vec; } u;
+    u.raw = __ldg(reinterpret_cast<const R*>(p));
+    return u.vec;
+}
+template <int N, class T> __device__ __forceinline__ void fl_store_vec(T* p, const fl_vec<T, N>& v) {
+    typedef typename fl_raw<sizeof(T) * N>::type R;
+    union { R raw; fl_vec<T, N> vec; } u;
+    u.vec = v;
+    *reinterpret_cast<R*>(p) = u.raw;
+}
+
+// Warp shuffles for every register type (bool and small integers travel as int).
+template <class T> __device__ __forceinline__ T fl_shfl_xor(T v, int mask, int width) {
+    if constexpr (sizeof(T) < 4) return T(__shfl_xor_sync(0xffffffffu, int(v), mask, width));
+    else return __shfl_xor_sync(0xffffffffu, v, mask, width);
+}
+// Every lane of each `width`-lane group gets the group's reduction (butterfly).
+template <class T, class Op> __device__ __forceinline__ T fl_warp_allreduce(T v, Op op, int width) {
+    for (int mask = width / 2; mask > 0; mask /= 2) v = op(v, fl_shfl_xor(v, mask, width));
+    return v;
+}
+// Every thread of the block gets the block's reduction, combined in warp order (so the
+// result does not depend on timing). `scratch` holds one value per warp.
+template <class T, class Op> __device__ __forceinline__ T fl_block_allreduce(T v, Op op, T* scratch) {
+    v = fl_warp_allreduce(v, op, 32);
+    __syncthreads();  // scratch may still be read by a previous call
+    if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
+    __syncthreads();
+    T r = scratch[0];
+    for (int w = 1; w < int(blockDim.x + 31) >> 5; ++w) r = op(r, scratch[w]);
+    return r;
+}
+
+typedef unsigned int index_t;
+
+struct max_op { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return T(fl_maximum(a, b)); } };
+struct sum_op { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return T(a + b); } };
+
+extern "C" __global__ void __launch_bounds__(128) k0_max_sub_exp_sum_etc(const float* __restrict__ in_x, float* __restrict__ out_y) {
+    const int lane = threadIdx.x % 32;
+    const index_t warp = (index_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+    const index_t warps = index_t(gridDim.x) * blockDim.x / 32;
+    for (index_t row = warp; row < 512; row += warps) {
+        const bool active = true;
+        fl_vec<float, 4> x_row[8];
+        #pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            const index_t col0 = (index_t(k) * 32 + lane) * 4;
+            if (col0 < 1000) x_row[k] = fl_load_vec<4>(in_x + row * 1000 + col0);
+        }
+        float acc1 = -fl_inf<float>();
+        // Pass 1: %1 max
+        #pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            const index_t col0 = (index_t(k) * 32 + lane) * 4;
+            if (col0 < 1000) {
+                const fl_vec<float, 4> x_pk = x_row[k];
+                #pragma unroll
+                for (int p = 0; p < 4; ++p) {
+                    acc1 = fl_maximum(acc1, x_pk.v[p]);
+                }
+            }
+        }
+        acc1 = fl_warp_allreduce(acc1, max_op(), 32);
+        const float v1 = acc1;  // %1 max of the row
+        float acc4 = 0.0f;
+        // Pass 2: %4 sum
+        #pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            const index_t col0 = (index_t(k) * 32 + lane) * 4;
+            if (col0 < 1000) {
+                const fl_vec<float, 4> x_pk_1 = x_row[k];
+                #pragma unroll
+                for (int p = 0; p < 4; ++p) {
+                    const float v2 = x_pk_1.v[p] - v1;  // line 2: e = np.exp(x - m)
+                    const float v3 = exp(v2);  // line 2: e = np.exp(x - m)
+                    acc4 = acc4 + v3;
+                }
+            }
+        }
+        acc4 = fl_warp_allreduce(acc4, sum_op(), 32);
+        const float v4 = acc4;  // %4 sum of the row
+        // Output pass: the full-shape results.
+        #pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            const index_t col0 = (index_t(k) * 32 + lane) * 4;
+            if (active && col0 < 1000) {
+                const fl_vec<float, 4> x_pk_2 = x_row[k];
+                fl_vec<float, 4> y_pk;
+                #pragma unroll
+                for (int p = 0; p < 4; ++p) {
+                    const float v2_1 = x_pk_2.v[p] - v1;  // line 2: e = np.exp(x - m)
+                    const float v3_1 = exp(v2_1);  // line 2: e = np.exp(x - m)
+                    const float v5 = v3_1 / v4;  // line 3: y = e / e.sum(-1, keepdims=True)
+                    y_pk.v[p] = v5;
+                }
+                fl_store_vec<4>(out_y + row * 1000 + col0, y_pk);
+            }
+        }
+    }
+}

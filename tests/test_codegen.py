@@ -1,0 +1,431 @@
+"""Code generation on a machine without a GPU: golden sources, NVRTC compiles every
+kernel the tests generate (all ops x dtypes, all templates), and the structure the
+templates promise (vector paths, tiers, grids, parameters)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fuselab.codegen import CodegenOptions, CompileError, KernelCode, generate
+from fuselab.codegen import index as ix
+from fuselab.codegen.nvrtc import compile_source, numbered
+from fuselab.codegen.prelude import prelude_for
+from fuselab.ir import GraphBuilder
+from fuselab.plan import unfused_plan
+from fuselab.plan.model import Plan, Template, make_kernel
+
+from codegen_util import needs_nvrtc, nvrtc_compile
+from graphs import (ALL_DTYPES, FLOAT_DTYPES, all_casts, all_elementwise, all_reductions, layernorm, loc,
+                    one_kernel, reduction_plan, rmsnorm, softmax)
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+# ---------------------------------------------------------------------------
+# Golden sources: a refactor that changes generated code shows up as a diff
+# ---------------------------------------------------------------------------
+
+def _bias_relu():
+    b = GraphBuilder()
+    x = b.input("x", (64, 1000), np.float32)
+    bias = b.input("b", (1000,), np.float32)
+    t = b.elemwise("add", [x, bias], loc=loc(1, "t = x + b"))
+    y = b.elemwise("maximum", [t, b.const(0.0, np.float32)], loc=loc(2, "y = np.maximum(t, 0)"))
+    return one_kernel(b.build([("y", y)]), Template.POINTWISE)
+
+
+def _f16_chain():
+    b = GraphBuilder()
+    h = b.input("h", (4099,), np.float16)
+    e = b.elemwise("exp", [h], loc=loc(1, "y = np.exp(h) * 2 + h"))
+    m = b.elemwise("multiply", [e, b.const(2.0, np.float16)], loc=loc(1, "y = np.exp(h) * 2 + h"))
+    y = b.elemwise("add", [m, h], loc=loc(1, "y = np.exp(h) * 2 + h"))
+    return one_kernel(b.build([("y", y)]), Template.POINTWISE)
+
+
+def _transpose_slice():
+    b = GraphBuilder()
+    x = b.input("x", (30, 40), np.float32)
+    t = b.transpose(x, (1, 0), loc=loc(1, "y = x.T[::-1, 1::2] * 2 + np.arange(15)"))
+    s = b.slice(t, (39, 1), (-1, 2), (40, 15), loc=loc(1, "y = x.T[::-1, 1::2] * 2 + np.arange(15)"))
+    m = b.elemwise("multiply", [s, b.const(2.0, np.float32)], loc=loc(1, "y = x.T[::-1, 1::2] * 2 + np.arange(15)"))
+    r = b.arange(0, 15, 1, np.int64, loc=loc(1, "y = x.T[::-1, 1::2] * 2 + np.arange(15)"))
+    y = b.elemwise("add", [m, r], loc=loc(1, "y = x.T[::-1, 1::2] * 2 + np.arange(15)"))
+    return one_kernel(b.build([("y", y)]), Template.POINTWISE)
+
+
+def _sum_squares():
+    b = GraphBuilder()
+    x = b.input("x", (1 << 20,), np.float32)
+    sq = b.elemwise("multiply", [x, x], loc=loc(1, "s = (x * x).sum()"))
+    s = b.reduce("sum", sq, loc=loc(1, "s = (x * x).sum()"))
+    return one_kernel(b.build([("s", s)]), Template.REDUCTION)
+
+
+def _column_mean():
+    b = GraphBuilder()
+    x = b.input("x", (4096, 256), np.float32)
+    s = b.reduce("sum", x, axis=0, loc=loc(1, "m = x.mean(axis=0)"))
+    m = b.elemwise("multiply", [s, b.const(1 / 4096, np.float32)], loc=loc(1, "m = x.mean(axis=0)"))
+    return one_kernel(b.build([("m", m)]), Template.REDUCTION)
+
+
+def _row_argmax():
+    b = GraphBuilder()
+    x = b.input("x", (300, 77), np.int32)
+    a = b.reduce("argmax", x, axis=1, loc=loc(1, "a = x.argmax(axis=1)"))
+    m = b.reduce("max", x, axis=1, loc=loc(2, "m = x.max(axis=1)"))
+    return one_kernel(b.build([("a", a), ("m", m)]), Template.REDUCTION)
+
+
+def _int_ops():
+    b = GraphBuilder()
+    x = b.input("x", (1000,), np.int16)
+    y = b.input("y", (1000,), np.int16)
+    q = b.elemwise("floor_divide", [x, y], loc=loc(1, "q = x // y"))
+    r = b.elemwise("remainder", [x, y], loc=loc(2, "r = x % y"))
+    s = b.elemwise("left_shift", [q, b.const(3, np.int16)], loc=loc(3, "s = q << 3"))
+    return one_kernel(b.build([("r", r), ("s", s)]), Template.POINTWISE)
+
+
+GOLDEN_CASES = {
+    "pointwise_bias_relu": _bias_relu,
+    "pointwise_f16_chain": _f16_chain,
+    "pointwise_transpose_slice": _transpose_slice,
+    "pointwise_int_ops": _int_ops,
+    "reduction_sum_squares": _sum_squares,
+    "reduction_column_mean": _column_mean,
+    "reduction_row_argmax": _row_argmax,
+    "row_softmax": lambda: one_kernel(softmax(512, 1000), Template.ROW),
+    "row_layernorm_16k": lambda: one_kernel(layernorm(64, 16384), Template.ROW),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GOLDEN_CASES))
+def test_golden_source(case):
+    codes = generate(GOLDEN_CASES[case]())
+    for code in codes:
+        path = GOLDEN / f"{case}.cu" if len(codes) == 1 else GOLDEN / f"{case}_{code.index}.cu"
+        if os.environ.get("FUSELAB_UPDATE_GOLDEN") == "1":
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(code.source)
+        assert path.exists(), f"missing {path}; run with FUSELAB_UPDATE_GOLDEN=1 to create it"
+        assert code.source == path.read_text(), (
+            f"{path.name} changed; if intended, regenerate with FUSELAB_UPDATE_GOLDEN=1 and review the diff")
+
+
+@needs_nvrtc
+def test_golden_sources_compile():
+    codes = [c for case in GOLDEN_CASES.values() for c in generate(case())]
+    infos = nvrtc_compile(codes)
+    assert all(i.spill_stores == 0 for i in infos)
+
+
+# ---------------------------------------------------------------------------
+# NVRTC compiles every op, cast and reduction for every dtype
+# ---------------------------------------------------------------------------
+
+@needs_nvrtc
+@pytest.mark.parametrize("fp16", ["numpy", "fast"])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_every_elementwise_op_compiles(dtype, fp16):
+    if fp16 == "fast" and dtype is not np.float16:
+        pytest.skip("fp16 mode only changes float16 kernels")
+    g = all_elementwise(dtype)
+    plan = one_kernel(g, Template.POINTWISE)
+    codes = generate(plan, CodegenOptions(fp16_math=fp16))
+    assert len(g.outputs) > 25
+    nvrtc_compile(codes)
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_unfused_op_kernels_compile(dtype):
+    """One kernel per op, the way the unfused plan and eager execution run them."""
+    codes = generate(unfused_plan(all_elementwise(dtype, shape=(3, 4), bshape=(1, 4))))
+    nvrtc_compile(codes)
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_every_cast_compiles(dtype):
+    nvrtc_compile(generate(one_kernel(all_casts(dtype), Template.POINTWISE)))
+
+
+REDUCTION_LAYOUTS = [((1000,), None), ((33, 65), 0), ((33, 65), 1), ((4, 5, 6), 1), ((4, 5, 6), (0, 2)),
+                     ((3, 1, 7), 1), ((2, 3, 4, 5), (1, 2)), ((64, 300), 0), ((0, 5), 0), ((5, 0), 1)]
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_every_reduction_compiles(dtype):
+    codes = []
+    for shape, axis in REDUCTION_LAYOUTS:
+        g = all_reductions(dtype, shape, axis) if 0 not in shape else _identity_reductions(dtype, shape, axis)
+        codes += generate(reduction_plan(g))
+    nvrtc_compile(codes)
+
+
+def _identity_reductions(dtype, shape, axis):
+    b = GraphBuilder()
+    x = b.input("x", shape, dtype)
+    return b.build([(op, b.reduce(op, x, axis=axis)) for op in ("sum", "prod", "any", "all")])
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("cols", [1, 7, 32, 1000, 1024, 1030, 5000, 16384, 100000])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_row_kernels_compile_in_every_tier(cols, dtype):
+    rows = 3
+    codes = [c for g in (softmax(rows, cols, dtype), layernorm(rows, cols, dtype), rmsnorm(rows, cols, dtype))
+             for c in generate(one_kernel(g, Template.ROW))]
+    tiers = {c.notes[0].split(" tier")[0] for c in codes}
+    itemsize = np.dtype(dtype).itemsize
+    if cols <= 1024:
+        assert tiers == {"warp"}
+    elif cols * itemsize > 200 * 1024:
+        assert tiers == {"looped"}
+    else:
+        assert tiers == {"block"}
+    infos = nvrtc_compile(codes)
+    assert all(i.spill_stores == 0 for i in infos)
+
+
+# ---------------------------------------------------------------------------
+# Structure
+# ---------------------------------------------------------------------------
+
+def _pointwise(fn, *shapes_dtypes):
+    b = GraphBuilder()
+    ins = [b.input(f"x{k}", s, d) for k, (s, d) in enumerate(shapes_dtypes)]
+    y = fn(b, *ins)
+    return generate(one_kernel(b.build([("y", y)]), Template.POINTWISE))[0]
+
+
+def test_contiguous_and_broadcast_loads_take_the_vector_path():
+    code = _pointwise(lambda b, x, v, s: b.elemwise("add", [b.elemwise("multiply", [x, v]), s]),
+                      ((256, 1024), np.float32), ((1024,), np.float32), ((256, 1), np.float32))
+    assert "vector path: 4 elements" in code.notes[0]
+    assert code.source.count("fl_load_vec<4>") == 2           # x and v
+    assert "in_x2[i / 1024]" in code.source                   # one per-row value per vector
+
+
+def test_transposed_loads_take_the_strided_path():
+    code = _pointwise(lambda b, x: b.elemwise("negative", [b.transpose(x, (1, 0))]), ((64, 48), np.float32))
+    assert code.notes[0].startswith("strided path")
+    assert "fl_load_vec" not in code.source
+
+
+def test_unaligned_slice_is_not_vectorised_but_aligned_one_is():
+    slice1 = _pointwise(lambda b, x: b.elemwise("exp", [b.slice(x, (1,), (1,), (64,))]), ((100,), np.float32))
+    slice4 = _pointwise(lambda b, x: b.elemwise("exp", [b.slice(x, (4,), (1,), (64,))]), ((100,), np.float32))
+    assert slice1.notes[0].startswith("strided")
+    assert slice4.notes[0].startswith("vector")
+
+
+def test_reshape_of_a_contiguous_input_loads_at_the_flat_index():
+    code = _pointwise(lambda b, x, y: b.elemwise("add", [b.reshape(x, (24,)), y]),
+                      ((4, 6), np.float32), ((24,), np.float32))
+    assert "fl_load_vec<4>(in_x0 + i)" in code.source
+
+
+def test_one_load_per_input_element_and_stores_only_outputs():
+    b = GraphBuilder()
+    x = b.input("x", (1000,), np.float32)
+    t = b.elemwise("exp", [x])
+    u = b.elemwise("multiply", [t, x])
+    y = b.elemwise("add", [u, t])
+    code = generate(one_kernel(b.build([("y", y)]), Template.POINTWISE))[0]
+    assert code.source.count("fl_load_vec<4>(in_x") == 1
+    assert code.source.count("fl_store_vec<4>(out_") == 1
+    assert [p.role for p in code.params] == ["input", "output"]
+
+
+def test_multi_output_kernel_stores_each_output_once():
+    b = GraphBuilder()
+    x = b.input("x", (1001,), np.float64)
+    s, c = b.elemwise("sin", [x]), b.elemwise("cos", [x])
+    code = generate(one_kernel(b.build([("s", s), ("c", c)]), Template.POINTWISE))[0]
+    assert [p.name for p in code.params] == ["in_x", "out_s", "out_c"]
+    assert code.source.count("fl_store_vec<2>(out_") == 2
+    assert "The last n % 2 elements" in code.source
+
+
+def test_kernel_is_named_after_its_ops_and_comments_quote_the_source():
+    code = generate(_bias_relu())[0]
+    assert code.name == "k0_add_max"
+    assert 'extern "C" __global__' in code.source
+    assert "// line 1: t = x + b" in code.source and "// line 2: y = np.maximum(t, 0)" in code.source
+
+
+def test_prelude_holds_only_what_the_kernel_uses():
+    code = generate(_bias_relu())[0]
+    assert "fl_maximum" in code.source and "fl_floor_divide" not in code.source and "fl_half" not in code.source
+    assert "fl_floor_divide" in prelude_for("x = fl_floor_divide(a, b);")
+
+
+def test_fp16_numpy_mode_rounds_every_op_and_fast_mode_does_not():
+    plan = _f16_chain()
+    exact = generate(plan, CodegenOptions(fp16_math="numpy"))[0].source
+    fast = generate(plan, CodegenOptions(fp16_math="fast"))[0].source
+    assert exact.count("= fl_cast<fl_half>(") == 3
+    assert fast.count("= fl_cast<fl_half>(") == 0
+    with pytest.raises(ValueError):
+        CodegenOptions(fp16_math="sloppy")
+
+
+def test_grid_follows_the_sm_count_and_empty_arrays_launch_nothing():
+    b = GraphBuilder()
+    x = b.input("x", (1 << 24,), np.float32)
+    plan = one_kernel(b.build([("y", b.elemwise("exp", [x]))]), Template.POINTWISE)
+    assert generate(plan, CodegenOptions(sm_count=10))[0].grid[0] == 10 * 256
+    assert generate(plan, CodegenOptions(sm_count=132))[0].grid[0] == (1 << 24) // 4 // 256
+    b = GraphBuilder()
+    x = b.input("x", (0, 5), np.float32)
+    code = generate(one_kernel(b.build([("y", b.elemwise("exp", [x]))]), Template.POINTWISE))[0]
+    assert code.grid[0] == 0 and code.empty
+
+
+def test_full_reduction_uses_many_blocks_and_a_self_resetting_scratch():
+    code = generate(_sum_squares())[0]
+    assert code.grid[0] >= 132 and code.block == (256, 1, 1)
+    assert [p.role for p in code.params] == ["input", "output", "scratch"]
+    assert code.scratch_bytes >= code.grid[0] * 4
+    assert "atomicAdd" in code.source and "= 0;  // ready for the next launch" in code.source
+
+
+def test_column_reduction_puts_threads_across_the_kept_axis():
+    code = generate(_column_mean())[0]
+    assert code.notes[0].startswith("column")
+    assert code.block == (32, 8, 1)
+    assert "fl_load_vec<4>" in code.source
+
+
+def test_row_sums_use_a_warp_per_row_and_scalar_sums_many_blocks():
+    b = GraphBuilder()
+    x = b.input("x", (1 << 16, 1024), np.float32)
+    code = generate(reduction_plan(b.build([("s", b.reduce("sum", x, axis=1))])))[0]
+    assert "32 lanes per output" in code.notes[0] and code.scratch_bytes == 0
+
+
+def test_int_index_type_grows_past_two_billion_elements():
+    b = GraphBuilder()
+    x = b.input("x", (1 << 31,), np.int8)
+    code = generate(one_kernel(b.build([("y", b.elemwise("negative", [x]))]), Template.POINTWISE))[0]
+    assert "typedef unsigned long long index_t;" in code.source
+    small = generate(_bias_relu())[0]
+    assert "typedef unsigned int index_t;" in small.source
+
+
+@needs_nvrtc
+def test_float32_kernels_do_no_double_arithmetic():
+    """Math functions must resolve to their float overloads (expf, not exp(double)).
+    (sin, cos, tan are left out: CUDA's own slow path for huge arguments uses doubles.)"""
+    b = GraphBuilder()
+    x = b.input("x", (1024,), np.float32)
+    outs = [(op, b.elemwise(op, [x])) for op in ("exp", "log", "tanh", "sqrt", "expm1", "log1p",
+                                                  "arctan", "cbrt", "floor", "rint", "deg2rad", "arcsinh")]
+    outs.append(("pow", b.elemwise("power", [x, x])))
+    outs.append(("rem", b.elemwise("remainder", [x, x])))
+    code = generate(one_kernel(b.build(outs), Template.POINTWISE))[0]
+    ptx = compile_source(code.source, code.name, code.nvrtc_options, want_cubin=False).ptx
+    double_ops = [line for line in ptx.splitlines() if ".f64" in line and not line.strip().startswith(".reg")]
+    assert double_ops == []
+
+
+@needs_nvrtc
+def test_compile_error_shows_numbered_source_and_log():
+    src = 'extern "C" __global__ void broken(float* y) {\n    y[0] = undefined_name;\n}\n'
+    with pytest.raises(CompileError) as err:
+        compile_source(src, "broken")
+    msg = str(err.value)
+    assert "2 |     y[0] = undefined_name;" in msg and "undefined" in err.value.log
+    assert numbered("a\nb").splitlines() == ["1 | a", "2 | b"]
+
+
+@needs_nvrtc
+def test_resource_report_is_parsed():
+    info = nvrtc_compile(generate(_column_mean()))
+    from fuselab.codegen import compile_info
+    info = compile_info(generate(_column_mean())[0])
+    assert info.registers > 0 and info.spill_stores == 0 and info.compile_s > 0
+    assert info.cubin[:4] == b"\x7fELF"
+
+
+def test_generate_rejects_a_kernel_outside_its_template():
+    from fuselab.codegen import CodegenError
+    b = GraphBuilder()
+    x = b.input("x", (10, 10), np.float32)
+    s = b.reduce("sum", x, axis=1)
+    g = b.build([("s", s)])
+    with pytest.raises(CodegenError, match="pointwise kernel"):
+        generate(Plan(g, (make_kernel(g, [s], Template.POINTWISE),)))
+    with pytest.raises(CodegenError, match="does not reduce the last axis"):
+        b2 = GraphBuilder()
+        x2 = b2.input("x", (10, 10), np.float32)
+        g2 = b2.build([("s", b2.reduce("sum", x2, axis=0))])
+        generate(Plan(g2, (make_kernel(g2, [1], Template.ROW),)))
+
+
+def test_opaque_kernels_become_library_calls():
+    from fuselab.codegen import OpaqueCall
+    from fuselab.ops import Aval, OpaqueFn
+    b = GraphBuilder()
+    x = b.input("x", (8, 8), np.float32)
+    fn = OpaqueFn("matmul", lambda xp, a, c: a @ c)
+    m = b.opaque(fn, [x, x], Aval((8, 8), np.dtype(np.float32)))
+    y = b.elemwise("exp", [m])
+    codes = generate(unfused_plan(b.build([("y", y)])))
+    assert isinstance(codes[0], OpaqueCall) and codes[0].node == m
+    assert isinstance(codes[1], KernelCode)
+
+
+# ---------------------------------------------------------------------------
+# Index algebra
+# ---------------------------------------------------------------------------
+
+def test_delinearize_then_linearize_is_the_identity():
+    i = ix.var("i", 2 * 3 * 4)
+    assert ix.linearize(ix.delinearize(i, (2, 3, 4)), (2, 3, 4)) == i
+    assert [str(c) for c in ix.delinearize(i, (2, 3, 4))] == ["i / 12", "(i / 4 % 3)", "i % 4"]
+
+
+def test_reshape_through_other_shapes_folds_back():
+    i = ix.var("i", 24)
+    coords = ix.reshape(ix.reshape(ix.delinearize(i, (2, 12)), (2, 12), (4, 6)), (4, 6), (24,))
+    assert coords == (i,)
+
+
+def test_negative_steps_and_broadcasts():
+    j = ix.var("j", 10)
+    (c,) = ix.slice_((j,), (9,), (-1,))
+    assert str(c) == "9 - j" and c.bounds() == (0, 9)
+    assert ix.broadcast((j, j), (10, 10), (1, 10)) == (ix.ZERO, j)
+
+
+def test_unit_axes_come_and_go_without_division():
+    row, col = ix.var("row", 100), ix.var("col", 64)
+    assert ix.reshape((row, col), (100, 64), (100, 64, 1)) == (row, col, ix.ZERO)
+    assert str(ix.linearize(ix.reshape((row, col), (100, 64), (1, 6400)), (1, 6400))) == "row * 64 + col"
+
+
+# ---------------------------------------------------------------------------
+# Plans from the planner (when it is there) generate and compile
+# ---------------------------------------------------------------------------
+
+@needs_nvrtc
+@pytest.mark.parametrize("strategy", ["auto", "max"])
+def test_planner_plans_generate_and_compile(strategy):
+    from fuselab.plan import make_plan
+    graphs = [softmax(100, 1000), layernorm(64, 1000), rmsnorm(33, 300, np.float16), all_elementwise(np.float32)]
+    codes = []
+    for g in graphs:
+        try:
+            plan = make_plan(g, strategy)
+        except (ImportError, NotImplementedError) as e:
+            pytest.skip(f"planner not available: {e}")
+        codes += [c for c in generate(plan)]
+    nvrtc_compile(codes)

@@ -1,0 +1,132 @@
+"""Every op, dtype and template on the GPU against NumPy: the cases of the emulated
+tests run for real, plus sizes that only a GPU makes quick (split reductions over
+millions of elements, long rows, misaligned and strided views)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fuselab.ir import GraphBuilder
+from fuselab.plan import unfused_plan
+from fuselab.plan.model import Template
+
+from cases import (Case, all_cases, elementwise_cases, reduction_cases, row_cases)
+from gpu_util import check_plan
+from graphs import layernorm, one_kernel, rmsnorm, softmax
+
+pytestmark = pytest.mark.gpu
+
+BIG = (elementwise_cases(shape=(1001, 257), bshape=(257,), seed=10)
+       + reduction_cases(layouts=[((1 << 22,), None), ((1 << 16, 96), 0), ((96, 1 << 16), 1),
+                                  ((16, 5000, 40), 1), ((7, 3000, 64), (0, 2))], seed=11)
+       + row_cases(cols_list=(1024, 4096, 16384, 70000), rows=300, seed=12))
+
+
+@pytest.mark.parametrize("case", all_cases() + BIG, ids=lambda c: c.id)
+def test_case_matches_numpy(case: Case):
+    for plan in case.plans:
+        check_plan(plan, case.inputs, case.rtol)
+
+
+def test_float16_modes():
+    """numpy mode equals NumPy's op-by-op half rounding (but where CUDA's and glibc's float
+    libm round a half differently); fast mode keeps float32 inside the kernel, so it is
+    closer to the exact result than NumPy is."""
+    from fuselab import runtime
+    from fuselab.codegen import CodegenOptions
+    from fuselab.interp import run_graph
+    b = GraphBuilder()
+    h = b.input("h", (1 << 20,), np.float16)
+    y = h
+    for op in ("exp", "sin", "sqrt", "log1p"):
+        y = b.elemwise("multiply", [b.elemwise(op, [b.elemwise("absolute", [y])]), b.const(1.5, np.float16)])
+    g = b.build([("y", y)])
+    x = np.random.default_rng(0).uniform(-2, 2, 1 << 20).astype(np.float16)
+    plan = one_kernel(g, Template.POINTWISE)
+    exact = runtime.execute(plan, {"h": x}, options=CodegenOptions(fp16_math="numpy"))["y"].get()
+    fast = runtime.execute(plan, {"h": x}, options=CodegenOptions(fp16_math="fast"))["y"].get()
+    want = run_graph(g, {"h": x})["y"]
+    assert np.mean(exact == want) > 0.99
+    z = x.astype(np.float64)
+    for op in (np.exp, np.sin, np.sqrt, np.log1p):
+        z = op(np.abs(z)) * 1.5
+    err_fast = np.abs(fast.astype(np.float64) - z).mean()
+    err_numpy = np.abs(want.astype(np.float64) - z).mean()
+    assert err_fast < err_numpy
+
+
+def test_misaligned_and_strided_inputs():
+    import cupy as cp
+    b = GraphBuilder()
+    x = b.input("x", (100_000,), np.float32)
+    y = b.elemwise("add", [x, b.const(1.0, np.float32)])
+    g = b.build([("y", y)])
+    base = cp.arange(100_001, dtype=cp.float32)
+    from fuselab import runtime
+    got = runtime.execute(one_kernel(g, Template.POINTWISE), {"x": base[1:]})["y"]   # 4-byte misaligned
+    cp.testing.assert_array_equal(got, base[1:] + 1)
+    strided = cp.arange(200_000, dtype=cp.float32)[::2]
+    got = runtime.execute(one_kernel(g, Template.POINTWISE), {"x": strided})["y"]
+    cp.testing.assert_array_equal(got, strided + 1)
+
+
+def test_argmax_nan_and_ties_follow_numpy():
+    b = GraphBuilder()
+    x = b.input("x", (64, 3000), np.float32)
+    g = b.build([("amax", b.reduce("argmax", x, axis=1)), ("amin", b.reduce("argmin", x, axis=0)),
+                 ("flat", b.reduce("argmax", x))])
+    v = np.random.default_rng(3).integers(0, 4, (64, 3000)).astype(np.float32)   # many ties
+    v[5, 17] = v[5, 2000] = np.nan
+    v[9, 2999] = np.nan
+    check_plan(unfused_plan(g), {"x": v})
+
+
+@pytest.mark.parametrize("make", [softmax, layernorm, rmsnorm], ids=lambda f: f.__name__)
+def test_row_kernels_at_benchmark_shapes(make):
+    g = make(1 << 12, 1024)
+    rng = np.random.default_rng(0)
+    inputs = {g.nodes[i].args["name"]: rng.standard_normal(g.nodes[i].shape).astype(np.float32) * 3
+              for i in g.input_ids}
+    check_plan(one_kernel(g, Template.ROW), inputs, 1e-4)
+    check_plan(unfused_plan(g), inputs, 1e-4)
+
+
+def test_int_semantics_division_shift_overflow():
+    rng = np.random.default_rng(1)
+    av = rng.integers(-2 ** 31, 2 ** 31, 4096).astype(np.int32)
+    av[:4] = [-2 ** 31, 7, -7, 0]
+    for ops, cv in [(("floor_divide", "remainder", "multiply", "add", "subtract"),
+                     rng.integers(-40, 40, 4096).astype(np.int32)),
+                    (("left_shift", "right_shift", "power"), rng.integers(0, 40, 4096).astype(np.int32))]:
+        cv[:4] = [-1, 0, 2, 0] if ops[0] == "floor_divide" else [1, 0, 33, 31]
+        b = GraphBuilder()
+        a, c = b.input("a", (4096,), np.int32), b.input("c", (4096,), np.int32)
+        g = b.build([(op, b.elemwise(op, [a, c])) for op in ops])
+        check_plan(one_kernel(g, Template.POINTWISE), {"a": av, "c": cv})
+
+
+def test_float_to_int_casts_out_of_range_follow_x86():
+    """NumPy leaves them undefined; on x86 (where NumPy runs) they give INT_MIN."""
+    b = GraphBuilder()
+    x = b.input("x", (6,), np.float64)
+    g = b.build([("i32", b.astype(x, np.int32)), ("i64", b.astype(x, np.int64))])
+    v = np.array([np.nan, np.inf, -np.inf, 3e10, -3e10, 2.7])
+    with np.errstate(invalid="ignore"):
+        check_plan(one_kernel(g, Template.POINTWISE), {"x": v}, twice=False)
+
+
+@pytest.mark.parametrize("tier", ["warp", "block", "smem", "looped"])
+@pytest.mark.parametrize("cols", [1000, 16384])
+def test_every_row_tier_on_the_gpu(tier, cols):
+    from fuselab import runtime
+    from fuselab.codegen import CodegenOptions
+    from fuselab.interp import run_graph
+    rng = np.random.default_rng(8)
+    for make in (softmax, layernorm, rmsnorm):
+        g = make(257, cols)
+        plan = one_kernel(g, Template.ROW)
+        inputs = {n: rng.uniform(-2, 2, g.nodes[i].shape).astype(np.float32)
+                  for n, i in zip(g.input_names(), g.input_ids)}
+        got = runtime.execute(plan, inputs, options=CodegenOptions(row_tier=tier))
+        check = runtime.compare(got, run_graph(g, inputs), 1e-4)
+        assert check.ok, check.worst
