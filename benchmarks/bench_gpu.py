@@ -209,7 +209,7 @@ def main() -> None:
             print(f"{w.name}: FAILED {type(e).__name__}: {e}", flush=True)
             continue
         rows.append(r)
-        print(f"{r['workload']}: auto {_ms(r["auto_s"])} ({100 * r['copy_fraction']:.0f}% of copy), "
+        print(f"{r['workload']}: auto {_ms(r['auto_s'])} ({100 * r['copy_fraction']:.0f}% of copy), "
               f"unfused {_ms(r['unfused_s'])}, eager {_ms(r['eager_s'])}, fuse {_ms(r['fuse_s'])}, "
               f"torch {_ms(r.get('torch_s'))} [{r['check']}] t={elapsed():.0f}s", flush=True)
         cp.get_default_memory_pool().free_all_blocks()
