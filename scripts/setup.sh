@@ -14,7 +14,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 PY=${PYTHON:-python3}
-extras="dev"
+# CuPy imports without a GPU, so the tests of cupy.fuse / cp.* tracing run everywhere;
+# with a driver, the CuPy build of its CUDA major version.
+extras="dev,cuda13"
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   cuda_major=$(nvidia-smi | sed -n 's/.*CUDA Version: \([0-9]*\).*/\1/p' | head -1)
   extras="dev,cuda${cuda_major:-13}"
