@@ -201,3 +201,25 @@ def test_random_toggle_sequences_give_legal_plans_or_reasons(case):
         runs(new)
         assert len(new.constraints.history) >= len(plan.constraints.history)
         plan = new
+
+
+def test_merging_two_ops_after_a_split_keeps_the_rest_apart():
+    import numpy as np
+    from fuselab.ir import GraphBuilder
+    from fuselab.plan import make_plan
+    b = GraphBuilder()
+    x = b.input("x", (1 << 16,), np.float32)
+    e = b.elemwise("exp", [x])
+    s = b.elemwise("sin", [e])
+    c = b.elemwise("cos", [s])
+    t = b.elemwise("tanh", [c])
+    g = b.build([("y", t)])
+    e, s, c, t = 1, 2, 3, 4
+    plan = make_plan(g, "auto")
+    assert len(plan.kernels) == 1
+    split = plan.split(("k", 0))
+    assert len(split.kernels) == 4
+    merged = split.fuse(e, s)
+    assert len(merged.kernels) == 3
+    assert merged.kernel_of[e] == merged.kernel_of[s]
+    assert len({merged.kernel_of[e], merged.kernel_of[c], merged.kernel_of[t]}) == 3

@@ -132,8 +132,14 @@ def fuse(plan: Plan, *targets: Any) -> Plan:
     notes = []
     apart = []
     for a in plan.constraints.apart:
-        if len(a & T) >= 2:
-            notes.append(f"dropped the earlier 'keep apart' of {an.refs(sorted(a))}: this fuse replaces it")
+        both = a & T
+        if len(both) >= 2:
+            # keep every other pair of the earlier split apart: only the pairs this fuse
+            # joins are released, so "split, then merge two" does not undo the whole split
+            apart.extend(frozenset((p, q)) for p in a for q in a
+                         if p < q and not (p in T and q in T))
+            notes.append(f"no longer keeping {an.refs(sorted(both))} apart: this fuse replaces "
+                         "that part of an earlier split")
         else:
             apart.append(a)
     c = Constraints(plan.constraints.together + (T,), tuple(apart),
