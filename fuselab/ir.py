@@ -411,4 +411,4 @@ def _reinfer(b: GraphBuilder, n: Node) -> Aval | None:
         idx = b.reduce(n.op, n.inputs[0], None if a["flat"] else a["axes"], a["keepdims"], a["dtype"])
     else:
         return None
-    return b.nodes[idx].aval if idx >= len(b.nodes) - 1 or idx in n.inputs else b.nodes[idx].aval
+    return b.nodes[idx].aval

@@ -89,7 +89,6 @@ _UFUNC_REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": 
 
 def dispatch_function(ctx: TraceContext, func: Any, args: Sequence[Any], kwargs: dict):
     name = func.__name__
-    mod = getattr(func, "__module__", "") or ""
     qual = _qualname(func)
     handler = HANDLERS.get(qual) or (HANDLERS.get(name) if "." not in qual else None)
     if handler is not None:
@@ -117,9 +116,7 @@ def generic_opaque(ctx: TraceContext, path: str, args: Sequence[Any], kwargs: Ma
 
     Array arguments (top level or in a list/tuple) become graph edges; everything else is
     passed through as a static argument."""
-    slots: list[Any] = []      # per argument: None (array slot) or the static value
     arrays: list[int] = []
-    structure: list[Any] = []
 
     def lift(v):
         if isinstance(v, Tracer) or is_array(v):

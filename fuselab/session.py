@@ -15,18 +15,10 @@ import numpy as np
 from .errors import BackendError, FuselabError
 from .ir import Graph
 from .plan import Plan, make_plan, unfused_plan
+from .runtime.verify import Check  # plain data; importing it loads no CuPy
 from .trace import TraceResult
 
 BACKENDS = ("auto", "cuda", "cpu")
-
-
-@dataclass(frozen=True)
-class Check:
-    """Outputs of a plan compared with the unfused / reference run."""
-
-    ok: bool
-    worst: str = ""                 # the output with the largest error, and by how much
-    details: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -192,9 +184,8 @@ class Session:
         """Run the current plan; outputs as the cell's array module gives them."""
         if self.backend == "cuda":
             from . import runtime
-            outs, check = runtime.execute_checked(self.plan, self.unfused, self.traced.inputs,
-                                                  options=self.codegen_options)
-            self.check = Check(check.ok, check.worst, tuple(check.details))
+            outs, self.check = runtime.execute_checked(self.plan, self.unfused, self.traced.inputs,
+                                                       options=self.codegen_options)
             if self.traced.array_module == "numpy":
                 outs = {k: v.get() if hasattr(v, "get") else v for k, v in outs.items()}
         else:

@@ -199,19 +199,11 @@ def _opaque_ufunc(ctx: TraceContext, xp_name: str, ops: Sequence[int | Weak], kw
     consts = [o.value if isinstance(o, Weak) else None for o in ops]
     arrays = [o for o in ops if not isinstance(o, Weak)]
 
-    def call(xp, *vals, **kw):
+    def call(xp, *vals):
         it = iter(vals)
-        full = [c if c is not None else next(it) for c in consts]
-        return getattr(xp, xp_name)(*full)
+        return getattr(xp, xp_name)(*[c if c is not None else next(it) for c in consts])
 
-    return opaque_call(ctx, OpaqueFn(xp_name, call), arrays,
-                       lambda *a: getattr(np, xp_name)(*[c if c is not None else x for c, x in
-                                                         zip(consts, _fill(consts, a))]))
-
-
-def _fill(consts, arrays):
-    it = iter(arrays)
-    return [None if c is not None else next(it) for c in consts]
+    return opaque_call(ctx, OpaqueFn(xp_name, call), arrays, lambda *a: call(np, *a))
 
 
 # ---------------------------------------------------------------------------

@@ -16,8 +16,7 @@ def nvrtc_compile(codes: Sequence[KernelCode | OpaqueCall], arch: str = "sm_90")
     """Compile every kernel: all in one NVRTC call (each in its own namespace), and one
     by one only to report the failing kernel with its own numbered source."""
     kernels = [c for c in codes if isinstance(c, KernelCode)]
-    if not kernels:
-        return []
+    assert kernels, "no CUDA kernel was generated: nothing would be compiled"
     unique = {c.source: c for c in kernels}
     names = [c.name for c in unique.values()]
     if len(set(names)) == len(names) and len(unique) > 1:
