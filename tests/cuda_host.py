@@ -37,13 +37,23 @@ inline float fl_from_half(fl_half h) { _Float16 v; std::memcpy(&v, &h.bits, 2); 
 inline fl_half fl_to_half(float f) { _Float16 v = _Float16(f); fl_half h; std::memcpy(&h.bits, &v, 2); return h; }
 inline fl_half fl_to_half(double d) { _Float16 v = _Float16(d); fl_half h; std::memcpy(&h.bits, &v, 2); return h; }
 """
+# NumPy's float16 arithmetic: computed in float, rounded once to half.
+_HOST_HALF_OPS = """
+inline fl_half fl_half_bits(unsigned short b) { fl_half h; h.bits = b; return h; }
+inline fl_half fl_hadd(fl_half a, fl_half b) { return fl_to_half(fl_from_half(a) + fl_from_half(b)); }
+inline fl_half fl_hsub(fl_half a, fl_half b) { return fl_to_half(fl_from_half(a) - fl_from_half(b)); }
+inline fl_half fl_hmul(fl_half a, fl_half b) { return fl_to_half(fl_from_half(a) * fl_from_half(b)); }
+inline fl_half fl_hneg(fl_half a) { return fl_half_bits(a.bits ^ 0x8000u); }
+inline fl_half fl_habs(fl_half a) { return fl_half_bits(a.bits & 0x7fffu); }
+"""
 _EXTERN_SHARED = re.compile(r"extern __shared__ (?:__align__\(\d+\) )?([\w ]+?) (\w+)\[\];")
 
 
 def host_source(code: KernelCode) -> str:
-    """The kernel's source with its two device-only pieces swapped for host ones: the
-    float16 conversions (PTX asm) and dynamic shared memory."""
+    """The kernel's source with its device-only pieces swapped for host ones: the
+    float16 conversions and arithmetic (PTX asm) and dynamic shared memory."""
     src = code.source.replace(SNIPPETS[0].code.strip(), _HOST_HALF.strip())
+    src = src.replace(SNIPPETS[1].code.strip(), _HOST_HALF_OPS.strip())
     src = src.replace('extern "C" __global__', "__global__")   # C++ names: units stay apart
     return _EXTERN_SHARED.sub(r"\1* \2 = reinterpret_cast<\1*>(fl_host::dynamic_smem.data());", src)
 

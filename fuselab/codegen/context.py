@@ -16,7 +16,15 @@ from .types import storage_type
 # Grid sizes. Blocks enough for many waves, so that the last, partial wave costs little
 # whatever occupancy the compiler's register use allows; grid-stride loops cover the rest.
 GRID_BLOCKS_PER_SM = 256   # cap of grid-stride grids (one block per 256 threads of work below it)
-SPLIT_BLOCKS_PER_SM = 64   # target when a reduction splits its reduced range across blocks
+SPLIT_BLOCKS_PER_SM = 64   # grid of the block-per-row row kernels (rows looped over)
+# Split reductions: blocks that each reduce a long run and leave one partial, which the
+# last block to finish combines. Few waves of long-running blocks beat many short ones.
+# Measured on the H200 (2026-11-30, interleaved timings, float32):
+# - whole-array sums (2^28): 16 per SM 251.7 us; 8: 257.4; 32: 255.9; 64: 267.5;
+# - column means (2^18 x 1024): exactly one wave of resident 256-thread blocks (8 per SM)
+#   257.0 us; 16-64 per SM 283-300 us; 4 per SM 289 us.
+REDUCE_SPLIT_BLOCKS_PER_SM = 16
+COLUMN_BLOCKS_PER_SM = 8
 
 
 @dataclass
@@ -55,6 +63,12 @@ class KernelContext:
 
     def split_target(self) -> int:
         return self.options.sm_count * SPLIT_BLOCKS_PER_SM
+
+    def reduce_split_target(self) -> int:
+        return self.options.sm_count * REDUCE_SPLIT_BLOCKS_PER_SM
+
+    def column_split_target(self) -> int:
+        return self.options.sm_count * COLUMN_BLOCKS_PER_SM
 
     def index_type(self, *extra_sizes: int) -> str:
         """32-bit unsigned index math when every array and loop fits, else 64-bit."""

@@ -13,7 +13,7 @@ from typing import Sequence
 
 from . import index as ix
 from .context import KernelContext
-from .emit import ValueEmitter, arange_expr, array_name, indent, to_storage
+from .emit import ValueEmitter, arange_expr, array_name, indent
 from .types import is_half, register_type, storage_type
 
 
@@ -57,16 +57,21 @@ def build(ctx: KernelContext, coords: Sequence[ix.Affine], stored: Sequence[int]
     loads: dict[tuple[int, ix.Affine], Load] = {}
     converted: dict[tuple[int, ix.Affine], str] = {}
 
-    def load(nid: int, offset: ix.Affine) -> str:
+    def load_raw(nid: int, offset: ix.Affine) -> str:
+        """The parameter holding the element as stored (float16: its bits)."""
         key = (nid, offset)
         if key not in loads:
             base = array_name(g, nid)
-            half = is_half(g.nodes[nid].dtype)
-            loads[key] = Load(nid, offset, ctx.names.fresh(f"{base}_h" if half else base))
-            if half:  # convert once, at the top
-                converted[key] = ctx.names.fresh(base)
-                em.emit(f"const float {converted[key]} = fl_from_half({loads[key].param});")
-        return converted.get(key, loads[key].param)
+            loads[key] = Load(nid, offset, ctx.names.fresh(f"{base}_h" if is_half(g.nodes[nid].dtype) else base))
+        return loads[key].param
+
+    def load(nid: int, offset: ix.Affine) -> str:
+        param = load_raw(nid, offset)
+        key = (nid, offset)
+        if is_half(g.nodes[nid].dtype) and key not in converted:  # convert once, at the top
+            converted[key] = ctx.names.fresh(array_name(g, nid))
+            em.emit(f"const float {converted[key]} = fl_from_half({param});")
+        return converted.get(key, param)
 
     def from_index(nid: int, idx: ix.Affine) -> str:
         key = (nid, idx)
@@ -75,14 +80,12 @@ def build(ctx: KernelContext, coords: Sequence[ix.Affine], stored: Sequence[int]
         return loads[key].param
 
     em = ValueEmitter(g, ctx.kernel.nodes, ctx.kernel.inputs, ctx.options, ctx.names, load,
-                      index_value=from_index)
+                      index_value=from_index, load_half=load_raw)
     out_stored = {o: ctx.names.fresh(array_name(g, o)) for o in stored}
     out_computed = {c: ctx.names.fresh(f"v{c}_out") for c in computed}
     tail = []
     for o in stored:
-        n = g.nodes[o]
-        v = em.value(o, coords)
-        tail.append(f"{out_stored[o]} = {to_storage(n.dtype, v)};")
+        tail.append(f"{out_stored[o]} = {em.stored(o, coords)};")
     for c in computed:
         v = em.value(c, coords)
         tail.append(f"{out_computed[c]} = {v};")

@@ -22,6 +22,16 @@ from .types import cast_tag, is_half, literal, register_type, storage_type
 
 Coords = tuple[ix.Affine, ...]
 LoadFn = Callable[[int, ix.Affine], str]
+HalfLoadFn = Callable[[int, ix.Affine], "str | None"]   # None: not available raw
+
+# float16 ops computed natively in half (PTX add/sub/mul.rn.f16, neg, abs) in "numpy"
+# mode. Each is bit-equal to NumPy's float32-compute-then-round: a product of two halves
+# is exact in float32, and for + - the double rounding float32 -> half is innocuous
+# because 24 >= 2 * 11 + 2 (Figueroa); neg and abs are exact. Native ops skip the two
+# conversions per op that otherwise make a float16 chain conversion-bound.
+NATIVE_HALF = {"add": "fl_hadd({0}, {1})", "subtract": "fl_hsub({0}, {1})",
+               "multiply": "fl_hmul({0}, {1})", "square": "fl_hmul({0}, {0})",
+               "negative": "fl_hneg({0})", "absolute": "fl_habs({0})", "positive": "{0}"}
 
 
 def _reserved() -> frozenset[str]:
@@ -88,7 +98,8 @@ def to_storage(dtype: np.dtype, value: str) -> str:
 class ValueEmitter:
     def __init__(self, graph: Graph, nodes: Sequence[int], inputs: Sequence[int],
                  options: CodegenOptions, names: Names, load: LoadFn,
-                 fixed: Mapping[int, str] | None = None, index_value: LoadFn | None = None) -> None:
+                 fixed: Mapping[int, str] | None = None, index_value: LoadFn | None = None,
+                 load_half: HalfLoadFn | None = None) -> None:
         self.graph = graph
         self.nodes = frozenset(nodes)
         self.inputs = frozenset(inputs)
@@ -98,8 +109,11 @@ class ValueEmitter:
         self.fixed: dict[int, str] = dict(fixed or {})
         # values computed from the index alone (arange); None: emit them in place
         self.index_value = index_value
+        # the raw float16 bits of an input element, when the template can give them
+        self.load_half = load_half
         self.lines: list[tuple[int, str]] = []   # (node id, statement); -1: loads
         self._memo: dict[tuple[int, Coords], str] = {}
+        self._half_memo: dict[tuple[int, Coords], str] = {}
 
     def emit(self, line: str, node: int = -1) -> None:
         self.lines.append((node, line))
@@ -114,6 +128,7 @@ class ValueEmitter:
     def forget(self) -> None:
         """Start a new scope: values computed so far are no longer visible."""
         self._memo.clear()
+        self._half_memo.clear()
 
     # -- values --------------------------------------------------------------
     def value(self, nid: int, coords: Coords) -> str:
@@ -127,6 +142,62 @@ class ValueEmitter:
         self._memo[key] = expr
         return expr
 
+    def stored(self, nid: int, coords: Coords) -> str:
+        """The value of `nid` as stored in memory (float16: its bits)."""
+        if is_half(self.graph.nodes[nid].dtype) and self.options.fp16_math == "numpy":
+            return self.half_value(nid, coords)
+        return to_storage(self.graph.nodes[nid].dtype, self.value(nid, coords))
+
+    def half_value(self, nid: int, coords: Coords) -> str:
+        """The float16 bits (an `fl_half`) of a float16 node, in "numpy" mode where every
+        float16 value is a half: computed natively where the op allows, loaded raw, or
+        the float value rounded (exactly: it already is a half)."""
+        key = (nid, tuple(coords))
+        hit = self._half_memo.get(key)
+        if hit is not None:
+            return hit
+        n = self.graph.nodes[nid]
+        if nid in self.fixed:
+            expr = f"fl_to_half({self.fixed[nid]})"
+        elif nid in self.inputs and self.load_half is not None and \
+                (raw := self.load_half(nid, ix.linearize(coords, n.shape))) is not None:
+            expr = raw
+        elif n.op in ("const", "full") and nid in self.nodes:
+            expr = half_literal(n.args["value"], n.dtype)
+        elif n.kind is Kind.INJECTIVE and nid in self.nodes:
+            expr = self.half_value(n.inputs[0], self._view_coords(n, coords))
+        elif self._native_half(n):
+            ops = [self._half_operand(n, k, coords) for k in range(len(n.inputs))]
+            expr = self.names.fresh(f"v{nid}_h")
+            self.emit(f"const fl_half {expr} = {NATIVE_HALF[n.op].format(*ops)};{comment(n)}", nid)
+        elif self._half_first(n):
+            # computed in float, rounded once: the float value, if wanted, is read back
+            expr = self.names.fresh(f"v{nid}_h")
+            self.emit(f"const fl_half {expr} = fl_to_half({unwrap(self._elemwise_expr(n, coords))});"
+                      f"{comment(n)}", nid)
+        else:
+            expr = self.names.fresh(f"v{nid}_h")
+            self.emit(f"const fl_half {expr} = fl_to_half({self.value(nid, coords)});", nid)
+        self._half_memo[key] = expr
+        return expr
+
+    def _half_first(self, n: Node) -> bool:
+        """A float16 op of a float16 loop in "numpy" mode: its half is its value (the
+        float one, where a reader needs it, is converted from the half)."""
+        return (n.kind is Kind.ELEMWISE and self.options.fp16_math == "numpy" and is_half(n.dtype)
+                and n.op != "astype" and is_half(n.args["ctype"]))
+
+    def _native_half(self, n: Node) -> bool:
+        return (n.op in NATIVE_HALF and self._half_first(n)
+                and all(is_half(self.graph.nodes[i].dtype) for i in n.inputs))
+
+    def _half_operand(self, n: Node, k: int, coords: Coords) -> str:
+        src_id = n.inputs[k]
+        src = self.graph.nodes[src_id]
+        if src.op in ("const", "full") and src_id not in self.fixed:
+            return half_literal(src.args["value"], src.dtype)
+        return self.half_value(src_id, ix.broadcast(coords, n.shape, src.shape))
+
     def _value(self, nid: int, coords: Coords) -> str:
         n = self.graph.nodes[nid]
         if nid in self.inputs:
@@ -139,6 +210,10 @@ class ValueEmitter:
             return self._arange(nid, n, coords[0])
         if n.kind is Kind.INJECTIVE:
             return self.value(n.inputs[0], self._view_coords(n, coords))
+        if self._half_first(n):
+            name = self.names.fresh(f"v{nid}")
+            self.emit(f"const float {name} = fl_from_half({self.half_value(nid, coords)});", nid)
+            return name
         if n.kind is Kind.ELEMWISE:
             return self._elemwise(nid, n, coords)
         raise CodegenError(f"%{nid} ({n.op}) cannot be computed element by element here")
@@ -165,18 +240,21 @@ class ValueEmitter:
         v = self.value(src_id, ix.broadcast(coords, n.shape, src.shape))
         return v if src.dtype == ctype else f"fl_cast<{cast_tag(ctype)}>({v})"
 
+    def _elemwise_expr(self, n: Node, coords: Coords) -> str:
+        """The op's expression over its operands cast to the loop type (not rounded)."""
+        ctype = np.dtype(n.args["ctype"])
+        ops = []
+        for k in range(len(n.inputs)):
+            # where's condition stays bool; every other operand is cast to the loop type
+            want = np.dtype(bool) if (n.op == "where" and k == 0) else ctype
+            ops.append(self._operand(n, k, coords, want))
+        return n.opdef.cuda.format(*ops)
+
     def _elemwise(self, nid: int, n: Node, coords: Coords) -> str:
-        opdef = n.opdef
         if n.op == "astype":
-            expr = opdef.cuda.format(self.value(n.inputs[0], coords), T=cast_tag(n.dtype))
+            expr = n.opdef.cuda.format(self.value(n.inputs[0], coords), T=cast_tag(n.dtype))
         else:
-            ctype = np.dtype(n.args["ctype"])
-            ops = []
-            for k in range(len(n.inputs)):
-                # where's condition stays bool; every other operand is cast to the loop type
-                want = np.dtype(bool) if (n.op == "where" and k == 0) else ctype
-                ops.append(self._operand(n, k, coords, want))
-            expr = opdef.cuda.format(*ops)
+            expr = self._elemwise_expr(n, coords)
             if is_half(n.dtype) and self.options.fp16_math == "numpy":
                 expr = f"fl_cast<fl_half>({unwrap(expr)})"  # NumPy rounds every float16 op to half
         name = self.names.fresh(f"v{nid}")
@@ -209,6 +287,12 @@ def arange_expr(n: Node, i: str) -> str:
     delta = int(second) - int(first)
     return (f"static_cast<{storage_type(dt)}>({int(first) % 2 ** 64}ULL + "
             f"static_cast<unsigned long long>({i}) * {delta % 2 ** 64}ULL)")
+
+
+def half_literal(value: object, dtype: np.dtype) -> str:
+    """A float16 constant as its bits, cast as NumPy casts the scalar (see _operand)."""
+    bits = int(np.asarray(value, dtype).astype(np.float16).view(np.uint16))
+    return f"fl_half_bits(0x{bits:04x}u)"
 
 
 def unwrap(expr: str) -> str:

@@ -46,6 +46,29 @@ __device__ __forceinline__ fl_half fl_to_half(double d) {  // one rounding, as N
     return h;
 }
 """),
+    Snippet(('fl_half_bits', 'fl_hadd', 'fl_hsub', 'fl_hmul', 'fl_hneg', 'fl_habs'), r"""
+// float16 arithmetic in half itself, each op rounded once to nearest even: what NumPy
+// gets by computing in float32 and rounding (exact or innocuous double rounding). The
+// explicit .rn keeps the compiler from contracting a multiply and an add into an fma.
+__device__ __forceinline__ fl_half fl_half_bits(unsigned short b) { fl_half h; h.bits = b; return h; }
+__device__ __forceinline__ fl_half fl_hadd(fl_half a, fl_half b) {
+    fl_half r;
+    asm("add.rn.f16 %0, %1, %2;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits));
+    return r;
+}
+__device__ __forceinline__ fl_half fl_hsub(fl_half a, fl_half b) {
+    fl_half r;
+    asm("sub.rn.f16 %0, %1, %2;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits));
+    return r;
+}
+__device__ __forceinline__ fl_half fl_hmul(fl_half a, fl_half b) {
+    fl_half r;
+    asm("mul.rn.f16 %0, %1, %2;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits));
+    return r;
+}
+__device__ __forceinline__ fl_half fl_hneg(fl_half a) { return fl_half_bits(a.bits ^ 0x8000u); }
+__device__ __forceinline__ fl_half fl_habs(fl_half a) { return fl_half_bits(a.bits & 0x7fffu); }
+"""),
     Snippet(('fl_inf', 'fl_nan'), r"""
 template <class T> __device__ __forceinline__ T fl_inf();
 template <> __device__ __forceinline__ float fl_inf<float>() { return __int_as_float(0x7f800000); }

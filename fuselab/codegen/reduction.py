@@ -25,7 +25,7 @@ from . import element
 from . import index as ix
 from .accum import Accumulator, accumulator, functors
 from .context import KernelContext
-from .emit import ValueEmitter, array_name, indent, load_expr, to_storage
+from .emit import ValueEmitter, array_name, indent, load_expr
 from .model import CodegenError, KernelCode
 from .types import ctype_size, register_type, storage_type
 
@@ -156,9 +156,8 @@ def _epilogue(ctx: KernelContext, p: _Problem, accs: list[Accumulator], out: ix.
     holder.append(em)
     stores = []
     for o in p.epilogue_out:
-        n = g.nodes[o]
-        v = em.value(o, ix.delinearize(ix.Affine.of(out), n.shape))
-        stores.append(f"{ctx.out_ptr[o]}[{out.name}] = {to_storage(n.dtype, v)};")
+        v = em.stored(o, ix.delinearize(ix.Affine.of(out), g.nodes[o].shape))
+        stores.append(f"{ctx.out_ptr[o]}[{out.name}] = {v};")
     return lines + em.take_lines() + stores
 
 
@@ -232,7 +231,7 @@ def _inner(ctx: KernelContext, p: _Problem) -> KernelCode:
     block_mode = group == 32 and K * 32 < threads_wanted
     splits = 1
     if block_mode:
-        splits = max(1, min(ix.ceil_div(ctx.split_target(), max(K, 1)), R // MIN_PER_BLOCK))
+        splits = max(1, min(ix.ceil_div(ctx.reduce_split_target(), max(K, 1)), R // MIN_PER_BLOCK))
     chunk = ix.ceil_div(ix.ceil_div(R, splits), width) * width   # elements per split, whole vectors
 
     # The loop over this thread's elements of one output: r from `lo` to `hi`, step `step`.
@@ -411,7 +410,7 @@ def _column(ctx: KernelContext, p: _Problem) -> KernelCode:
     tile = 32 * width
     tiles = ix.ceil_div(K2, tile)
     base_blocks = K1 * tiles
-    splits = max(1, min(ix.ceil_div(ctx.split_target(), max(base_blocks, 1)), R // (ROWS * 16)))
+    splits = max(1, min(ix.ceil_div(ctx.column_split_target(), max(base_blocks, 1)), R // (ROWS * 16)))
     chunk = ix.ceil_div(R, splits)
     grid = base_blocks * splits if K else 0
     strategy = (f"column: {tile} kept elements per block, {ROWS} rows of threads"

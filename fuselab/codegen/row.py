@@ -33,7 +33,7 @@ from ..ops import Kind
 from . import index as ix
 from .accum import Accumulator, accumulator, functors
 from .context import KernelContext
-from .emit import Names, ValueEmitter, array_name, indent, load_expr, to_storage
+from .emit import Names, ValueEmitter, array_name, indent, load_expr
 from .model import CodegenError, KernelCode
 from .types import ctype_size, is_half, register_type, storage_type
 
@@ -229,8 +229,13 @@ class _RowCode:
                 seen[key] = name
             return seen[key]
 
+        def load_half(nid: int, offset: ix.Affine) -> str | None:
+            if nid in self.pack_name and offset in (self.canonical, self.column):
+                return f"{self.pack_name[nid]}.v[p]" if self.lay.pack > 1 else self.pack_name[nid]
+            return None
+
         em = ValueEmitter(ctx.graph, ctx.kernel.nodes, ctx.kernel.inputs, ctx.options, ctx.names, load,
-                          self.fixed)
+                          self.fixed, load_half=load_half)
         holder.append(em)
         return em
 
@@ -274,14 +279,13 @@ class _RowCode:
                     body += em.take_lines() + [self.accs[r].step(v, "col")]
         else:
             for o in self.p.full_out:
-                v = em.value(o, self.full)
+                v = em.stored(o, self.full)
                 body += em.take_lines()
-                n = g.nodes[o]
                 if P > 1:
                     store_vecs[o] = self.ctx.names.fresh(f"{array_name(g, o)}_pk")
-                    body.append(f"{store_vecs[o]}.v[p] = {to_storage(n.dtype, v)};")
+                    body.append(f"{store_vecs[o]}.v[p] = {v};")
                 else:
-                    body.append(f"{self.ctx.out_ptr[o]}[row * {self.p.cols} + col] = {to_storage(n.dtype, v)};")
+                    body.append(f"{self.ctx.out_ptr[o]}[row * {self.p.cols} + col] = {v};")
         if not any(re.search(r"\bcol\b", line) for line in body[1:]):
             body = body[1:]  # the column index is only needed by argmax and strided loads
         used = [n for n in cached if any(re.search(rf"\b{self.pack_name[n]}\b", line) for line in body)]
@@ -354,10 +358,9 @@ class _RowCode:
         em = self._emitter()
         lines = []
         for o in self.p.row_out:
-            n = g.nodes[o]
-            v = em.value(o, ix.delinearize(ix.Affine.of(self.row_v), n.shape))
+            v = em.stored(o, ix.delinearize(ix.Affine.of(self.row_v), g.nodes[o].shape))
             lines += em.take_lines()
-            lines.append(f"{self.ctx.out_ptr[o]}[row] = {to_storage(n.dtype, v)};")
+            lines.append(f"{self.ctx.out_ptr[o]}[row] = {v};")
         first = "lane == 0 && active" if self.lay.tier == "warp" else "threadIdx.x == 0"
         return [f"if ({first}) {{", *indent(lines, 1), "}"]
 

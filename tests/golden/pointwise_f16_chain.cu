@@ -24,62 +24,27 @@ __device__ __forceinline__ fl_half fl_to_half(double d) {  // one rounding, as N
     return h;
 }
 
-// Type traits (NVRTC has no <type_traits> without headers).
-template <class T> struct fl_unsigned { typedef T type; };
-template <> struct fl_unsigned<signed char> { typedef unsigned char type; };
-template <> struct fl_unsigned<short> { typedef unsigned short type; };
-template <> struct fl_unsigned<int> { typedef unsigned int type; };
-template <> struct fl_unsigned<long long> { typedef unsigned long long type; };
-template <class T> struct fl_is_float { static constexpr bool value = false; };
-template <> struct fl_is_float<float> { static constexpr bool value = true; };
-template <> struct fl_is_float<double> { static constexpr bool value = true; };
-template <class T> struct fl_is_signed { static constexpr bool value = T(-1) < T(0); };
-template <> struct fl_is_signed<bool> { static constexpr bool value = false; };
-template <class T> struct fl_is_bool { static constexpr bool value = false; };
-template <> struct fl_is_bool<bool> { static constexpr bool value = true; };
-
-// Float to integer as x86's truncating conversions, which NumPy uses: NaN and values
-// out of range give the smallest integer (NumPy leaves them undefined and warns).
-template <class F> __device__ __forceinline__ int fl_f2i32(F x) {
-    return (x > F(-2147483649.0) && x < F(2147483648.0)) ? static_cast<int>(x) : (-2147483647 - 1);
+// float16 arithmetic in half itself, each op rounded once to nearest even: what NumPy
+// gets by computing in float32 and rounding (exact or innocuous double rounding). The
+// explicit .rn keeps the compiler from contracting a multiply and an add into an fma.
+__device__ __forceinline__ fl_half fl_half_bits(unsigned short b) { fl_half h; h.bits = b; return h; }
+__device__ __forceinline__ fl_half fl_hadd(fl_half a, fl_half b) {
+    fl_half r;
+    asm("add.rn.f16 %0, %1, %2;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits));
+    return r;
 }
-template <class F> __device__ __forceinline__ long long fl_f2i64(F x) {
-    return (x >= F(-9223372036854775808.0) && x < F(9223372036854775808.0))
-        ? static_cast<long long>(x) : (-9223372036854775807LL - 1);
+__device__ __forceinline__ fl_half fl_hsub(fl_half a, fl_half b) {
+    fl_half r;
+    asm("sub.rn.f16 %0, %1, %2;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits));
+    return r;
 }
-// The register type of a dtype's storage type: float16 computes in float.
-template <class T> struct fl_reg { typedef T type; };
-template <> struct fl_reg<fl_half> { typedef float type; };
-template <class To, class From> struct fl_caster {
-    static __device__ __forceinline__ To apply(From x) {
-        if constexpr (fl_is_float<From>::value && !fl_is_float<To>::value) {
-            if constexpr (sizeof(To) == 8 && !fl_is_signed<To>::value) {
-                return x < From(9223372036854775808.0)
-                    ? static_cast<To>(fl_f2i64(x))
-                    : static_cast<To>(fl_f2i64(x - From(9223372036854775808.0))) ^ (1ULL << 63);
-            } else if constexpr (sizeof(To) == 8 || (sizeof(To) == 4 && !fl_is_signed<To>::value)) {
-                return static_cast<To>(fl_f2i64(x));
-            } else {
-                return static_cast<To>(fl_f2i32(x));
-            }
-        } else {
-            return static_cast<To>(x);
-        }
-    }
-};
-template <class From> struct fl_caster<bool, From> {
-    static __device__ __forceinline__ bool apply(From x) { return x != From(0); }
-};
-template <class From> struct fl_caster<fl_half, From> {
-    static __device__ __forceinline__ float apply(From x) {
-        if constexpr (sizeof(From) == 8 && fl_is_float<From>::value) return fl_from_half(fl_to_half(x));
-        else return fl_from_half(fl_to_half(static_cast<float>(x)));
-    }
-};
-// NumPy's astype / loop casts: fl_cast<fl_half>(x) rounds to half and keeps a float.
-template <class To, class From> __device__ __forceinline__ typename fl_reg<To>::type fl_cast(From x) {
-    return fl_caster<To, From>::apply(x);
+__device__ __forceinline__ fl_half fl_hmul(fl_half a, fl_half b) {
+    fl_half r;
+    asm("mul.rn.f16 %0, %1, %2;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits));
+    return r;
 }
+__device__ __forceinline__ fl_half fl_hneg(fl_half a) { return fl_half_bits(a.bits ^ 0x8000u); }
+__device__ __forceinline__ fl_half fl_habs(fl_half a) { return fl_half_bits(a.bits & 0x7fffu); }
 
 // N contiguous elements moved as one 1-16 byte access (16 bytes: a single LDG.128).
 template <class T, int N> struct alignas(sizeof(T) * N) fl_vec { T v[N]; };
@@ -107,10 +72,10 @@ typedef unsigned int index_t;
 // One element of k0_exp_mul_add: the fused ops in program order.
 __device__ __forceinline__ void k0_exp_mul_add_element(const fl_half h_h, fl_half& y) {
     const float h = fl_from_half(h_h);
-    const float v1 = fl_cast<fl_half>(exp(h));  // line 1: y = np.exp(h) * 2 + h
-    const float v3 = fl_cast<fl_half>(v1 * 2.0f);  // line 1: y = np.exp(h) * 2 + h
-    const float v4 = fl_cast<fl_half>(v3 + h);  // line 1: y = np.exp(h) * 2 + h
-    y = fl_to_half(v4);
+    const fl_half v1_h = fl_to_half(exp(h));  // line 1: y = np.exp(h) * 2 + h
+    const fl_half v3_h = fl_hmul(v1_h, fl_half_bits(0x4000u));  // line 1: y = np.exp(h) * 2 + h
+    const fl_half v4_h = fl_hadd(v3_h, h_h);  // line 1: y = np.exp(h) * 2 + h
+    y = v4_h;
 }
 
 extern "C" __global__ void __launch_bounds__(256) k0_exp_mul_add(const fl_half* __restrict__ in_h, fl_half* __restrict__ out_y) {
