@@ -197,3 +197,22 @@ def test_zero_size_and_scalar_outputs():
     g = b.build([("s", s), ("t", t), ("e", b.elemwise("exp", [x]))])
     out = runtime.execute(unfused_plan(g), {"x": np.zeros((0, 3), np.float32)})
     assert out["s"].get().tolist() == [0, 0, 0] and float(out["t"]) == 0 and out["e"].shape == (0, 3)
+
+
+def test_time_interleaved_alternates_rounds_and_times_every_contender():
+    import cupy as cp
+    from fuselab.runtime.timing import time_interleaved
+    calls: list[str] = []
+    a = cp.ones(1 << 20, cp.float32)
+
+    def fn(label):
+        def run():
+            calls.append(label)
+            cp.multiply(a, 2.0)
+        return run
+    timed = time_interleaved({"A": fn("A"), "B": fn("B")}, repeats=6, rounds=3, warmup=1,
+                             bytes_moved={"A": a.nbytes})
+    assert calls[:2] == ["A", "B"]                        # warm-up: each once
+    assert calls[2:] == (["A"] * 2 + ["B"] * 2) * 3       # three rounds of two each
+    assert timed["A"].repeats == timed["B"].repeats == 6
+    assert timed["A"].median_s > 0 and timed["A"].gbps > 0 and timed["B"].bytes_moved == 0

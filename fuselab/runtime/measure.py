@@ -8,7 +8,7 @@ from ..codegen.model import CodegenOptions
 from ..interp import run_graph
 from ..plan.model import Plan
 from .launch import Executable, synchronize
-from .timing import GraphReplay, Timing, per_kernel_times, time_gpu
+from .timing import GraphReplay, Timing, per_kernel_times, time_interleaved
 from .verify import Check, compare
 
 REPLAY_BELOW_S = 200e-6   # cells faster than this are launch-bound: time a CUDA graph replay too
@@ -108,21 +108,23 @@ def measure(plan: Plan, unfused: Plan | None, inputs: Mapping[str, Any], repeats
     check = compare(outs, ref)
     del outs, ref
     nbytes = cell_bytes(plan)
-    say("timing the plan")
-    t_plan = time_gpu(lambda: exe.run(env=env), f"fuselab {plan.strategy}", repeats, bytes_moved=nbytes)
+    # timed in alternating rounds, so that drift of the GPU's clocks favours none of them
+    plan_label = f"fuselab {plan.strategy}"
+    fns: dict[str, Callable[[], Any]] = {plan_label: lambda: exe.run(env=env)}
+    if ref_exe is not None:
+        fns["unfused"] = lambda: ref_exe.run(env=env)
+    if eager:
+        fns["eager CuPy"] = lambda: run_graph(plan.graph, named, cupy)
+    say("timing " + ", ".join(fns))
+    timed = time_interleaved(fns, repeats, bytes_moved={k: nbytes for k in fns})
+    t_plan = timed[plan_label]
     if per_kernel:
         names = [c.name for c in exe.codes]
         t_plan = Timing(**{**t_plan.__dict__,
                            "per_kernel_s": per_kernel_times(lambda ev: exe.run(env=env, events=ev), names,
                                                             repeats=min(repeats, 5))})
-    t_unfused = None
-    if ref_exe is not None:
-        say("timing the unfused plan")
-        t_unfused = time_gpu(lambda: ref_exe.run(env=env), "unfused", repeats, bytes_moved=nbytes)
-    t_eager = None
-    if eager:
-        say("timing eager CuPy")
-        t_eager = time_gpu(lambda: run_graph(plan.graph, named, cupy), "eager CuPy", repeats, bytes_moved=nbytes)
+    t_unfused = timed.get("unfused")
+    t_eager = timed.get("eager CuPy")
     notes: list[str] = []
     t_replay = None
     if replay or (replay is None and t_plan.median_s < REPLAY_BELOW_S):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,36 @@ def time_gpu(fn: Callable[[], Any], label: str, repeats: int = 20, warmup: int =
         if time.perf_counter() - started > max_seconds and len(times) >= 3:
             break  # a slow workload: fewer repeats rather than minutes
     return summarize(label, times, bytes_moved)
+
+
+def time_interleaved(fns: Mapping[str, Callable[[], Any]], repeats: int = 20, rounds: int = 4,
+                     warmup: int = 2, bytes_moved: Mapping[str, int] | None = None,
+                     max_seconds: float = 20.0) -> dict[str, Timing]:
+    """Median GPU time of each fn, timed in alternating rounds (a few repeats of each in
+    turn) so that clock and thermal drift over the run falls on all of them alike: an A/B
+    comparison timed one after the other can differ by 5-20% from drift alone."""
+    import cupy
+    import time
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    cupy.cuda.get_current_stream().synchronize()
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    per_round = max(1, -(-repeats // rounds))
+    started = time.perf_counter()
+    for _ in range(rounds):
+        for label, fn in fns.items():
+            for _ in range(per_round):
+                start, end = cupy.cuda.Event(), cupy.cuda.Event()
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                times[label].append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+        if time.perf_counter() - started > max_seconds:
+            break  # slow cells: fewer rounds rather than minutes
+    nbytes = bytes_moved or {}
+    return {k: summarize(k, v, nbytes.get(k, 0)) for k, v in times.items()}
 
 
 def summarize(label: str, times: list[float], bytes_moved: int = 0,
