@@ -142,6 +142,39 @@ def test_every_elementwise_op_compiles(dtype, fp16):
 
 
 @needs_nvrtc
+def test_cubin_resources_agree_with_the_ptxas_report():
+    """Where NVRTC gives no ptxas report (the CUDA 13 build on the H200 machine), the
+    registers, stack frame and shared memory come from the cubin: they must equal what
+    ptxas reports where it does, for every golden kernel and one that needs a stack."""
+    from fuselab.codegen.nvrtc import compile_source, cubin_resources
+    stack = ("extern \"C\" __global__ void kstack(float* o, const int* idx) {\n"
+             "  float a[256];\n  for (int i = 0; i < 256; ++i) a[i] = o[i + threadIdx.x] * i;\n"
+             "  for (int i = 0; i < 256; ++i) a[idx[i]] += o[i];\n"
+             "  float s = 0; for (int i = 0; i < 256; ++i) s += a[idx[i] ^ 7];\n  o[threadIdx.x] = s;\n}\n")
+    sources = [(c.source, c.name) for case in GOLDEN_CASES.values() for c in generate(case())]
+    seen_shared = seen_frame = False
+    for source, name in sources + [(stack, "kstack")]:
+        info = compile_source(source, name)
+        assert info.report == "ptxas" and info.registers > 0
+        got = cubin_resources(info.cubin, name)
+        assert got == {"registers": info.registers, "stack_frame": info.stack_frame,
+                       **({"shared_bytes": info.shared_bytes} if info.shared_bytes else {})}, name
+        seen_shared |= info.shared_bytes > 0
+        seen_frame |= info.stack_frame > 0
+    assert seen_shared and seen_frame
+
+
+def test_compile_info_html_says_when_spills_are_not_reported():
+    from fuselab.codegen.nvrtc import CompileInfo
+    from fuselab.explorer.code import compile_info_html
+    base = dict(name="k", arch="sm_90", ptx="", cubin=b"", registers=40, spill_stores=0, spill_loads=0,
+                stack_frame=0, shared_bytes=0, constant_bytes=0, compile_s=0.1, log="")
+    assert "0 + 0 B" in compile_info_html(CompileInfo(**base))
+    html = compile_info_html(CompileInfo(**base, report="cubin"))
+    assert "not reported by this NVRTC" in html and "0 + 0 B" not in html and "<td>40</td>" in html
+
+
+@needs_nvrtc
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: np.dtype(d).name)
 def test_unfused_op_kernels_compile(dtype):
     """One kernel per op, the way the unfused plan and eager execution run them."""

@@ -52,6 +52,9 @@ class CompileInfo:
     constant_bytes: int
     compile_s: float
     log: str
+    # where the resources come from: "ptxas" (its verbose report, spills included) or
+    # "cubin" (the ELF's attributes: registers, stack frame, shared memory; spills unknown)
+    report: str = "ptxas"
 
 
 def _candidate_paths() -> list[str]:
@@ -169,8 +172,15 @@ def compile_source(source: str, name: str, options: Sequence[str] = (), arch: st
         cubin = _get_bytes(lib, prog, "CUBIN") if want_cubin else b""
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    resources = parse_ptxas_log(log, name)
+    report = "ptxas"
+    if not _USED.search(log) and cubin:
+        # Some NVRTC builds (the CUDA 13 one on the H200 machine) return no ptxas report:
+        # read registers, stack frame and shared memory from the cubin itself.
+        resources.update(cubin_resources(cubin, name))
+        report = "cubin"
     return CompileInfo(name=name, arch=arch, ptx=ptx, cubin=cubin, compile_s=elapsed, log=log,
-                       **parse_ptxas_log(log, name))
+                       report=report, **resources)
 
 
 _USED = re.compile(r"Used (\d+) registers")
@@ -193,6 +203,62 @@ def parse_ptxas_log(log: str, name: str) -> dict[str, int]:
     if m := _FRAME.search(section):
         info["stack_frame"], info["spill_stores"], info["spill_loads"] = map(int, m.groups())
     return info
+
+
+# cubin (ELF64) attributes, from the .nv.info sections: (format, attribute, 16-bit value
+# or size of the payload that follows); per-function values carry the symbol's index.
+_EIFMT_SVAL = 0x04
+_EIATTR_FRAME_SIZE = 0x11
+_EIATTR_REGCOUNT = 0x2F
+RESERVED_SMEM = 1024   # cudaDevAttrReservedSharedMemoryPerBlock on sm_80 and later
+
+
+def cubin_resources(cubin: bytes, name: str) -> dict[str, int]:
+    """Registers, stack frame and static shared memory of kernel `name` in a cubin."""
+    import struct
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    heads = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
+    names_at = heads[shstrndx][4]
+
+    def sec_name(h) -> str:
+        start = names_at + h[0]
+        return cubin[start:cubin.index(b"\0", start)].decode()
+    by_name = {sec_name(h): (i, h) for i, h in enumerate(heads)}
+    out = {}
+    symtab = by_name.get(".symtab")
+    sym_index = None
+    if symtab is not None:
+        _, h = symtab
+        strtab_off = heads[h[6]][4]
+        for k in range(h[5] // 24):
+            st_name, = struct.unpack_from("<I", cubin, h[4] + 24 * k)
+            start = strtab_off + st_name
+            if cubin[start:cubin.index(b"\0", start)].decode() == name:
+                sym_index = k
+                break
+    info = by_name.get(".nv.info")
+    if info is not None and sym_index is not None:
+        _, h = info
+        data = cubin[h[4]:h[4] + h[5]]
+        i = 0
+        while i + 4 <= len(data):
+            fmt, attr, value = struct.unpack_from("<BBH", data, i)
+            i += 4
+            if fmt != _EIFMT_SVAL:
+                continue
+            if value == 8 and attr in (_EIATTR_REGCOUNT, _EIATTR_FRAME_SIZE):
+                sym, v = struct.unpack_from("<II", data, i)
+                if sym == sym_index:
+                    out["registers" if attr == _EIATTR_REGCOUNT else "stack_frame"] = v
+            i += value
+    shared = by_name.get(f".nv.shared.{name}")
+    if shared is not None:
+        # With a `__nv_reservedSMEM*` symbol, the section starts with the shared memory
+        # the system reserves per block (1 KB since sm_80), not the kernel's own.
+        reserved = RESERVED_SMEM if b"__nv_reservedSMEM" in cubin else 0
+        out["shared_bytes"] = max(0, shared[1][5] - reserved)
+    return out
 
 
 def _section_for(log: str, name: str) -> str:

@@ -94,10 +94,18 @@ def compile_info_html(info: Any) -> str:
     """Registers, spills, shared memory and the PTX, from an NVRTC CompileInfo."""
     spills = info.spill_stores + info.spill_loads
     spill_cls = "fuselab-bad" if spills else "fuselab-ok"
+    if getattr(info, "report", "ptxas") == "ptxas":
+        spill = f"<span class='{spill_cls}'>{info.spill_stores} + {info.spill_loads} B</span>"
+        constant = f"{info.constant_bytes} B"
+    else:  # this NVRTC gave no ptxas report: the figures come from the cubin
+        frame_cls = "fuselab-bad" if info.stack_frame else "fuselab-ok"
+        spill = (f"<span class='{frame_cls}'>not reported by this NVRTC; "
+                 + ("none possible (no stack frame)" if not info.stack_frame else "see the stack frame") + "</span>")
+        constant = "not reported by this NVRTC"
     rows = [("architecture", info.arch), ("registers / thread", info.registers),
-            ("spills (stores + loads)", f"<span class='{spill_cls}'>{info.spill_stores} + {info.spill_loads} B</span>"),
+            ("spills (stores + loads)", spill),
             ("stack frame", f"{info.stack_frame} B"), ("static shared memory", f"{info.shared_bytes} B"),
-            ("constant memory", f"{info.constant_bytes} B"), ("NVRTC compile time", f"{info.compile_s * 1e3:.0f} ms")]
+            ("constant memory", constant), ("NVRTC compile time", f"{info.compile_s * 1e3:.0f} ms")]
     table = "".join(f"<tr><td>{esc(k)}</td><td>{v if isinstance(v, str) and v.startswith('<') else esc(v)}</td></tr>"
                     for k, v in rows)
     return (f"<table class='fuselab-table fuselab-compile'>{table}</table>"
