@@ -169,6 +169,34 @@ def view_cases(seed=6) -> list[Case]:
     return out
 
 
+def overflow_cases(n=4099, seed=7) -> list[Case]:
+    """Integer arithmetic at the edges of its range: NumPy wraps around, and the kernels
+    must too (signed overflow is undefined in C++, so `x + 1 > x` may fold to true)."""
+    out = []
+    for dt in (np.int8, np.int16, np.uint16, np.int32, np.int64, np.uint32, np.uint64):
+        info = np.iinfo(dt)
+        rng = np.random.default_rng(seed)
+        x = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+        x[:4] = [info.max, info.min, info.max - 1, info.min + 1]
+        b = GraphBuilder()
+        xi = b.input("x", (n,), dt)
+        y = b.elemwise("add", [xi, b.const(1, dt)])
+        outs = [("y", y), ("y_gt_x", b.elemwise("greater", [y, xi])),
+                ("d", b.elemwise("subtract", [xi, b.const(info.max, dt)])),
+                ("p", b.elemwise("multiply", [xi, b.const(3, dt)])),
+                ("sq", b.elemwise("square", [xi])), ("neg", b.elemwise("negative", [xi])),
+                ("abs", b.elemwise("absolute", [xi]))]
+        g = b.build(outs)
+        plans = [unfused_plan(g), one_kernel(g, Template.POINTWISE)]
+        if np.dtype(dt).itemsize == 8:   # sums over a 64-bit accumulator wrap too
+            b2 = GraphBuilder()
+            x2 = b2.input("x", (n,), dt)
+            g2 = b2.build([("s", b2.reduce("sum", x2)), ("q", b2.reduce("prod", b2.elemwise("add", [x2, b2.const(1, dt)])))])
+            out.append(Case(f"overflow-sum-{_name(dt)}", g2, {"x": x}, [one_kernel(g2, Template.REDUCTION)], 0.0))
+        out.append(Case(f"overflow-{_name(dt)}", g, {"x": x}, plans, 0.0))
+    return out
+
+
 def all_cases() -> list[Case]:
     return (elementwise_cases() + cast_cases() + reduction_cases() + prod_cases() + fused_reduction_cases()
-            + row_cases() + empty_cases() + view_cases())
+            + row_cases() + empty_cases() + view_cases() + overflow_cases())

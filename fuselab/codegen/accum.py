@@ -14,7 +14,7 @@ import numpy as np
 
 from ..ir import Graph
 from ..ops import ARG_REDUCE_OPS
-from .emit import Names, unwrap
+from .emit import Names, may_overflow_undefined, unwrap
 from .types import cast_tag, highest, is_half, literal, lowest, register_type
 
 
@@ -124,7 +124,13 @@ def accumulator(graph: Graph, nid: int, names: Names) -> Accumulator:
         acc = n.dtype
     var = names.fresh(f"acc{nid}")
     idx = names.fresh(f"acc{nid}_index") if n.op in ARG_REDUCE_OPS else None
-    return Accumulator(nid, n.op, var, idx, np.dtype(acc), value_dtype, n.dtype, n.opdef.cuda or "")
+    combine = n.opdef.cuda or ""
+    if n.op in ("sum", "prod") and may_overflow_undefined("add" if n.op == "sum" else "multiply", acc):
+        # integer sums and products wrap as NumPy's do; the type is explicit because the
+        # folded value may still be of the input's narrower type
+        helper = "fl_wrap_add" if n.op == "sum" else "fl_wrap_mul"
+        combine = f"{helper}<{register_type(np.dtype(acc))}>({{0}}, {{1}})"
+    return Accumulator(nid, n.op, var, idx, np.dtype(acc), value_dtype, n.dtype, combine)
 
 
 def functors(accs: list[Accumulator]) -> list[str]:

@@ -95,6 +95,23 @@ def to_storage(dtype: np.dtype, value: str) -> str:
     return f"fl_to_half({value})" if is_half(dtype) else value
 
 
+# Integer ops that can overflow where C++ leaves the result undefined (signed 32/64-bit,
+# and 16-bit products promoted to int): rendered with the wrapping helpers of the prelude.
+WRAPPING = {"add": "fl_wrap_add({0}, {1})", "subtract": "fl_wrap_sub({0}, {1})",
+            "multiply": "fl_wrap_mul({0}, {1})", "square": "fl_wrap_mul({0}, {0})",
+            "negative": "fl_wrap_neg({0})"}
+
+
+def may_overflow_undefined(op: str, dtype: np.dtype) -> bool:
+    """Whether C++'s `a op b` in `dtype` can hit undefined behaviour where NumPy wraps."""
+    dt = np.dtype(dtype)
+    if op not in WRAPPING or dt.kind not in "iu":
+        return False
+    if dt.itemsize >= 4:
+        return dt.kind == "i"
+    return op in ("multiply", "square") and dt.itemsize == 2
+
+
 class ValueEmitter:
     def __init__(self, graph: Graph, nodes: Sequence[int], inputs: Sequence[int],
                  options: CodegenOptions, names: Names, load: LoadFn,
@@ -248,6 +265,8 @@ class ValueEmitter:
             # where's condition stays bool; every other operand is cast to the loop type
             want = np.dtype(bool) if (n.op == "where" and k == 0) else ctype
             ops.append(self._operand(n, k, coords, want))
+        if may_overflow_undefined(n.op, ctype):
+            return WRAPPING[n.op].format(*ops)
         return n.opdef.cuda.format(*ops)
 
     def _elemwise(self, nid: int, n: Node, coords: Coords) -> str:

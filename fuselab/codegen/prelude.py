@@ -150,10 +150,37 @@ template <class To, class From> __device__ __forceinline__ typename fl_reg<To>::
     return fl_caster<To, From>::apply(x);
 }
 """),
+    Snippet(('fl_wrap_add', 'fl_wrap_sub', 'fl_wrap_mul', 'fl_wrap_neg'), r"""
+// Integer + - * and negation wrap around as NumPy's loops do. Signed overflow is undefined
+// in C++ (the compiler may fold x + 1 > x to true), and 16-bit operands are promoted to
+// int (65535 * 65535 overflows it), so the arithmetic runs in an unsigned type of at
+// least 32 bits, where it is defined modulo 2^n, and converts back.
+template <class T> struct fl_wrap_type { typedef typename fl_unsigned<T>::type type; };
+template <> struct fl_wrap_type<signed char> { typedef unsigned int type; };
+template <> struct fl_wrap_type<unsigned char> { typedef unsigned int type; };
+template <> struct fl_wrap_type<short> { typedef unsigned int type; };
+template <> struct fl_wrap_type<unsigned short> { typedef unsigned int type; };
+template <class T> __device__ __forceinline__ T fl_wrap_add(T a, T b) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(a) + U(b));
+}
+template <class T> __device__ __forceinline__ T fl_wrap_sub(T a, T b) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(a) - U(b));
+}
+template <class T> __device__ __forceinline__ T fl_wrap_mul(T a, T b) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(a) * U(b));
+}
+template <class T> __device__ __forceinline__ T fl_wrap_neg(T a) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(0) - U(a));
+}
+"""),
     Snippet(('fl_abs', 'fl_sign', 'fl_floor', 'fl_ceil', 'fl_trunc', 'fl_invert', 'fl_deg2rad', 'fl_rad2deg'), r"""
 template <class T> __device__ __forceinline__ T fl_abs(T x) {
     if constexpr (fl_is_float<T>::value) return fabs(x);
-    else if constexpr (fl_is_signed<T>::value) return x < T(0) ? T(-x) : x;
+    else if constexpr (fl_is_signed<T>::value) return x < T(0) ? fl_wrap_neg(x) : x;  // abs(INT_MIN) wraps
     else return x;
 }
 template <class T> __device__ __forceinline__ T fl_sign(T x) {
