@@ -243,6 +243,12 @@ class GraphBuilder:
             raise ShapeError(f"{opname} takes {d.arity} operands, got {len(avals)}")
         loop = ufunc_loop_dtypes(d.xp_name, [a.dtype for a in avals])
         shape = broadcast_shapes(*(a.shape for a in avals))
+        if opname == "power" and np.dtype(loop[0]).kind in "iu":
+            e = self.nodes[inputs[1]]
+            if e.op in ("const", "full") and np.any(np.asarray(e.args["value"]) < 0):
+                # NumPy raises this at run time; a kernel cannot, so refuse it while tracing
+                raise ValueError("Integers to negative integer powers are not allowed. "
+                                 "Use a float base (x.astype(float) ** -1) or a non-negative exponent.")
         return self._append(opname, inputs, Args.of(ctype=loop[0]), Aval(shape, loop[-1]), loc)
 
     def where(self, cond: int, x: int, y: int, loc: SourceLoc | None = None) -> int:

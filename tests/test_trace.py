@@ -192,6 +192,8 @@ def test_inplace_add_never_mutates_the_users_array():
     ("y = np.zeros(0).max()", ["zero-size"]),
     ("y = x +", ["SyntaxError"]),
     ("y = undefined_name * 2", ["NameError", "undefined_name"]),
+    ("y = i8 ** -1", ["negative integer powers", "line 1"]),
+    ("y = np.power(i8, -3)", ["negative integer powers"]),
 ])
 def test_clear_errors_quote_the_line(source, words):
     ns = {"np": np, "x": np.ones(4), "i8": np.ones(3, np.int8)}
