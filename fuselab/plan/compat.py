@@ -54,9 +54,9 @@ class ReduceKeys:
 def compatibility(an: Analysis, keys: ReduceKeys) -> dict[int, int]:
     """unit -> the units it could ever share a legal kernel with (a necessary condition
     of legality.check, pair by pair): nothing for opaque and copy units; reductions of
-    one key; a unit and a reduction it could join; two other units when a pointwise
-    kernel could hold both (some iteration space suits both) or a reduction key could
-    take both. Then convexity: a kernel holding u and a descendant w
+    one key (not one computed from the other, unless the key is a row shape); a unit
+    and a reduction it could join; two other units when a pointwise kernel could hold
+    both (some iteration space suits both) or a reduction key could take both. Then convexity: a kernel holding u and a descendant w
     holds every unit on the paths between them, so each of those must be compatible with
     both (repeated until nothing changes)."""
     units = [v for v in an.units if not an.alone_mask >> v & 1]
@@ -81,7 +81,10 @@ def compatibility(an: Analysis, keys: ReduceKeys) -> dict[int, int]:
         for v in units[i + 1:]:
             ru, rv = an.reduce_mask >> u & 1, an.reduce_mask >> v & 1
             if ru and rv:
-                ok = keys.key[u] == keys.key[v]
+                # one key; and a reduction kernel finishes its reductions together, so
+                # one computed from the other needs the row template ("row" keys)
+                ok = keys.key[u] == keys.key[v] and (
+                    keys.key[u][0] == "row" or not (an.anc[v] >> u & 1 or an.anc[u] >> v & 1))
             elif ru or rv:
                 r, w = (u, v) if ru else (v, u)
                 ok = keys.key[r] in joins[w]

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 from .analysis import Analysis, analyse, bits, mask_of
 from .legality import Budgets, alone_reason, check
 from .model import Constraints, Kernel, Plan, PlanError
-from .partition import topo_order
+from .partition import GroupCycle, topo_order
 
 
 # ---------------------------------------------------------------------------
@@ -225,7 +225,14 @@ def prepare(an: Analysis, c: Constraints, budgets: Budgets) -> tuple[list[int], 
     for h in together:
         covered |= h
     groups = together + [1 << v for v in bits(an.all_mask & ~covered)]
-    return topo_order(an, groups), together, apart_with
+    try:
+        return topo_order(an, groups), together, apart_with
+    except GroupCycle:
+        # two fused groups each read what the other computes: {1, 5} and {2, 3} of
+        # 1 -> 2, 3 -> 5
+        raise PlanError("cannot fuse these groups as asked: "
+                        + " and ".join(an.refs(bits(m)) for m in together)
+                        + " would each wait for a value another computes (a cycle)") from None
 
 
 def _hull(an: Analysis, m: int) -> int:

@@ -20,7 +20,10 @@ the node budget) and by the bound: units left out, or unable to join K, need tha
 more launches, and values crossing between K and them are written and read again.
 
 The graph is first split into independent parts (no kernel and no kernel cycle can span
-two), each searched on its own. A step and a time budget bound the work; when either runs
+two), each searched on its own (`solve`): A* first, for a few thousand walk steps (it
+proves chains of large kernels, as notebook cells are, in a handful of expansions), then
+the depth-first branch and bound of assign.py from A*'s best plan (wide DAGs whose
+kernels A* cannot enumerate). A step and a time budget bound the work; when either runs
 out, the best plan found so far is kept and marked as not proven optimal.
 """
 from __future__ import annotations
@@ -35,6 +38,7 @@ from .compat import ReduceKeys, compatibility, independent_parts, must_store
 from .partition import GroupCost
 
 EPS = 1e-9     # relative improvement that counts as better (float sums differ in order)
+ASTAR_STEPS = 5_000   # walk steps A* gets on a part before the branch and bound takes over
 
 
 class _OutOfSteps(Exception):
@@ -131,6 +135,25 @@ class Exact:
     # -- search -------------------------------------------------------------------------
     def parts(self) -> list[int]:
         return independent_parts(self.an, self.compat)
+
+    def solve(self, upper: float, upper_groups: list[int], part: int,
+              astar_steps: int = ASTAR_STEPS) -> ExactResult:
+        """The cheapest plan of `part`: A* for `astar_steps` walk steps, then, when it
+        has not finished, the branch and bound of assign.py from its best plan, within
+        what is left of the budgets."""
+        from .assign import AssignSearch
+        cap = self.max_steps
+        self.max_steps = min(cap, self.steps + astar_steps)
+        try:
+            res = self.run(upper, upper_groups, part)
+        finally:
+            self.max_steps = cap
+        if res.optimal or self.steps >= cap or time.perf_counter() > self.deadline:
+            return res
+        self.stopped = ""
+        res2 = AssignSearch(self).run(res.time_s, res.groups, part)
+        return ExactResult(res2.groups, res2.time_s, res2.optimal, res.improved or res2.improved,
+                           res.expanded + res2.expanded, res.steps + res2.steps)
 
     def run(self, upper: float, upper_groups: list[int], part: int | None = None) -> ExactResult:
         """The cheapest plan of the units in `part` (all by default; the others count as

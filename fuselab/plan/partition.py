@@ -15,9 +15,13 @@ from .legality import Budgets, Verdict, check
 from .model import Constraints, Kernel, Plan, kernel_from
 
 
+class GroupCycle(ValueError):
+    """Kernel groups that read from each other in a cycle: no order can run them."""
+
+
 def topo_order(an: Analysis, groups: Sequence[int]) -> list[int]:
     """The groups in an order where every group comes after those it reads from
-    (lowest first unit first among the ready ones); raises if the groups form a cycle."""
+    (lowest first unit first among the ready ones); raises GroupCycle if they form a cycle."""
     owner: dict[int, int] = {}
     for gi, m in enumerate(groups):
         for v in bits(m):
@@ -45,7 +49,7 @@ def topo_order(an: Analysis, groups: Sequence[int]) -> list[int]:
             if indeg[s] == 0:
                 heapq.heappush(ready, ((groups[s] & -groups[s]).bit_length(), s))
     if len(out) != len(groups):
-        raise AssertionError("kernel groups form a cycle")
+        raise GroupCycle("kernel groups form a cycle")
     return out
 
 

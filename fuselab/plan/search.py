@@ -1,7 +1,8 @@
 """The planner's entry point: a strategy and the user's constraints -> a Plan.
 
 - "auto": the cheapest plan under the cost model. Greedy merging (greedy.py) gives an
-  upper bound; the exact shortest-path search (exact.py) then proves it optimal or
+  upper bound; the exact search (exact.py: A* over executed sets, then a branch and
+  bound over unit-to-kernel assignments, assign.py) then proves it optimal or
   improves it, part by independent part, for graphs of up to EXACT_MAX_UNITS units
   within its step and time budgets. Larger graphs, larger parts, or a search that runs
   out of budget keep the best plan found, and the log says which. Recomputation
@@ -108,7 +109,7 @@ def _exact(an, cost: GroupCost, params: DeviceParams, together: list[int],
             optimal = False
             skipped += 1
             continue
-        res = ex.run(sum(cost(m)[1] for m in mine), mine, part)
+        res = ex.solve(sum(cost(m)[1] for m in mine), mine, part)
         out += res.groups
         optimal &= res.optimal
         improved |= res.improved
