@@ -143,7 +143,7 @@ def test_every_elementwise_op_compiles(dtype, fp16):
 
 @needs_nvrtc
 def test_cubin_resources_agree_with_the_ptxas_report():
-    """Where NVRTC gives no ptxas report (the CUDA 13 build on the H200 machine), the
+    """Where NVRTC gives no ptxas report (as an earlier session saw on the H200 machine), the
     registers, stack frame and shared memory come from the cubin: they must equal what
     ptxas reports where it does, for every golden kernel and one that needs a stack."""
     from fuselab.codegen.nvrtc import compile_source, cubin_resources

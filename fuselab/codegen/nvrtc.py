@@ -175,8 +175,9 @@ def compile_source(source: str, name: str, options: Sequence[str] = (), arch: st
     resources = parse_ptxas_log(log, name)
     report = "ptxas"
     if not _USED.search(log) and cubin:
-        # Some NVRTC builds (the CUDA 13 one on the H200 machine) return no ptxas report:
-        # read registers, stack frame and shared memory from the cubin itself.
+        # No ptxas report in the log (an earlier session saw an empty log on the H200
+        # machine; libnvrtc 13.0.88 there reported normally on 2026-11-30): read
+        # registers, stack frame and shared memory from the cubin itself.
         resources.update(cubin_resources(cubin, name))
         report = "cubin"
     return CompileInfo(name=name, arch=arch, ptx=ptx, cubin=cubin, compile_s=elapsed, log=log,
