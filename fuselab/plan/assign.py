@@ -22,7 +22,12 @@ Lower bound of a node (admissible: every term only grows as the assignment compl
   of the GPU a row kernel keeps busy once no reduction template can hold the kernel;
 - kernels still to open: a set I of unassigned units no two of which can share a kernel,
   less a maximum matching of I into open kernels that could take them (each open kernel
-  takes at most one of them), and at least one when some unit fits no open kernel;
+  takes at most one of them); the same for such a set built first from the units no
+  open kernel can take, and at least one when there is such a unit;
+- or instead (the larger of the two), per unit of I, or of such a set built first from
+  row reductions with fewer rows than SMs: a launch, or the slow-down of the open kernel
+  it joins when that leaves only a row kernel at a fraction p of the GPU, whichever is
+  less (_join_floor);
 - bytes not yet in any kernel: unassigned results and always-stored values, and each
   value an unassigned unit reads when that unit can join no kernel already holding or
   reading it; they add to open kernels beyond their compute slack, or to new kernels;
@@ -31,6 +36,13 @@ Lower bound of a node (admissible: every term only grows as the assignment compl
   less.
 The start is the better of the given plan and a local search from it (merge two kernels,
 move one unit), and every improved plan found is polished the same way.
+
+That start is often well above the optimum, and the search then spends most of its nodes
+before it finds a good plan; so it first probes for plans below lower targets (the root
+bound plus half a launch, one launch, ...; _deepen), a few thousand nodes each. A
+transposition table (_dominated) drops an assignment when one with the same interface
+to the unplaced units (open kernels, kernels holding values they read, reachability) and
+closed kernels costing no more was searched already for the same target.
 """
 from __future__ import annotations
 
@@ -40,6 +52,15 @@ from .analysis import bits, broadcasts_to
 from .cost import read_bytes
 from .exact import EPS, ExactResult, _OutOfSteps
 from .partition import GroupCycle, topo_order
+
+
+PROBE_MARGIN = 0.5           # first target: the root bound plus this many launches
+PROBE_NODES = 2_000          # nodes a probe may search without finding a plan
+MEMO_ENTRIES = 2_000_000     # transposition-table size cap (then it stops recording)
+
+
+class _ProbeOver(Exception):
+    """A probe spent its nodes without finding a plan below its target."""
 
 
 class AssignSearch:
@@ -60,13 +81,49 @@ class AssignSearch:
         self.rest = [0] * (n + 1)
         for i in range(n - 1, -1, -1):
             self.rest[i] = self.rest[i + 1] | (1 << order[i])
+        # placed units that an unplaced one reads: the only placed units the rest of the
+        # search can still see (as producers of what it places)
+        self.front = [0] * (n + 1)
+        for i in range(n + 1):
+            for v in order[:i]:
+                if an.umask[v] & self.rest[i]:
+                    self.front[i] |= 1 << v
+        self.seen: dict[tuple, float] = {}      # transposition table, see _dominated
         self.part = part
         self.U = upper
         self.best: list[int] | None = None
         self.nodes = 0
+        self.node_cap = float("inf")
+        self.memo_hits = 0          # subtrees the transposition table cut
+        self.probes_cut = 0         # probes that ran out of nodes
         # per kernel: members, units that could still join, template state (exact.py's
         # _reduce_state), kernels reachable from it (bitset of indices), exact time once
         # closed
+        self._clear()
+        self._lbk: dict = {}
+        self._jc: dict = {}
+        self._hs: dict = {}
+        self._ri: dict = {}
+        self._wr: dict = {}
+        self._hold: dict = {}
+        steps0 = ex.steps
+        optimal = True
+        g0, t0 = self.improve(list(upper_groups), upper)
+        self.incumbent = upper
+        if t0 < upper * (1 - EPS):
+            self.U, self.best, self.incumbent = t0, g0, t0
+        try:
+            self._deepen()
+        except _OutOfSteps as e:
+            optimal = False
+            ex.stopped = str(e)
+        if self.best is None:
+            return ExactResult(list(upper_groups), upper, optimal, False, self.nodes, ex.steps - steps0)
+        return ExactResult(topo_order(an, self.best), self.incumbent, optimal, True, self.nodes,
+                           ex.steps - steps0)
+
+    def _clear(self) -> None:
+        """The empty assignment (a search cut short by an exception leaves its state)."""
         self.kmask: list[int] = []
         self.kelig: list[int] = []
         self.kdesc: list[int] = []          # units downstream of a member
@@ -75,23 +132,39 @@ class AssignSearch:
         self.kreach: list[int] = []
         self.kclosed: list[float | None] = []
         self.kof: dict[int, int] = {}       # unit -> kernel index
-        self._lbk: dict = {}
-        self._ri: dict = {}
-        self._wr: dict = {}
-        self._hold: dict = {}
-        steps0 = ex.steps
-        optimal = True
-        g0, t0 = self.improve(list(upper_groups), upper)
-        if t0 < upper * (1 - EPS):
-            self.U, self.best = t0, g0
-        try:
-            self.dfs(0)
-        except _OutOfSteps as e:
-            optimal = False
-            ex.stopped = str(e)
-        if self.best is None:
-            return ExactResult(list(upper_groups), upper, optimal, False, self.nodes, ex.steps - steps0)
-        return ExactResult(topo_order(an, self.best), self.U, optimal, True, self.nodes, ex.steps - steps0)
+
+    def _deepen(self) -> None:
+        """The search, after probes for a plan cheaper than a target: the root bound plus
+        half a launch, then doubling the margin. The incumbent is often well above the
+        optimum (A* and the local search stop in a local minimum), and a search with a
+        low target prunes far more. A probe that finds a plan below its target goes on
+        as the plain search with that plan as incumbent, so it proves the best plan
+        optimal; one that ends without a plan proves none is below its target, and the
+        next target is tried; one that runs out of its PROBE_NODES nodes gives way to the
+        plain search from the incumbent. The transposition table holds for one target
+        only (an entry proves nothing below that target), so each search clears it."""
+        margin = self.L * PROBE_MARGIN
+        lb = self.bound(0)
+        while True:
+            target = min(lb + margin, self.incumbent)
+            plain = target >= self.incumbent
+            self.U = target
+            self.seen.clear()
+            before = self.best
+            self.node_cap = float("inf") if plain else self.nodes + PROBE_NODES
+            try:
+                self.dfs(0)
+            except _ProbeOver:
+                self.probes_cut += 1
+                self._clear()
+                self.U = self.incumbent
+                self.seen.clear()
+                self.node_cap = float("inf")
+                self.dfs(0)
+                return
+            if plain or self.best is not before:
+                return
+            margin = 2 * margin if margin > 0 else self.L
 
     def _order(self, part: int) -> list[int]:
         """The units in a topological order that follows chains: depth first from the
@@ -274,9 +347,10 @@ class AssignSearch:
                 return False
         return True
 
-    def bound(self, i: int) -> float:
+    def bound(self, i: int, cut: float = float("inf")) -> float:
         """A lower bound on the time of every completion of the current assignment of the
-        units before position i (see the module docstring)."""
+        units before position i (see the module docstring). Once a partial sum of its
+        terms (each >= 0) reaches `cut`, that partial sum is returned: enough to prune."""
         ex, an = self.ex, self.ex.an
         una = self.rest[i]
         total = 0.0
@@ -291,46 +365,117 @@ class AssignSearch:
                 open_ks.append(k)
                 if pf < 1.0:
                     slow.append((k, pf))
-        if not una:
+        if not una or total >= cut:
             return total
-        I, X, need = self._rest_info(i)
-        match = self._matching(I, open_ks)
-        new = len(I) - match
-        # values the unassigned units read: a kernel that does not read or hold one yet
-        # reads it, unless every such reader can join a kernel that does
-        held = {}
+        I, X, need, I2 = self._rest_info(i)
+        launches = self._launch_term(i, open_ks, slow, I, I2, cut - total)
+        if total + launches >= cut:
+            return total + launches
+        X += self._unheld_reads(una, open_ks, need)
+        return total + launches + max(0.0, X / self.bw - slack)
+
+    def _launch_term(self, i: int, open_ks: list[int], slow: list[tuple[int, float]],
+                     I: list[int], I2: list[int], cut: float) -> float:
+        """What the unassigned units add in launches and slow-downs of open kernels: the
+        most of (a) a launch per kernel still to open, from an independent set less its
+        matching into open kernels (also one built from the units no open kernel can
+        take), plus, when none must open, what values cost in slow open kernels; and (b)
+        _join_floor of I and I2. Returns early once `cut` is reached."""
+        una = self.rest[i]
+        L = self.L
+        new = len(I) - self._matching(I, open_ks)
+        if L * new >= cut:
+            return L * new
+        homed = 0
         for k in open_ks:
-            h = self._holds(k)
+            homed |= self.keff[k]
+        if una & ~homed:
+            # units no open kernel can take open new kernels: an independent set built
+            # from them first, less its matching, may need more than I does
+            I3 = self._homeless_set(i, una & ~homed)
+            new = max(new, len(I3) - self._matching(I3, open_ks), 1)
+        extra = 0.0
+        if new == 0 and slow:
+            # every unit must join an open kernel, or one more kernel opens (+L): a
+            # value it must write costs 1/p more in a kernel running at a fraction p
+            slow_ks = {k for k, _ in slow}
+            fast = 0        # units an open kernel at full speed can take
+            for k in open_ks:
+                if k not in slow_ks:
+                    fast |= self.keff[k]
+            wb = self._written_rest(i)
+            for w in bits(una & ~fast):
+                b = wb.get(w)
+                if b:
+                    pbest = max(pf for k, pf in slow if self.keff[k] >> w & 1)
+                    extra += b / self.bw * (1.0 / pbest - 1.0)
+            extra = min(extra, L)
+        out = L * new + extra
+        if out >= cut or out >= L * max(len(I), len(I2)):
+            return out      # the join floors cannot exceed a launch per unit
+        return max(out, self._join_floor(I, open_ks, i), self._join_floor(I2, open_ks, i))
+
+    def _unheld_reads(self, una: int, open_ks: list[int], need: int) -> int:
+        """Bytes of values the unassigned units read (`need`) that a kernel not yet
+        reading or holding them must read: all but those every such reader could get
+        by joining an open kernel that holds or reads them."""
+        an = self.ex.an
+        held: dict[int, int] = {}
+        for k in open_ks:
             el = self.keff[k]
-            for x in bits(h & need):
+            for x in bits(self._holds(k) & need):
                 held[x] = held.get(x, 0) | el
         umask, lbread = an.umask, an.lbread
+        X = 0
         for x in bits(need):
             if umask[x] & una & ~held.get(x, 0):
                 X += lbread[x]
-        extra = 0.0
-        if new == 0:
-            homed = 0
+        return X
+
+    def _join_floor(self, I: list[int], open_ks: list[int], i: int) -> float:
+        """A lower bound on what placing the pairwise-incompatible units I adds: each
+        lands in a kernel of its own, either a new one (a launch) or an open kernel it
+        would slow down (_join_cost), whichever is less. Admissible beside the other
+        terms: a launch of a new kernel is counted nowhere else, and a slow-down is
+        charged on bytes and flops the open kernel already holds, which its kernel_lb
+        counts at full speed only."""
+        out = 0.0
+        for u in I:
+            best = self.L
             for k in open_ks:
-                homed |= self.keff[k]
-            if una & ~homed:
-                new = 1     # a unit no open kernel can take opens one
-            elif slow:
-                # every unit must join an open kernel, or one more kernel opens (+L): a
-                # value it must write costs 1/p more in a kernel running at a fraction p
-                slow_ks = {k for k, _ in slow}
-                fast = 0        # units an open kernel at full speed can take
-                for k in open_ks:
-                    if k not in slow_ks:
-                        fast |= self.keff[k]
-                wb = self._written_rest(i)
-                for w in bits(una & ~fast):
-                    b = wb.get(w)
-                    if b:
-                        pbest = max(pf for k, pf in slow if self.keff[k] >> w & 1)
-                        extra += b / self.bw * (1.0 / pbest - 1.0)
-                extra = min(extra, self.L)
-        return total + self.L * new + max(0.0, X / self.bw - slack) + extra
+                if self.keff[k] >> u & 1:
+                    d = self._join_cost(k, i, u)
+                    if d < best:
+                        best = d
+                        if d == 0.0:
+                            break
+            out += best
+        return out
+
+    def _join_cost(self, k: int, i: int, u: int) -> float:
+        """How much open kernel k's time grows, at least, when unit u joins it: when k
+        runs at full speed so far (kernel_lb) but with u no reduction template can hold
+        it, only a row kernel at a fraction pf of the GPU can, and what k already holds
+        takes 1/pf as long."""
+        c, s, pf = self.kernel_lb(k, i)
+        if pf < 1.0:
+            return 0.0
+        m = self.kmask[k]
+        key = (m, self.keff[k] & self.rest[i], u)
+        hit = self._jc.get(key)
+        if hit is not None:
+            return hit
+        out = 0.0
+        rs = self.ex._reduce_state(u, m, self.krs[k])
+        joinable = self.keff[k] & self.rest[i]
+        if rs and rs[3] and not (rs[2] and self._reduction_possible(m | 1 << u, rs, joinable)):
+            rows = 1
+            for d in rs[1][:-1]:
+                rows *= d
+            p2 = min(1.0, rows / self.ex.p.sm_count)
+            out = (c - self.L) * (1.0 / p2 - 1.0)
+        self._jc[key] = out
+        return out
 
     def _written_rest(self, i: int) -> dict:
         """Bytes each unassigned unit writes in every plan (results, values stored always)."""
@@ -343,18 +488,17 @@ class AssignSearch:
     def _rest_info(self, i: int):
         """For the units order[i:]: a set of them no two of which can share a kernel
         (greedy: the unit compatible with the fewest candidates first), the bytes they
-        write in every plan, the values outside them they read."""
+        write in every plan, the values outside them they read, and a second such set
+        (see below)."""
         hit = self._ri.get(i)
         if hit is not None:
             return hit
         ex, an = self.ex, self.ex.an
         una = self.rest[i]
-        compat = ex.compat
-        cand, I = una, []
-        while cand:
-            v = min(bits(cand), key=lambda u: (compat[u] & cand).bit_count())
-            cand &= ~compat[v] & ~(1 << v)
-            I.append(v)
+        I = self._independent(una, 0)
+        # another such set, built from the reductions that only a row kernel starving
+        # the GPU can run (they slow down whatever open kernel they join) first
+        I2 = self._independent(una, una & self._slow_rows())
         X = 0
         need = 0
         for v in bits(una):
@@ -365,7 +509,42 @@ class AssignSearch:
         for v in bits(una & ex.stored):
             X += (0 if an.out_mask >> v & 1 else an.nbytes[v]) + \
                 (an.lbread[v] if ex.far_users[v] & self.part else 0)
-        out = self._ri[i] = (I, X, need)
+        out = self._ri[i] = (I, X, need, I2)
+        return out
+
+    def _homeless_set(self, i: int, homeless: int) -> list[int]:
+        """An independent set of the units order[i:], built from `homeless` first."""
+        key = (i, homeless)
+        hit = self._hs.get(key)
+        if hit is None:
+            hit = self._hs[key] = self._independent(self.rest[i], homeless)
+        return hit
+
+    def _independent(self, una: int, first: int) -> list[int]:
+        """Units of `una` no two of which can share a kernel: greedily, the unit compatible
+        with the fewest candidates first, from `first` before the others."""
+        compat = self.ex.compat
+        I = []
+        for pool in (first, una):
+            cand = pool
+            for v in I:
+                cand &= ~compat[v] & ~(1 << v)
+            while cand:
+                v = min(bits(cand), key=lambda u: (compat[u] & cand).bit_count())
+                cand &= ~compat[v] & ~(1 << v)
+                I.append(v)
+        return I
+
+    def _slow_rows(self) -> int:
+        """Reductions whose key is a row shape with fewer rows than the GPU has SMs."""
+        info, out = self.ex.compat_info, 0
+        for r, F in info.rowF.items():
+            if F is not None:
+                rows = 1
+                for d in F[:-1]:
+                    rows *= d
+                if rows < self.ex.p.sm_count:
+                    out |= 1 << r
         return out
 
     def _holds(self, k: int) -> int:
@@ -405,14 +584,19 @@ class AssignSearch:
         ex.steps += 1
         if ex.steps > ex.max_steps:
             raise _OutOfSteps(f"step budget of {ex.max_steps} spent")
+        if self.nodes > self.node_cap:
+            raise _ProbeOver
         if ex.steps & 255 == 0 and time.perf_counter() > ex.deadline:
             raise _OutOfSteps(f"time budget of {ex.seconds:g} s spent")
         if i == len(self.order):
             t = sum(self.kclosed)
             if t < self.U * (1 - EPS):
                 groups, t2 = self.improve(list(self.kmask), t)
-                self.U = t2
+                self.U = self.incumbent = t2
                 self.best = groups
+                self.node_cap = float("inf")    # a probe that found a plan is the search
+            return
+        if self._dominated(i):
             return
         v = self.order[i]
         bit = 1 << v
@@ -447,7 +631,8 @@ class AssignSearch:
             k, rs = children[0]
             undo = self._apply(v, i, k, rs, pk)
             if undo is not None:
-                if self.bound(i + 1) < self.U * (1 - EPS):
+                cut = self.U * (1 - EPS)
+                if self.bound(i + 1, cut) < cut:
                     self.dfs(i + 1)
                 self._undo(v, undo)
             return
@@ -455,7 +640,7 @@ class AssignSearch:
         for k, rs in children:
             undo = self._apply(v, i, k, rs, pk)
             if undo is not None:
-                lb = self.bound(i + 1)
+                lb = self.bound(i + 1, self.U * (1 - EPS))
                 if lb < self.U * (1 - EPS):
                     scored.append((lb, k, rs))
                 self._undo(v, undo)
@@ -467,6 +652,52 @@ class AssignSearch:
             if undo is not None:
                 self.dfs(i + 1)
                 self._undo(v, undo)
+
+    def _interface(self, i: int) -> tuple:
+        """What the units order[i:] can see of the current assignment: the open kernels
+        (members, template state, units that may join), the kernels holding a placed unit
+        that an unplaced one reads (by those units), and which of these kernels reach which
+        (with the units downstream of what each reaches, which may no longer join it).
+        Completions of two assignments with one interface are the same sets of kernels
+        for order[i:] with the same legality and times: only the closed kernels differ."""
+        front, una = self.front[i], self.rest[i]
+        ident = {}
+        for k, m in enumerate(self.kmask):
+            if self.kclosed[k] is None:
+                ident[k] = m
+            elif m & front:
+                ident[k] = m & front
+        out = []
+        for k, idk in ident.items():
+            reach, blocked = 0, 0
+            for j in bits(self.kreach[k]):
+                blocked |= self.kdesc[j]
+                reach |= ident.get(j, 0)
+            is_open = self.kclosed[k] is None
+            out.append((idk, is_open, reach, blocked & una,
+                        self.keff[k] & una if is_open else 0, self.krs[k] if is_open else None))
+        out.sort(key=lambda x: x[0])
+        return tuple(out)
+
+    def _dominated(self, i: int) -> bool:
+        """Transposition table: True when an assignment with the same interface at
+        position i and closed kernels costing no more was searched already. Its completions
+        are this one's at no higher cost, and searching it either found the best of them or
+        proved none beats the incumbent (which only gets better), so nothing below here
+        can. Otherwise records this one."""
+        if len(self.seen) >= MEMO_ENTRIES:
+            return False
+        closed = 0.0
+        for c in self.kclosed:
+            if c is not None:
+                closed += c
+        key = (i, self._interface(i))
+        old = self.seen.get(key)
+        if old is not None and old <= closed:
+            self.memo_hits += 1
+            return True
+        self.seen[key] = closed
+        return False
 
     def _apply(self, v: int, i: int, k: int, rs, pk: int):
         """Assign v to kernel k (-1: a new one); returns an undo record, or None when a
