@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh Debian/Ubuntu machine (or CI): system packages, then the
-# package with its test dependencies. Adds CuPy when an NVIDIA driver is present.
+# package with its test dependencies and CuPy (the build for the driver's CUDA, if any).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -33,6 +33,12 @@ REDUCES = ("sum", "max", "min", "any", "all", "argmax", "argmin", "prod")
 _RTOL = {"float16": 1e-2, "float32": 1e-4, "float64": 1e-9}
 
 
+def program_plans(graph: Graph) -> list:
+    """The plans a random program is checked under: unfused, auto and max."""
+    from fuselab.plan import make_plan, unfused_plan
+    return [unfused_plan(graph), make_plan(graph, "auto"), make_plan(graph, "max")]
+
+
 def program_rtol(graph: Graph) -> float:
     floats = [n.dtype.name for n in graph.nodes if n.dtype.kind == "f"]
     return max((_RTOL[f] for f in floats), default=_RTOL["float64"])

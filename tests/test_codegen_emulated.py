@@ -10,12 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fuselab.interp import run_graph
-from fuselab.plan import unfused_plan
 from fuselab.runtime.verify import compare
 
 from cases import all_cases
 from cuda_host import HostRunner, needs_cxx
-from random_programs import program_rtol, random_program
+from random_programs import program_plans, program_rtol, random_program
 
 pytestmark = needs_cxx
 
@@ -39,17 +38,6 @@ def test_case_matches_numpy(runner, case):
             np.testing.assert_array_equal(again[name], got[name])
 
 
-def _plans(graph):
-    from fuselab.plan import make_plan
-    plans = [unfused_plan(graph)]
-    for strategy in ("auto", "max"):
-        try:
-            plans.append(make_plan(graph, strategy))
-        except (ImportError, NotImplementedError):
-            pass
-    return plans
-
-
 @pytest.mark.slow   # each example compiles its kernels with the host C++ compiler
 @settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
@@ -57,7 +45,7 @@ def _plans(graph):
 def test_random_programs_match_numpy(seed):
     graph, inputs = random_program(seed)
     want = run_graph(graph, inputs)
-    plans = _plans(graph)
+    plans = program_plans(graph)
     runner = HostRunner(plans)
     for plan in plans:
         check = compare(runner.run(plan, inputs), want, program_rtol(graph))

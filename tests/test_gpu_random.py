@@ -10,22 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fuselab.interp import run_graph
-from fuselab.plan import unfused_plan
 
-from random_programs import program_rtol, random_program
+from random_programs import program_plans, program_rtol, random_program
 
 pytestmark = pytest.mark.gpu
-
-
-def _plans(graph):
-    from fuselab.plan import make_plan
-    plans = [unfused_plan(graph)]
-    for strategy in ("auto", "max"):
-        try:
-            plans.append(make_plan(graph, strategy))
-        except (ImportError, NotImplementedError):
-            pass
-    return plans
 
 
 EXAMPLES = int(os.environ.get("FUSELAB_GPU_RANDOM_EXAMPLES", "320"))
@@ -39,7 +27,7 @@ def test_random_programs_match_numpy_on_the_gpu(seed):
     from fuselab.runtime.compile import compile_kernels
     graph, inputs = random_program(seed)
     want = run_graph(graph, inputs)
-    plans = _plans(graph)
+    plans = program_plans(graph)
     options = runtime.device_options()
     # compile the three plans' kernels together (one NVRTC round), then run each plan
     compile_kernels([c for p in plans for c in runtime.codes_for(p, options) if isinstance(c, KernelCode)])

@@ -10,6 +10,7 @@ import ctypes
 import glob
 import os
 import re
+import struct
 import sys
 import time
 from dataclasses import dataclass
@@ -216,7 +217,6 @@ RESERVED_SMEM = 1024   # cudaDevAttrReservedSharedMemoryPerBlock on sm_80 and la
 
 def cubin_resources(cubin: bytes, name: str) -> dict[str, int]:
     """Registers, stack frame and static shared memory of kernel `name` in a cubin."""
-    import struct
     shoff, = struct.unpack_from("<Q", cubin, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
     heads = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]

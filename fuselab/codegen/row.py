@@ -216,10 +216,15 @@ class _RowCode:
         holder: list[ValueEmitter] = []
         seen: dict[tuple[int, ix.Affine], str] = {}
 
+        def load_half(nid: int, offset: ix.Affine) -> str | None:
+            """This thread's element of a cached pack, as stored; None if not cached."""
+            if nid in self.pack_name and offset in (self.canonical, self.column):
+                return f"{self.pack_name[nid]}.v[p]" if self.lay.pack > 1 else self.pack_name[nid]
+            return None
+
         def load(nid: int, offset: ix.Affine) -> str:
             n = ctx.graph.nodes[nid]
-            if nid in self.pack_name and offset in (self.canonical, self.column):
-                v = f"{self.pack_name[nid]}.v[p]" if self.lay.pack > 1 else self.pack_name[nid]
+            if (v := load_half(nid, offset)) is not None:
                 return f"fl_from_half({v})" if is_half(n.dtype) else v
             key = (nid, offset)
             if key not in seen:
@@ -228,11 +233,6 @@ class _RowCode:
                                f"{load_expr(ctx.in_ptr[nid], n.dtype, ix.render(offset))};")
                 seen[key] = name
             return seen[key]
-
-        def load_half(nid: int, offset: ix.Affine) -> str | None:
-            if nid in self.pack_name and offset in (self.canonical, self.column):
-                return f"{self.pack_name[nid]}.v[p]" if self.lay.pack > 1 else self.pack_name[nid]
-            return None
 
         em = ValueEmitter(ctx.graph, ctx.kernel.nodes, ctx.kernel.inputs, ctx.options, ctx.names, load,
                           self.fixed, load_half=load_half)

@@ -94,7 +94,7 @@ def compile_info_html(info: Any) -> str:
     """Registers, spills, shared memory and the PTX, from an NVRTC CompileInfo."""
     spills = info.spill_stores + info.spill_loads
     spill_cls = "fuselab-bad" if spills else "fuselab-ok"
-    if getattr(info, "report", "ptxas") == "ptxas":
+    if info.report == "ptxas":
         spill = f"<span class='{spill_cls}'>{info.spill_stores} + {info.spill_loads} B</span>"
         constant = f"{info.constant_bytes} B"
     else:  # this NVRTC gave no ptxas report: the figures come from the cubin

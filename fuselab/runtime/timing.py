@@ -37,6 +37,17 @@ class Timing:
                 f"(IQR {self.spread_s * 1e3:.4f} ms, n={self.repeats}{extra})")
 
 
+def _event_seconds(fn: Callable[[], Any], stream: Any = None) -> float:
+    """GPU time of one fn() call, bracketed by two CUDA events on `stream`."""
+    import cupy
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record(stream)
+    fn()
+    end.record(stream)
+    end.synchronize()
+    return cupy.cuda.get_elapsed_time(start, end) / 1e3
+
+
 def time_gpu(fn: Callable[[], Any], label: str, repeats: int = 20, warmup: int = 2,
              bytes_moved: int = 0, max_seconds: float = 10.0) -> Timing:
     """Median GPU time of fn() over `repeats` runs after `warmup` runs."""
@@ -48,12 +59,7 @@ def time_gpu(fn: Callable[[], Any], label: str, repeats: int = 20, warmup: int =
     times: list[float] = []
     started = time.perf_counter()
     for _ in range(max(1, repeats)):
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+        times.append(_event_seconds(fn))
         if time.perf_counter() - started > max_seconds and len(times) >= 3:
             break  # a slow workload: fewer repeats rather than minutes
     return summarize(label, times, bytes_moved)
@@ -77,12 +83,7 @@ def time_interleaved(fns: Mapping[str, Callable[[], Any]], repeats: int = 20, ro
     for _ in range(rounds):
         for label, fn in fns.items():
             for _ in range(per_round):
-                start, end = cupy.cuda.Event(), cupy.cuda.Event()
-                start.record()
-                fn()
-                end.record()
-                end.synchronize()
-                times[label].append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+                times[label].append(_event_seconds(fn))
         if time.perf_counter() - started > max_seconds:
             break  # slow cells: fewer rounds rather than minutes
     nbytes = bytes_moved or {}
@@ -131,16 +132,10 @@ class GraphReplay:
         self.graph.launch(self.stream)
 
     def time(self, label: str, repeats: int = 50, bytes_moved: int = 0) -> Timing:
-        import cupy
         for _ in range(3):
             self.launch()
         self.stream.synchronize()
         times = []
         for _ in range(max(1, repeats)):
-            start, end = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record(self.stream)
-            self.launch()
-            end.record(self.stream)
-            end.synchronize()
-            times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+            times.append(_event_seconds(self.launch, self.stream))
         return summarize(label, times, bytes_moved)
