@@ -3,7 +3,6 @@ plan of random graphs is legal and computes what NumPy computes, large graphs pl
 from __future__ import annotations
 
 import random
-import time
 
 import numpy as np
 import pytest
@@ -166,13 +165,14 @@ def test_transposition_table_and_probes_keep_the_optimum_of_the_plain_branch_and
     assert hits > 0
 
 
-@pytest.mark.parametrize("ops,seeds,at_least", [(40, 20, 16), (50, 10, 6)])
-def test_auto_proves_most_random_dags_of_40_to_50_ops_optimal(ops, seeds, at_least):
-    """Wide random DAGs (34-50 units, parts of 25-48 units) are mostly proven optimal
+@pytest.mark.parametrize("ops,seeds,at_least", [(40, 20, 16), (50, 10, 8), (60, 10, 5)])
+def test_auto_proves_most_random_dags_of_40_to_60_ops_optimal(ops, seeds, at_least):
+    """Wide random DAGs (34-59 units, parts of 25-54 units) are mostly proven optimal
     within 20k search steps (a step budget, unlike the 1 s time budget, gives the same
     answer on every machine). A* over downsets alone proved 1 of the twenty 40-op graphs
     and none of the 50-op ones; the branch and bound before probes, join floors and the
-    transposition table proved 15 and 6 (seeds 0-9 of 50 ops); now 16 and 6."""
+    transposition table proved 15 and 6 (seeds 0-9 of 50 ops); with them 16, 6 and 3
+    (seeds 0-9 of 60 ops); with the re-read bound and cycle-blocked joins 16, 8 and 5."""
     proven = 0
     for seed in range(seeds):
         g = T.random_graph(ops, random.Random(seed).choice, 64, 4096)
@@ -180,6 +180,59 @@ def test_auto_proves_most_random_dags_of_40_to_50_ops_optimal(ops, seeds, at_lea
         assert problems(plan) == []
         proven += any("optimal under the cost model" in d.text for d in plan.log)
     assert proven >= at_least, f"{proven}/{seeds} proven optimal"
+
+
+def _proven(plan) -> bool:
+    return any("optimal under the cost model" in d.text for d in plan.log)
+
+
+@pytest.mark.parametrize("name", sorted(T.LARGE_CELLS))
+def test_large_notebook_cells_are_proven_optimal(name):
+    """Cells of 34-98 nodes as notebooks write them (a transformer block, Adam over three
+    tensors with gradient clipping, option greeks, heat-equation steps, column
+    statistics) are planned optimally, proven within a few thousand steps."""
+    g = T.LARGE_CELLS[name]()
+    plan = search_plan(g, "auto", recompute=False, exact_steps=20_000, exact_seconds=float("inf"))
+    assert problems(plan) == []
+    assert _proven(plan), next(d.text for d in plan.log if d.kind == "search")
+
+
+def test_random_notebook_cells_of_about_60_nodes_are_proven_optimal():
+    """Random compositions of notebook blocks with residuals and statistics (32-64
+    nodes): every one is proven optimal within 30k steps (the hardest takes 17k)."""
+    unproven = []
+    for seed in range(20):
+        g = T.random_cell(60, seed)
+        plan = search_plan(g, "auto", recompute=False, exact_steps=30_000, exact_seconds=float("inf"))
+        assert problems(plan) == []
+        if not _proven(plan):
+            unproven.append((seed, len(g.nodes)))
+    assert unproven == []
+
+
+def test_open_kernels_never_offer_a_join_that_closes_a_cycle(monkeypatch):
+    """At every node of the branch and bound, the units an open kernel offers to take
+    (keff) exclude those downstream of a kernel it reaches: keff equals its definition
+    recomputed from scratch, so the launch bound never counts on such a join."""
+    checked = 0
+    orig = AssignSearch.dfs
+
+    def dfs(self, i, *a):
+        nonlocal checked
+        for k, el in enumerate(self.kelig):
+            if self.kclosed[k] is None:
+                blocked = 0
+                for j in bits(self.kreach[k]):
+                    blocked |= self.kdesc[j]
+                assert self.keff[k] == el & ~blocked, (i, k)
+                checked += 1
+        return orig(self, i, *a)
+
+    monkeypatch.setattr(AssignSearch, "dfs", dfs)
+    for seed in range(3):
+        g = T.random_graph(40, random.Random(seed).choice, 64, 4096)
+        search_plan(g, "auto", recompute=False, exact_steps=8_000, exact_seconds=float("inf"))
+    assert checked > 1000
 
 
 def test_the_brute_force_oracle_can_disagree():
@@ -226,13 +279,12 @@ def test_exact_budget_exhaustion_falls_back_to_the_best_plan_found():
     assert problems(plan) == []
 
 
-def test_large_graphs_use_greedy_and_plan_within_two_seconds():
+def test_large_graphs_use_greedy():
+    """Beyond the exact search's limit, greedy merging plans alone (how fast is a
+    benchmark: benchmarks/plan_bench.py, 2,000 nodes in BENCHMARKS.md)."""
     g = T.random_graph(2000, random.Random(0).choice, 64, 4096)
     assert len(g.nodes) >= 2000
-    t0 = time.process_time()        # CPU time: other processes on the machine do not count
     plan = make_plan(g)
-    elapsed = time.process_time() - t0
-    assert elapsed < 2.0, f"planning 2000 nodes took {elapsed:.2f} s of CPU"
     assert any("over the exact search's limit" in d.text for d in plan.log)
     assert problems(plan) == []
     assert len(plan.kernels) < len(analyse(g).units) / 2

@@ -89,6 +89,10 @@ class AssignSearch:
                 if an.umask[v] & self.rest[i]:
                     self.front[i] |= 1 << v
         self.seen: dict[tuple, float] = {}      # transposition table, see _dominated
+        # per value: readers in this part no two of which can share a kernel, so each
+        # runs in a kernel of its own that reads the value (unless it computes it)
+        self.apart_readers = {x: self._independent_mask(an.umask[x] & part)
+                              for x in range(len(an.graph.nodes)) if (an.umask[x] & part).bit_count() > 1}
         self.part = part
         self.U = upper
         self.best: list[int] | None = None
@@ -428,8 +432,14 @@ class AssignSearch:
         umask, lbread = an.umask, an.lbread
         X = 0
         for x in bits(need):
-            if umask[x] & una & ~held.get(x, 0):
-                X += lbread[x]
+            n = 1 if umask[x] & una & ~held.get(x, 0) else 0
+            J = self.apart_readers.get(x, 0) & una
+            if J.bit_count() > 1:
+                # each of J in its own kernel: all but those an open kernel holding or
+                # reading x takes (one each) read x again
+                h = sum(1 for k in open_ks if self.keff[k] & J and self._holds(k) >> x & 1)
+                n = max(n, J.bit_count() - h)
+            X += lbread[x] * n
         return X
 
     def _join_floor(self, I: list[int], open_ks: list[int], i: int) -> float:
@@ -506,9 +516,13 @@ class AssignSearch:
             if an.out_mask >> v & 1:
                 X += an.nbytes[v]
         need &= ~una
-        for v in bits(una & ex.stored):
-            X += (0 if an.out_mask >> v & 1 else an.nbytes[v]) + \
-                (an.lbread[v] if ex.far_users[v] & self.part else 0)
+        for v in bits(una):
+            # readers no two of which can share a kernel: all but one read it back, and
+            # with two of them it is stored
+            J = self.apart_readers.get(v, 0).bit_count()
+            far = 1 if ex.stored >> v & 1 and ex.far_users[v] & self.part else 0
+            if J > 1 or ex.stored >> v & 1:
+                X += (0 if an.out_mask >> v & 1 else an.nbytes[v]) + an.lbread[v] * max(far, J - 1)
         out = self._ri[i] = (I, X, need, I2)
         return out
 
@@ -534,6 +548,13 @@ class AssignSearch:
                 cand &= ~compat[v] & ~(1 << v)
                 I.append(v)
         return I
+
+    def _independent_mask(self, units: int) -> int:
+        """A set of `units` no two of which can share a kernel (greedy), as a bitset."""
+        out = 0
+        for v in self._independent(units, 0):
+            out |= 1 << v
+        return out
 
     def _slow_rows(self) -> int:
         """Reductions whose key is a row shape with fewer rows than the GPU has SMs."""
@@ -577,8 +598,10 @@ class AssignSearch:
         return sum(aug(v, set()) for v in I)
 
     # -- search -------------------------------------------------------------------------
-    def dfs(self, i: int) -> None:
-        """Place order[i] (and the units after it), children cheapest bound first."""
+    def dfs(self, i: int, floor: float = 0.0) -> None:
+        """Place order[i] (and the units after it), children cheapest bound first.
+        `floor` is a lower bound already known for this node (its parent's bound holds
+        for every completion below it too)."""
         ex, an = self.ex, self.ex.an
         self.nodes += 1
         ex.steps += 1
@@ -632,15 +655,16 @@ class AssignSearch:
             undo = self._apply(v, i, k, rs, pk)
             if undo is not None:
                 cut = self.U * (1 - EPS)
-                if self.bound(i + 1, cut) < cut:
-                    self.dfs(i + 1)
+                lb = max(floor, self.bound(i + 1, cut))
+                if lb < cut:
+                    self.dfs(i + 1, lb)
                 self._undo(v, undo)
             return
         scored = []
         for k, rs in children:
             undo = self._apply(v, i, k, rs, pk)
             if undo is not None:
-                lb = self.bound(i + 1, self.U * (1 - EPS))
+                lb = max(floor, self.bound(i + 1, self.U * (1 - EPS)))
                 if lb < self.U * (1 - EPS):
                     scored.append((lb, k, rs))
                 self._undo(v, undo)
@@ -650,7 +674,7 @@ class AssignSearch:
                 break
             undo = self._apply(v, i, k, rs, pk)
             if undo is not None:
-                self.dfs(i + 1)
+                self.dfs(i + 1, lb)
                 self._undo(v, undo)
 
     def _interface(self, i: int) -> tuple:
@@ -728,6 +752,10 @@ class AssignSearch:
         pk &= ~(1 << k)
         kreach, kclosed, keff, kdesc = self.kreach, self.kclosed, self.keff, self.kdesc
         changed = 1 << k
+        # v's descendants may no longer join a kernel that reaches k
+        for a in range(len(self.kmask)):
+            if kreach[a] >> k & 1:
+                changed |= 1 << a
         if pk:
             add = (1 << k) | kreach[k]
             for a in range(len(self.kmask)):

@@ -223,6 +223,128 @@ def column_norm(rows: int = 8192, cols: int = 1024) -> Graph:
     return _cell(cell)
 
 
+# ---------------------------------------------------------------------------
+# larger cells (50-100 nodes), as notebooks write them
+# ---------------------------------------------------------------------------
+
+MATMUL = OpaqueFn("matmul", lambda xp, a, b: xp.matmul(a, b))
+
+
+def _mm(a: Expr, b: Expr) -> Expr:
+    return Expr(a.b, a.b.opaque(MATMUL, [a.i, b.i], Aval(a.shape[:-1] + b.shape[-1:], np.dtype(F32))))
+
+
+def _layernorm(x: Expr, g: Expr, b: Expr) -> Expr:
+    d = x - x.mean(-1, keepdims=True)
+    return d / (d.f("square").mean(-1, keepdims=True) + 1e-5).f("sqrt") * g + b
+
+
+def _tanh_gelu(u: Expr) -> Expr:
+    return 0.5 * u * (1.0 + (0.7978845608 * (u + 0.044715 * u * u * u)).f("tanh"))
+
+
+def transformer_block(tokens: int = 2048, dim: int = 1024, hidden: int = 4096) -> Graph:
+    """Pre-norm attention and MLP with residuals: layernorm, q/k/v, softmax(q k^T), the
+    output projection, layernorm, a GELU MLP (matmuls are opaque)."""
+    def cell(inp):
+        x = inp("x", (tokens, dim))
+        g1, b1, g2, b2, c2 = (inp(k, (dim,)) for k in ("g1", "b1", "g2", "b2", "c2"))
+        wq, wk, wv, wo = (inp(k, (dim, dim)) for k in ("wq", "wk", "wv", "wo"))
+        w1, c1, w2 = inp("w1", (dim, hidden)), inp("c1", (hidden,)), inp("w2", (hidden, dim))
+        h = _layernorm(x, g1, b1)
+        q, k, v = _mm(h, wq), _mm(h, wk), _mm(h, wv)
+        s = _mm(q, k.T) * (1.0 / math.sqrt(dim))
+        e = (s - s.max(-1, keepdims=True)).f("exp")
+        x2 = x + _mm(_mm(e / e.sum(-1, keepdims=True), v), wo)
+        u = _mm(_layernorm(x2, g2, b2), w1) + c1
+        return {"y": x2 + _mm(_tanh_gelu(u), w2) + c2}
+    return _cell(cell)
+
+
+def adam_clipped(shapes: Sequence[tuple[int, ...]] = ((1 << 20,), (1024, 1024), (4096,)),
+                 b1: float = 0.9, b2: float = 0.999, lr: float = 1e-3, t: int = 10,
+                 clip: float = 1.0) -> Graph:
+    """Adam over three parameter tensors after clipping the global gradient norm."""
+    def cell(inp):
+        params = [[inp(f"{k}{j}", s) for k in "pgmv"] for j, s in enumerate(shapes)]
+        sq = None
+        for _, g, _, _ in params:
+            s = (g * g).sum()
+            sq = s if sq is None else sq + s
+        norm = sq.f("sqrt")
+        scale = where(norm > clip, clip / norm, 1.0)
+        outs = {"norm": norm}
+        for j, (p, g, m, v) in enumerate(params):
+            g = g * scale
+            m2 = b1 * m + (1 - b1) * g
+            v2 = b2 * v + (1 - b2) * g * g
+            outs[f"p{j}"] = p - lr * (m2 / (1 - b1 ** t)) / ((v2 / (1 - b2 ** t)).f("sqrt") + 1e-8)
+            outs[f"m{j}"], outs[f"v{j}"] = m2, v2
+        return outs
+    return _cell(cell)
+
+
+def _pdf(d: Expr) -> Expr:
+    return 0.3989422804 * (-0.5 * d * d).f("exp")
+
+
+def _cnd(d: Expr) -> Expr:
+    k = 1.0 / (1.0 + 0.2316419 * d.f("absolute"))
+    poly = k * (0.31938153 + k * (-0.356563782 + k * (1.781477937 + k * (-1.821255978 + k * 1.330274429))))
+    c = 1.0 - _pdf(d) * poly
+    return where(d > 0.0, c, 1.0 - c)
+
+
+def option_greeks(n: int = 1 << 22) -> Graph:
+    """Black-Scholes prices with delta, gamma, vega, theta, rho and two summaries."""
+    def cell(inp):
+        s, x, t = inp("S", (n,)), inp("X", (n,)), inp("T", (n,))
+        r, vol = 0.02, 0.30
+        sqt = t.f("sqrt")
+        d1 = ((s / x).f("log") + (r + 0.5 * vol * vol) * t) / (vol * sqt)
+        d2 = d1 - vol * sqt
+        disc = x * (-r * t).f("exp")
+        n1, n2 = _cnd(d1), _cnd(d2)
+        call = s * n1 - disc * n2
+        put = call - s + disc
+        return {"call": call, "put": put, "delta": n1, "gamma": _pdf(d1) / (s * vol * sqt),
+                "vega": s * _pdf(d1) * sqt, "theta": -s * _pdf(d1) * vol / (2.0 * sqt) - r * disc * n2,
+                "rho": x * t * (-r * t).f("exp") * n2, "mean_call": call.mean(), "max_put": put.max()}
+    return _cell(cell)
+
+
+def heat_steps(steps: int = 4, rows: int = 2048, cols: int = 2048) -> Graph:
+    """Explicit heat-equation steps (5-point stencils on slices), then the energy and
+    each column's maximum."""
+    def cell(inp):
+        u = inp("u", (rows, cols))
+        for _ in range(steps):
+            lap = u[1:-1, 2:] + u[1:-1, :-2] + u[2:, 1:-1] + u[:-2, 1:-1] - 4.0 * u[1:-1, 1:-1]
+            u = u[1:-1, 1:-1] + 0.1 * lap
+        return {"u": u, "energy": (u * u).sum(), "colmax": u.max(0)}
+    return _cell(cell)
+
+
+def column_stats(rows: int = 8192, cols: int = 512) -> Graph:
+    """Column correlation and z-scores, then a row softmax of the centred z-scores."""
+    def cell(inp):
+        x, y = inp("x", (rows, cols)), inp("y", (rows, cols))
+        dx, dy = x - x.mean(0, keepdims=True), y - y.mean(0, keepdims=True)
+        vx, vy = (dx * dx).mean(0), (dy * dy).mean(0)
+        z = dx / vx.f("sqrt")
+        c = z - z.mean(-1, keepdims=True)
+        e = (c - c.max(-1, keepdims=True)).f("exp")
+        return {"corr": (dx * dy).mean(0) / (vx * vy).f("sqrt"), "z": z,
+                "p": e / e.sum(-1, keepdims=True), "total": (z * z).sum()}
+    return _cell(cell)
+
+
+LARGE_CELLS: dict[str, Callable[[], Graph]] = {
+    "transformer_block": transformer_block, "adam_clipped": adam_clipped,
+    "option_greeks": option_greeks, "heat_steps": heat_steps, "column_stats": column_stats,
+}
+
+
 CELLS: dict[str, Callable[[], Graph]] = {
     "softmax": softmax, "layernorm": layernorm, "rmsnorm": rmsnorm, "logsumexp": logsumexp,
     "gelu": gelu, "adam": adam, "black_scholes": black_scholes, "stencil": stencil,
@@ -309,13 +431,11 @@ def random_inputs(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
 # ---------------------------------------------------------------------------
 
 def _block_norm(x: Expr, g: Expr, b: Expr) -> Expr:
-    m = x.mean(-1, keepdims=True)
-    d = x - m
-    return d / (d.f("square").mean(-1, keepdims=True) + 1e-5).f("sqrt") * g + b
+    return _layernorm(x, g, b)
 
 
 def _block_gelu(x: Expr, g: Expr, b: Expr) -> Expr:
-    return 0.5 * x * (1.0 + (0.7978845608 * (x + 0.044715 * x * x * x)).f("tanh"))
+    return _tanh_gelu(x)
 
 
 def _block_softmax(x: Expr, g: Expr, b: Expr) -> Expr:
@@ -356,3 +476,39 @@ def notebook_graph(n_nodes: int, rows: int = 4096, cols: int = 1024) -> Graph:
             outs.append((f"a{k}", x.i))
     outs.append(("out", x.i))
     return b.build(outs)
+
+
+def random_cell(n_nodes: int, seed: int, rows: int = 4096, cols: int = 1024) -> Graph:
+    """A random notebook-like cell of about n_nodes: blocks (layernorm, gelu, softmax,
+    column scaling, a matmul with a bias, an RMS scaling) applied to one of the last few
+    activations, residual sums of two activations, statistics (means over rows, columns
+    or all) kept as results, and some activations kept as results."""
+    rnd = random.Random(seed)
+    b = GraphBuilder()
+    x = Expr(b, b.input("x", (rows, cols), F32))
+    g = Expr(b, b.input("g", (cols,), F32))
+    beta = Expr(b, b.input("beta", (cols,), F32))
+    acts = [x]
+    outs: list[tuple[str, int]] = []
+    while len(b.nodes) < n_nodes:
+        src = rnd.choice(acts[-3:])
+        kind = rnd.choice(("block", "block", "block", "residual", "stat"))
+        if kind == "residual" and len(acts) > 1:
+            acts.append(src + rnd.choice(acts))
+        elif kind == "stat":
+            stat = src.mean(rnd.choice((0, -1, None)))
+            outs.append((f"s{len(outs)}", stat.i))
+        else:
+            block = rnd.choice(BLOCKS + (_block_rms,))
+            acts.append(block(src, g, beta))
+        if rnd.random() < 0.2:
+            outs.append((f"a{len(outs)}", acts[-1].i))
+    outs.append(("out", acts[-1].i))
+    names: dict[int, str] = {}
+    for name, i in outs:
+        names.setdefault(i, name)       # an activation kept twice is one result
+    return b.build([(name, i) for i, name in names.items()])
+
+
+def _block_rms(x: Expr, g: Expr, b: Expr) -> Expr:
+    return x / ((x * x).mean(-1, keepdims=True) + 1e-6).f("sqrt") * g
