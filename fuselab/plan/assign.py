@@ -136,6 +136,8 @@ class AssignSearch:
         self.kreach: list[int] = []
         self.kclosed: list[float | None] = []
         self.kof: dict[int, int] = {}       # unit -> kernel index
+        self.open_ks = 0                    # bitset of the open kernels' indices
+        self.closed_total = 0.0             # time of the closed kernels
 
     def _deepen(self) -> None:
         """The search, after probes for a plan cheaper than a target: the root bound plus
@@ -357,18 +359,16 @@ class AssignSearch:
         terms (each >= 0) reaches `cut`, that partial sum is returned: enough to prune."""
         ex, an = self.ex, self.ex.an
         una = self.rest[i]
-        total = 0.0
+        total = self.closed_total
         slack = 0.0
-        open_ks = []
+        open_ks = list(bits(self.open_ks))
         slow = []           # open kernels only a row template with idle SMs can run
-        for k in range(len(self.kmask)):
+        for k in open_ks:
             c, s, pf = self.kernel_lb(k, i)
             total += c
-            if self.kclosed[k] is None:
-                slack += s
-                open_ks.append(k)
-                if pf < 1.0:
-                    slow.append((k, pf))
+            slack += s
+            if pf < 1.0:
+                slow.append((k, pf))
         if not una or total >= cut:
             return total
         I, X, need, I2 = self._rest_info(i)
@@ -424,20 +424,22 @@ class AssignSearch:
         reading or holding them must read: all but those every such reader could get
         by joining an open kernel that holds or reads them."""
         an = self.ex.an
-        held: dict[int, int] = {}
-        for k in open_ks:
-            el = self.keff[k]
-            for x in bits(self._holds(k) & need):
-                held[x] = held.get(x, 0) | el
-        umask, lbread = an.umask, an.lbread
+        kernels = [(self._holds(k) & need, self.keff[k]) for k in open_ks]
+        kernels = [(h, el) for h, el in kernels if h]
+        umask, lbread, apart = an.umask, an.lbread, self.apart_readers
         X = 0
         for x in bits(need):
-            n = 1 if umask[x] & una & ~held.get(x, 0) else 0
-            J = self.apart_readers.get(x, 0) & una
+            J = apart.get(x, 0) & una
+            el, h = 0, 0
+            for hold, keff in kernels:
+                if hold >> x & 1:
+                    el |= keff
+                    if keff & J:
+                        h += 1
+            n = 1 if umask[x] & una & ~el else 0
             if J.bit_count() > 1:
                 # each of J in its own kernel: all but those an open kernel holding or
                 # reading x takes (one each) read x again
-                h = sum(1 for k in open_ks if self.keff[k] & J and self._holds(k) >> x & 1)
                 n = max(n, J.bit_count() - h)
             X += lbread[x] * n
         return X
@@ -450,10 +452,15 @@ class AssignSearch:
         charged on bytes and flops the open kernel already holds, which its kernel_lb
         counts at full speed only."""
         out = 0.0
+        keff, krs, red = self.keff, self.krs, self.ex.an.reduce_mask
         for u in I:
             best = self.L
+            plain = not red >> u & 1
             for k in open_ks:
-                if self.keff[k] >> u & 1:
+                if keff[k] >> u & 1:
+                    if plain and krs[k] is None:
+                        best = 0.0      # no reduction on either side: no template change
+                        break
                     d = self._join_cost(k, i, u)
                     if d < best:
                         best = d
@@ -585,17 +592,48 @@ class AssignSearch:
         them (augmenting paths)."""
         if not ks:
             return 0
-        match_k: dict[int, int] = {}
-
-        def aug(v: int, seen: set) -> bool:
+        keff = self.keff
+        adj = []            # per unit: the kernels (a bitset of indices) that could take it
+        for v in I:
+            a = 0
             for k in ks:
-                if self.keff[k] >> v & 1 and k not in seen:
-                    seen.add(k)
-                    if k not in match_k or aug(match_k[k], seen):
-                        match_k[k] = v
-                        return True
+                if keff[k] >> v & 1:
+                    a |= 1 << k
+            if a:
+                adj.append(a)
+        # greedy first, then augmenting paths for the units left over
+        taken = 0
+        match_k: dict[int, int] = {}
+        left = []
+        for j, a in enumerate(adj):
+            free = a & ~taken
+            if free:
+                low = free & -free
+                taken |= low
+                match_k[low.bit_length() - 1] = j
+            else:
+                left.append(j)
+        if not left:
+            return len(adj)
+        seen = 0
+
+        def aug(j: int) -> bool:
+            nonlocal seen
+            a = adj[j] & ~seen
+            while a:
+                low = a & -a
+                seen |= low
+                k = low.bit_length() - 1
+                if k not in match_k or aug(match_k[k]):
+                    match_k[k] = j
+                    return True
+                a = adj[j] & ~seen
             return False
-        return sum(aug(v, set()) for v in I)
+        n = len(adj) - len(left)
+        for j in left:
+            seen = 0
+            n += aug(j)
+        return n
 
     # -- search -------------------------------------------------------------------------
     def dfs(self, i: int, floor: float = 0.0) -> None:
@@ -730,6 +768,7 @@ class AssignSearch:
         nk = len(self.kmask)
         saved_reach = list(self.kreach)
         saved_eff = list(self.keff)
+        saved_totals = (self.open_ks, self.closed_total)
         if k < 0:
             k = nk
             self.kmask.append(1 << v)
@@ -740,6 +779,7 @@ class AssignSearch:
             self.krs.append(ex._reduce_state(v, 0, None))
             self.kreach.append(0)
             self.kclosed.append(None)
+            self.open_ks |= 1 << k
             old = None
         else:
             old = (self.kmask[k], self.kelig[k], self.krs[k], self.kdesc[k])
@@ -781,17 +821,19 @@ class AssignSearch:
                 if full or not keff[a] & una:
                     verdict, c = ex.cost(self.kmask[a])
                     self.kclosed[a] = c
+                    self.open_ks &= ~(1 << a)
+                    self.closed_total += c
                     closed_now.append(a)
                     if not verdict.ok:
                         ok = False
-        rec = (k, old, saved_reach, saved_eff, closed_now, nk)
+        rec = (k, old, saved_reach, saved_eff, closed_now, nk, saved_totals)
         if not ok:
             self._undo(v, rec)
             return None
         return rec
 
     def _undo(self, v: int, rec) -> None:
-        k, old, saved_reach, saved_eff, closed_now, nk = rec
+        k, old, saved_reach, saved_eff, closed_now, nk, (self.open_ks, self.closed_total) = rec
         for a in closed_now:
             self.kclosed[a] = None
         self.kreach[:] = saved_reach
