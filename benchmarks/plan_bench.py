@@ -3,8 +3,9 @@
 1. Planning time of `auto` by graph size (10, 60, 500, 2000 nodes), on notebook-like
    graphs (chains of layernorm / gelu / softmax / column scaling / matmul blocks) and on
    random DAGs of table ops, with whether the exact search proved the plan optimal.
-2. The exact search on random DAGs of 40, 50 and 60 ops over many seeds: the fraction
-   proven optimal within the default budget, median and max planning time.
+2. The exact search on random DAGs of 40, 50 and 60 ops over many seeds, and on notebook
+   cells of 30-100 nodes (larger reference cells, random compositions of notebook blocks):
+   the fraction proven optimal within the default budget, median and max planning time.
 3. A suite of notebook cells traced with fuselab.trace_cell: kernels, predicted bytes and
    predicted time of the auto, unfused and max plans (H200 default device parameters).
 
@@ -148,6 +149,34 @@ def exact_range(seeds: int = EXACT_SEEDS) -> list[list[str]]:
     return rows
 
 
+def large_cells(seeds: int = EXACT_SEEDS) -> list[list[str]]:
+    """`auto` with its default budget on notebook cells of 30-100 nodes: the larger
+    reference cells, and random compositions of notebook blocks (testing.random_cell)."""
+    rows = []
+    for name, build in testing.LARGE_CELLS.items():
+        g = build()
+        t0 = time.perf_counter()
+        plan = make_plan(g)
+        ms = (time.perf_counter() - t0) * 1e3
+        rows.append([name, str(len(g.nodes)), str(len(analyse(g).units)), str(len(plan.kernels)),
+                     f"{ms:.0f}", f"{ms:.0f}", exact_status(plan)])
+    for n in (60, 100):
+        times, nodes, units, kernels, proven = [], [], [], [], 0
+        for seed in range(seeds):
+            g = testing.random_cell(n, seed)
+            t0 = time.perf_counter()
+            plan = make_plan(g)
+            times.append(time.perf_counter() - t0)
+            nodes.append(len(g.nodes))
+            units.append(len(analyse(g).units))
+            kernels.append(len(plan.kernels))
+            proven += exact_status(plan) == "proven optimal"
+        rows.append([f"random cells ~{n}", f"{min(nodes)}-{max(nodes)}", f"{min(units)}-{max(units)}",
+                     f"{min(kernels)}-{max(kernels)}", f"{statistics.median(times) * 1e3:.0f}",
+                     f"{max(times) * 1e3:.0f}", f"{proven}/{seeds} proven optimal"])
+    return rows
+
+
 def cell_suite() -> list[list[str]]:
     params = DeviceParams.h200_default()
     rows = []
@@ -213,7 +242,8 @@ def machine() -> str:
     return f"2-core CPU sandbox ({cpu}, {os.cpu_count()} cores visible), Python {platform.python_version()}, NumPy {np.__version__}"
 
 
-def section(times: list[list[str]], exact: list[list[str]], cells: list[list[str]]) -> str:
+def section(times: list[list[str]], exact: list[list[str]], large: list[list[str]],
+            cells: list[list[str]]) -> str:
     date = subprocess.run(["date", "-u", "+%Y-%m-%d %H:%M UTC"], capture_output=True, text=True).stdout.strip()
     return f"""## Planner (CPU)
 
@@ -241,6 +271,28 @@ comparison, A* over downsets alone (the search before 2026-11-30) proved 7/20, 1
 0/20 of these within the same budget, and the first branch and bound 15/20, 10/20 and 6/20.
 
 {table(["graph", "units", "proven optimal", "median ms", "max ms", "below greedy", "not proven"], exact)}
+
+A time budget on a shared 2-core machine makes these counts vary by a seed or two from
+run to run. Counted in search steps instead (20k, machine-independent, the test's
+measure), seeds 0-9 of 50 and 60 ops went from 6 and 3 proven to 8 and 5 with the re-read
+bound and cycle-blocked joins of 2026-11-30. These DAGs are adversarial: every op reads
+random earlier values, so dozens of kernels stay open at once. What the unproven seeds
+lack is a bound on the slow-down an open kernel suffers when a short row reduction
+(64 rows on 132 SMs) joins it, which depends on the members still to come.
+
+### Exact search on notebook cells of 30-100 nodes
+
+`auto` with its default budget on the larger reference cells of `fuselab.plan.testing`
+(a transformer block, Adam over three tensors with gradient clipping, option greeks,
+heat-equation steps, column statistics) and on `random_cell(n, seed)`, seeds
+0-{EXACT_SEEDS - 1}: random compositions of notebook blocks (layernorm, GELU, softmax,
+column scaling, matmul with a bias, RMS scaling) with residual sums and statistics kept as
+results. Such cells chain their kernels: the search proves those of up to about 60
+nodes optimal within the budget, most in milliseconds, and most of those of about 100
+nodes (the others keep the best plan found in 1 s; with more time, all but one of them
+are proven in 2-6 s, the last not within 45 s).
+
+{table(["cell", "nodes", "units", "kernels", "median ms", "max ms", "exact search"], large)}
 
 ### Notebook cells: unfused / auto / max
 
@@ -273,7 +325,7 @@ def main() -> None:
     if args.gpu:
         print(gpu_check())
         return
-    text = section(planning_times(), exact_range(), cell_suite())
+    text = section(planning_times(), exact_range(), large_cells(), cell_suite())
     if args.gpu_section:
         text += "\n" + args.gpu_section.read_text().strip() + "\n"
     print(text)

@@ -103,6 +103,31 @@ def _cell(build: Callable[[Callable[..., Expr]], dict[str, Expr]]) -> Graph:
 # reference cells
 # ---------------------------------------------------------------------------
 
+MATMUL = OpaqueFn("matmul", lambda xp, a, b: xp.matmul(a, b))
+
+
+def _mm(a: Expr, b: Expr) -> Expr:
+    return Expr(a.b, a.b.opaque(MATMUL, [a.i, b.i], Aval(a.shape[:-1] + b.shape[-1:], np.dtype(F32))))
+
+
+def _pdf(d: Expr) -> Expr:
+    return 0.3989422804 * (-0.5 * d * d).f("exp")
+
+
+def _cnd(d: Expr) -> Expr:
+    k = 1.0 / (1.0 + 0.2316419 * d.f("absolute"))
+    poly = k * (0.31938153 + k * (-0.356563782 + k * (1.781477937 + k * (-1.821255978 + k * 1.330274429))))
+    c = 1.0 - _pdf(d) * poly
+    return where(d > 0.0, c, 1.0 - c)
+
+
+def _black_scholes_terms(s: Expr, x: Expr, t: Expr, r: float, vol: float) -> tuple[Expr, ...]:
+    """d1, d2, the discounted strike and sqrt(T) of the Black-Scholes formula."""
+    sqt = t.f("sqrt")
+    d1 = ((s / x).f("log") + (r + 0.5 * vol * vol) * t) / (vol * sqt)
+    return d1, d1 - vol * sqt, x * (-r * t).f("exp"), sqt
+
+
 def softmax(rows: int = 4096, cols: int = 1024) -> Graph:
     def cell(inp):
         x = inp("x", (rows, cols))
@@ -148,11 +173,9 @@ def div_by_sum(n: int = 1 << 20) -> Graph:
 
 
 def matmul_bias_act(m: int = 4096, k: int = 1024, n: int = 1024) -> Graph:
-    mm = OpaqueFn("matmul", lambda xp, a, b: xp.matmul(a, b))
-
     def cell(inp):
         x, w, bias = inp("x", (m, k)), inp("w", (k, n)), inp("b", (n,))
-        h = Expr(x.b, x.b.opaque(mm, [x.i, w.i], Aval((m, n), np.dtype(F32))))
+        h = _mm(x, w)
         return {"y": (h + bias).f("tanh") * 0.5}
     return _cell(cell)
 
@@ -177,21 +200,11 @@ def adam(n: int = 1 << 22, b1: float = 0.9, b2: float = 0.999, lr: float = 1e-3,
 
 
 def black_scholes(n: int = 1 << 22) -> Graph:
-    def cnd(d: Expr) -> Expr:
-        k = 1.0 / (1.0 + 0.2316419 * d.f("absolute"))
-        poly = k * (0.31938153 + k * (-0.356563782 + k * (1.781477937 + k * (-1.821255978 + k * 1.330274429))))
-        c = 1.0 - 0.3989422804 * (-0.5 * d * d).f("exp") * poly
-        return where(d > 0.0, c, 1.0 - c)
-
     def cell(inp):
         s, x, t = inp("S", (n,)), inp("X", (n,)), inp("T", (n,))
-        r, vol = 0.02, 0.30
-        sqt = t.f("sqrt")
-        d1 = ((s / x).f("log") + (r + 0.5 * vol * vol) * t) / (vol * sqt)
-        d2 = d1 - vol * sqt
-        disc = x * (-r * t).f("exp")
-        call = s * cnd(d1) - disc * cnd(d2)
-        put = disc * (1.0 - cnd(d2)) - s * (1.0 - cnd(d1))
+        d1, d2, disc, _ = _black_scholes_terms(s, x, t, 0.02, 0.30)
+        call = s * _cnd(d1) - disc * _cnd(d2)
+        put = disc * (1.0 - _cnd(d2)) - s * (1.0 - _cnd(d1))
         return {"call": call, "put": put}
     return _cell(cell)
 
@@ -226,13 +239,6 @@ def column_norm(rows: int = 8192, cols: int = 1024) -> Graph:
 # ---------------------------------------------------------------------------
 # larger cells (50-100 nodes), as notebooks write them
 # ---------------------------------------------------------------------------
-
-MATMUL = OpaqueFn("matmul", lambda xp, a, b: xp.matmul(a, b))
-
-
-def _mm(a: Expr, b: Expr) -> Expr:
-    return Expr(a.b, a.b.opaque(MATMUL, [a.i, b.i], Aval(a.shape[:-1] + b.shape[-1:], np.dtype(F32))))
-
 
 def _layernorm(x: Expr, g: Expr, b: Expr) -> Expr:
     d = x - x.mean(-1, keepdims=True)
@@ -284,26 +290,12 @@ def adam_clipped(shapes: Sequence[tuple[int, ...]] = ((1 << 20,), (1024, 1024), 
     return _cell(cell)
 
 
-def _pdf(d: Expr) -> Expr:
-    return 0.3989422804 * (-0.5 * d * d).f("exp")
-
-
-def _cnd(d: Expr) -> Expr:
-    k = 1.0 / (1.0 + 0.2316419 * d.f("absolute"))
-    poly = k * (0.31938153 + k * (-0.356563782 + k * (1.781477937 + k * (-1.821255978 + k * 1.330274429))))
-    c = 1.0 - _pdf(d) * poly
-    return where(d > 0.0, c, 1.0 - c)
-
-
 def option_greeks(n: int = 1 << 22) -> Graph:
     """Black-Scholes prices with delta, gamma, vega, theta, rho and two summaries."""
     def cell(inp):
         s, x, t = inp("S", (n,)), inp("X", (n,)), inp("T", (n,))
         r, vol = 0.02, 0.30
-        sqt = t.f("sqrt")
-        d1 = ((s / x).f("log") + (r + 0.5 * vol * vol) * t) / (vol * sqt)
-        d2 = d1 - vol * sqt
-        disc = x * (-r * t).f("exp")
+        d1, d2, disc, sqt = _black_scholes_terms(s, x, t, r, vol)
         n1, n2 = _cnd(d1), _cnd(d2)
         call = s * n1 - disc * n2
         put = call - s + disc
