@@ -51,14 +51,15 @@ class ReduceKeys:
         return k[0] == "row" and (broadcasts_to(shape, k[1]) or shape == k[1][:-1])
 
 
-def compatibility(an: Analysis, keys: ReduceKeys) -> dict[int, int]:
+def compatibility(an: Analysis, keys: ReduceKeys, apart: dict[int, int] | None = None) -> dict[int, int]:
     """unit -> the units it could ever share a legal kernel with (a necessary condition
     of legality.check, pair by pair): nothing for opaque and copy units; reductions of
     one key (not one computed from the other, unless the key is a row shape); a unit
     and a reduction it could join; two other units when a pointwise kernel could hold
-    both (some iteration space suits both) or a reduction key could take both. Then convexity: a kernel holding u and a descendant w
-    holds every unit on the paths between them, so each of those must be compatible with
-    both (repeated until nothing changes)."""
+    both (some iteration space suits both) or a reduction key could take both; never two
+    units the user keeps apart (`apart`: unit -> units). Then convexity: a kernel holding
+    u and a descendant w holds every unit on the paths between them, so each of those must
+    be compatible with both (repeated until nothing changes)."""
     units = [v for v in an.units if not an.alone_mask >> v & 1]
     always = {v: bool(an.out_mask >> v & 1 or an.umask[v] & an.alone_mask) for v in units}
     # the shapes a pointwise kernel holding v could iterate over: v's own if v is always
@@ -93,6 +94,9 @@ def compatibility(an: Analysis, keys: ReduceKeys) -> dict[int, int]:
             if ok:
                 out[u] |= 1 << v
                 out[v] |= 1 << u
+    for u, a in (apart or {}).items():
+        if u in out:
+            out[u] &= ~a        # the user's "keep apart" holds in every plan
     changed = True
     while changed:
         changed = False

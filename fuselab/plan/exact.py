@@ -83,7 +83,7 @@ class Exact:
                 fmin[v] = an.size[v] * an.weights(params)[v]
         self.fmin = fmin
         self.compat_info = ReduceKeys(an)
-        self.compat = compatibility(an, self.compat_info)
+        self.compat = compatibility(an, self.compat_info, apart_with)
         self.stored = must_store(an, self.compat)
         # units that read each of those and can never share its kernel
         self.far_users = {v: an.umask[v] & ~self.compat[v] for v in bits(self.stored)}
