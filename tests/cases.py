@@ -197,6 +197,25 @@ def overflow_cases(n=4099, seed=7) -> list[Case]:
     return out
 
 
+def power_cases(n=1000, seed=8) -> list[Case]:
+    """Powers by a constant 2, 3, 4 (computed as products) and 2.5 (pow) of floats,
+    with zeros, infinities, NaN, values whose power overflows and ones that underflow."""
+    out = []
+    for dt in FLOAT_DTYPES:
+        info = np.finfo(dt)
+        rng = np.random.default_rng(seed)
+        x = (rng.standard_normal(n) * 3).astype(dt)
+        big, tiny = float(info.max) ** 0.3, float(info.tiny) ** 0.3
+        x[:12] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, big, -big, tiny, -tiny, float(info.max)]
+        b = GraphBuilder()
+        xi = b.input("x", (n,), dt)
+        outs = [(f"p{k}", b.elemwise("power", [xi, b.const(k, dt)])) for k in (2, 3, 4)]
+        outs.append(("p2_5", b.elemwise("power", [b.elemwise("absolute", [xi]), b.const(2.5, dt)])))
+        g = b.build(outs)
+        out.append(Case(f"power-{_name(dt)}", g, {"x": x}, [unfused_plan(g), one_kernel(g, Template.POINTWISE)]))
+    return out
+
+
 def all_cases() -> list[Case]:
     return (elementwise_cases() + cast_cases() + reduction_cases() + prod_cases() + fused_reduction_cases()
-            + row_cases() + empty_cases() + view_cases() + overflow_cases())
+            + row_cases() + empty_cases() + view_cases() + overflow_cases() + power_cases())

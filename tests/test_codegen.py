@@ -466,3 +466,22 @@ def test_planner_plans_generate_and_compile(strategy):
             pytest.skip(f"planner not available: {e}")
         codes += [c for c in generate(plan)]
     nvrtc_compile(codes)
+
+
+def test_float_powers_by_2_3_4_are_products_and_others_call_pow():
+    """x**3 (tanh-GELU) as x*x*x: CUDA's powf made that kernel compute-bound. A constant
+    2.5, an integer power, or an array exponent still go through fl_power."""
+    b = GraphBuilder()
+    x = b.input("x", (1024,), np.float32)
+    outs = [(f"p{k}", b.elemwise("power", [x, b.const(k, np.float32)])) for k in (2, 3, 4)]
+    code = generate(one_kernel(b.build(outs), Template.POINTWISE))[0]
+    assert "= fl_power(" not in code.source
+    assert "= x * x;" in code.source and "= x * x * x;" in code.source and "= (x * x) * (x * x);" in code.source
+    b = GraphBuilder()
+    x = b.input("x", (1024,), np.float32)
+    i = b.input("i", (1024,), np.int32)
+    outs = [("f", b.elemwise("power", [x, b.const(2.5, np.float32)])),
+            ("a", b.elemwise("power", [x, x])),
+            ("n", b.elemwise("power", [i, b.const(3, np.int32)]))]
+    code = generate(one_kernel(b.build(outs), Template.POINTWISE))[0]
+    assert code.source.count("= fl_power(") == 3

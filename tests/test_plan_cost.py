@@ -120,3 +120,16 @@ def test_transcendentals_cost_more_than_adds():
 def test_report_prints_a_table():
     text = str(report(make_plan(T.layernorm(64, 128)), P))
     assert "row" in text and "launches" in text and "avoided vs unfused" in text
+
+
+def test_a_power_by_a_small_integer_costs_multiplies_and_other_powers_cost_powf():
+    from fuselab.plan.analysis import analyse
+    p = DeviceParams()
+    b = GraphBuilder()
+    x = b.input("x", (1024,), np.float32)
+    cube = b.elemwise("power", [x, b.const(3, np.float32)])
+    frac = b.elemwise("power", [x, b.const(2.5, np.float32)])
+    g = b.build([("c", cube), ("f", frac)])
+    w = analyse(g).weights(p)
+    assert w[cube] == 2.0
+    assert w[frac] == 48 * p.transcendental

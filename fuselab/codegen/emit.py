@@ -14,7 +14,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..ir import Graph, Node
+from ..ir import Graph, Node, product_exponent
 from ..ops import Kind
 from . import index as ix
 from .model import CodegenError, CodegenOptions
@@ -100,6 +100,10 @@ def to_storage(dtype: np.dtype, value: str) -> str:
 WRAPPING = {"add": "fl_wrap_add({0}, {1})", "subtract": "fl_wrap_sub({0}, {1})",
             "multiply": "fl_wrap_mul({0}, {1})", "square": "fl_wrap_mul({0}, {0})",
             "negative": "fl_wrap_neg({0})"}
+
+
+# x ** k for a constant k (ir.product_exponent says when, and why)
+PRODUCTS = {2: "({0} * {0})", 3: "({0} * {0} * {0})", 4: "(({0} * {0}) * ({0} * {0}))"}
 
 
 def may_overflow_undefined(op: str, dtype: np.dtype) -> bool:
@@ -267,6 +271,9 @@ class ValueEmitter:
             ops.append(self._operand(n, k, coords, want))
         if may_overflow_undefined(n.op, ctype):
             return WRAPPING[n.op].format(*ops)
+        k = product_exponent(self.graph, n)
+        if k:
+            return PRODUCTS[k].format(ops[0])
         return n.opdef.cuda.format(*ops)
 
     def _elemwise(self, nid: int, n: Node, coords: Coords) -> str:

@@ -148,7 +148,7 @@ class Analysis:
         w = self._weights.get(params)
         if w is None:
             from .cost import op_weight
-            w = self._weights[params] = [op_weight(nd, params) for nd in self.graph.nodes]
+            w = self._weights[params] = [op_weight(nd, params, self.graph) for nd in self.graph.nodes]
         return w
 
     # -- kernel facts -----------------------------------------------------------------

@@ -26,6 +26,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..ir import product_exponent
 from ..ops import OPS
 from .analysis import Analysis, analyse, bits, mask_of
 from .legality import Budgets, Space, check
@@ -155,10 +156,11 @@ class KernelCost:
         return "compute" if self.compute_s > self.memory_s else "memory"
 
 
-def op_weight(nd, params: DeviceParams) -> float:
-    """Add-equivalents of one evaluation of node `nd`."""
-    w = float(nd.opdef.flops)
-    if nd.opdef.transcendental:
+def op_weight(nd, params: DeviceParams, graph=None) -> float:
+    """Add-equivalents of one evaluation of node `nd` (of `graph`)."""
+    k = product_exponent(graph, nd) if graph is not None else 0
+    w = float(k - 1 if k else nd.opdef.flops)       # x**3 is two multiplies
+    if nd.opdef.transcendental and not k:
         w *= params.transcendental
     ct = nd.args["ctype"] if "ctype" in nd.args else nd.dtype
     if ct is not None and getattr(ct, "kind", "") == "f" and ct.itemsize == 8:
