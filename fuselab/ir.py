@@ -360,7 +360,7 @@ def product_exponent(graph: Graph, node: Node) -> int:
         return 0
     ctype = node.args["ctype"] if "ctype" in node.args else node.dtype
     e = graph.nodes[node.inputs[1]]
-    if np.dtype(ctype).kind != "f" or e.op != "const" or isinstance(e.args["value"], bool):
+    if np.dtype(ctype).kind != "f" or e.op != "const":
         return 0
     v = e.args["value"]
     return int(v) if v in PRODUCT_EXPONENTS else 0

@@ -112,7 +112,8 @@ _BINARY = [
     ("floor_divide", "floor_divide", "fl_floor_divide({0}, {1})", 6, False, False),
     ("remainder", "remainder", "fl_remainder({0}, {1})", 6, False, False),
     # powf: x**2.5 ran compute-bound on an H200 at ~130 add-equivalents per element
-    # (48 x the calibrated transcendental factor 2.57); constant 2, 3, 4: ir.product_exponent
+    # (48 x the calibrated transcendental factor 2.57); constant 2, 3, 4: ir.product_exponent.
+    # Integer powers (a squaring loop) cost less, but are rare enough to share the row.
     ("power", "power", "fl_power({0}, {1})", 48, True, False),
     ("maximum", "maximum", "fl_maximum({0}, {1})", 1, False, True),
     ("minimum", "minimum", "fl_minimum({0}, {1})", 1, False, True),

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fuselab.interp import run_graph, run_plan
-from fuselab.ir import verify
+from fuselab.ir import GraphBuilder, verify
 from fuselab.plan import make_plan
 from fuselab.plan import testing as T
 from fuselab.plan.analysis import analyse, bits, mask_of
@@ -270,6 +270,44 @@ def test_splitting_any_kernel_of_a_notebook_cell_replans_to_a_proven_optimum():
             if not _proven(plan):
                 unproven.append((len(g.nodes), k))
     assert splits > 40 and unproven == []
+
+
+def test_the_slow_row_write_term_leaves_room_for_compute_slack(monkeypatch):
+    """A value written into a row kernel starved of SMs costs 1/p more only beyond the
+    kernel's compute slack. Charged in full, the bound on this cell's one-kernel plan
+    (5.69 us) exceeded its cost, and the branch and bound, started from a 5.75 us bound
+    without local search, "proved" no plan cheaper (found in a review, 2026-11-30)."""
+    g = T.random_cell(60, 18, 8, 4096)
+    params = DeviceParams()
+    an = analyse(g)
+    cost = GroupCost(an, params, DEFAULT_BUDGETS)
+    initial, together, apart = prepare(an, NO_CONSTRAINTS, DEFAULT_BUDGETS)
+    ex = Exact(an, cost, params, together, apart, 10**9)
+    part = max(ex.parts(), key=int.bit_count)
+    best = AssignSearch(ex).run(sum(cost(m)[1] for m in initial if m & part),
+                                [m for m in initial if m & part], part)
+    assert best.optimal and best.time_s < 5.75e-6
+    monkeypatch.setattr(AssignSearch, "improve", lambda self, groups, t: (groups, t))
+    res = AssignSearch(ex).run(5.75e-6, [m for m in initial if m & part], part)
+    assert res.optimal and res.time_s == pytest.approx(best.time_s, rel=1e-9)
+
+
+def test_a_producer_read_through_a_slice_counts_only_the_slice_as_compute():
+    """exp over 4096 elements read only as [:8] by a fused consumer is evaluated 8 times:
+    the search's compute floor counted 4096, above the cost of the one-kernel plan when
+    compute dominates (found in a review, 2026-11-30)."""
+    b = GraphBuilder()
+    w = b.input("w", (4096,), np.float32)
+    e = b.elemwise("exp", [w])
+    s = b.slice(e, (0,), (1,), (8,))
+    g = b.build([("s", b.reduce("sum", b.elemwise("exp", [s])))])
+    params = DeviceParams(launch_s=1e-9, throughput=1e11)
+    plan = search_plan(g, "auto", params=params, recompute=False)
+    best = brute_force(g, params)
+    assert plan_time(plan, params) == pytest.approx(best, rel=1e-9)
+    an = analyse(g)
+    ex = Exact(an, GroupCost(an, params, DEFAULT_BUDGETS), params, [], {}, 10**9)
+    assert ex.bound(0)[0] <= best * (1 + 1e-9)       # A*'s estimate from the start
 
 
 def test_open_kernels_never_offer_a_join_that_closes_a_cycle(monkeypatch):

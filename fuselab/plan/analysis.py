@@ -117,6 +117,15 @@ class Analysis:
                 if s >= 0:
                     lb[u] = min(lb[u], self.nbytes[s])
         self.lbread = lb
+        # the fewest elements of a unit any kernel evaluates: all of them, unless a
+        # reader takes it through a view chain that narrows it (a slice), in which
+        # case a kernel fusing the two evaluates it only there
+        ev = list(self.size)
+        for v in self.units:
+            for u, chain in prods[v]:
+                for c in chain:
+                    ev[u] = min(ev[u], self.size[c])
+        self.least_evals = ev
 
     def slice_read(self, v: int, chain: tuple[int, ...]) -> int:
         """The slice node through which unit v reads along `chain`, or -1 when it reads

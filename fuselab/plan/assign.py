@@ -32,8 +32,11 @@ Lower bound of a node (admissible: every term only grows as the assignment compl
   value an unassigned unit reads when that unit can join no kernel already holding or
   reading it; they add to open kernels beyond their compute slack, or to new kernels;
 - when no kernel must open: values that unassigned units must write, if only row kernels
-  running at a fraction p can take them, cost 1/p more, or one more launch, whichever is
-  less.
+  running at a fraction p can take them, cost 1/p more beyond the open kernels' compute
+  slack, or one more launch, whichever is less;
+- re-reads: readers of a value no two of which can share a kernel each read it in a
+  kernel of their own, except those an open kernel already holding it takes (one each);
+  an unassigned value with two such readers is stored, and read back by all but one.
 The start is the better of the given plan and a local search from it (merge two kernels,
 move one unit), and every improved plan found is polished the same way.
 
@@ -372,14 +375,14 @@ class AssignSearch:
         if not una or total >= cut:
             return total
         I, X, need, I2 = self._rest_info(i)
-        launches = self._launch_term(i, open_ks, slow, I, I2, cut - total)
+        launches = self._launch_term(i, open_ks, slow, I, I2, cut - total, slack)
         if total + launches >= cut:
             return total + launches
         X += self._unheld_reads(una, open_ks, need)
         return total + launches + max(0.0, X / self.bw - slack)
 
     def _launch_term(self, i: int, open_ks: list[int], slow: list[tuple[int, float]],
-                     I: list[int], I2: list[int], cut: float) -> float:
+                     I: list[int], I2: list[int], cut: float, slack: float) -> float:
         """What the unassigned units add in launches and slow-downs of open kernels: the
         most of (a) a launch per kernel still to open, from an independent set less its
         matching into open kernels (also one built from the units no open kernel can
@@ -413,7 +416,9 @@ class AssignSearch:
                 if b:
                     pbest = max(pf for k, pf in slow if self.keff[k] >> w & 1)
                     extra += b / self.bw * (1.0 / pbest - 1.0)
-            extra = min(extra, L)
+            # what the open kernels' compute slack hides costs nothing; the byte term
+            # of bound() may use the same slack again, which only lowers the bound
+            extra = min(max(0.0, extra - slack), L)
         out = L * new + extra
         if out >= cut or out >= L * max(len(I), len(I2)):
             return out      # the join floors cannot exceed a launch per unit
@@ -421,8 +426,10 @@ class AssignSearch:
 
     def _unheld_reads(self, una: int, open_ks: list[int], need: int) -> int:
         """Bytes of values the unassigned units read (`need`) that a kernel not yet
-        reading or holding them must read: all but those every such reader could get
-        by joining an open kernel that holds or reads them."""
+        reading or holding them must read: once, unless every such reader could join an
+        open kernel that holds or reads the value; and once per reader of a set no two
+        of which can share a kernel, less one per open kernel holding it that could take
+        one of them."""
         an = self.ex.an
         kernels = [(self._holds(k) & need, self.keff[k]) for k in open_ks]
         kernels = [(h, el) for h, el in kernels if h]
@@ -505,8 +512,9 @@ class AssignSearch:
     def _rest_info(self, i: int):
         """For the units order[i:]: a set of them no two of which can share a kernel
         (greedy: the unit compatible with the fewest candidates first), the bytes they
-        write in every plan, the values outside them they read, and a second such set
-        (see below)."""
+        write and read back in every plan (results; values stored in every plan, or read
+        by two readers that can never share a kernel, once per such reader but one), the
+        values outside them they read, and a second such set (see below)."""
         hit = self._ri.get(i)
         if hit is not None:
             return hit
@@ -772,7 +780,7 @@ class AssignSearch:
         if k < 0:
             k = nk
             self.kmask.append(1 << v)
-            el = ex.compat[v] & ~ex.apart_with.get(v, 0)
+            el = ex.compat[v]          # compat already keeps "apart" pairs apart
             self.kelig.append(el)
             self.kdesc.append(an.desc[v])
             self.keff.append(el)
@@ -784,7 +792,7 @@ class AssignSearch:
         else:
             old = (self.kmask[k], self.kelig[k], self.krs[k], self.kdesc[k])
             self.kmask[k] |= 1 << v
-            self.kelig[k] &= ex.compat[v] & ~ex.apart_with.get(v, 0)
+            self.kelig[k] &= ex.compat[v]
             self.kdesc[k] |= an.desc[v]
             self.krs[k] = rs
         self.kof[v] = k

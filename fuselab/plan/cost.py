@@ -156,9 +156,9 @@ class KernelCost:
         return "compute" if self.compute_s > self.memory_s else "memory"
 
 
-def op_weight(nd, params: DeviceParams, graph=None) -> float:
-    """Add-equivalents of one evaluation of node `nd` (of `graph`)."""
-    k = product_exponent(graph, nd) if graph is not None else 0
+def op_weight(nd, params: DeviceParams, graph) -> float:
+    """Add-equivalents of one evaluation of node `nd` of `graph`."""
+    k = product_exponent(graph, nd)
     w = float(k - 1 if k else nd.opdef.flops)       # x**3 is two multiplies
     if nd.opdef.transcendental and not k:
         w *= params.transcendental

@@ -80,7 +80,7 @@ class Exact:
             elif an.reduce_mask >> v & 1:
                 fmin[v] = an.size[nd.inputs[0]] * an.weights(params)[v]
             else:
-                fmin[v] = an.size[v] * an.weights(params)[v]
+                fmin[v] = an.least_evals[v] * an.weights(params)[v]
         self.fmin = fmin
         self.compat_info = ReduceKeys(an)
         self.compat = compatibility(an, self.compat_info, apart_with)
