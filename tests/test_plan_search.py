@@ -164,6 +164,67 @@ def branch_and_bound(graph, params, stats: dict | None = None) -> float:
     return sum(cost(m)[1] for m in groups)
 
 
+def legal_plans(an, cost, units: list[int]):
+    """Every partition of `units` into legal kernels without cycles, with its cost."""
+    for groups in partitions(units):
+        costs = [cost(m) for m in groups]
+        if all(v.ok for v, _ in costs):
+            try:
+                yield topo_order(an, groups), sum(c for _, c in costs)
+            except GroupCycle:
+                continue
+
+
+# compute-bound kernels (their slack hides bytes) in row kernels that starve the GPU
+STARVED_COMPUTE = DeviceParams(launch_s=1e-8, throughput=1e11, sm_count=1000)
+
+
+@pytest.mark.parametrize("seed,graph,params", list(small_graphs(300, max_units=7)), ids=lambda x: str(x)[:12])
+@pytest.mark.parametrize("device", ["drawn", "starved-compute"])
+def test_lower_bounds_never_exceed_the_cost_of_any_legal_plan(seed, graph, params, device):
+    """Admissibility, checked directly: every legal plan is replayed through both exact
+    searches. A*'s estimate after each prefix of its kernels, and the branch and bound's
+    bound after each unit it places (every placement accepted), never exceed the plan's
+    cost. An inadmissible term could "prove" a plan optimal with a cheaper one unseen."""
+    params = STARVED_COMPUTE if device == "starved-compute" else params
+    an = analyse(graph)
+    cost = GroupCost(an, params, DEFAULT_BUDGETS)
+    ex = Exact(an, cost, params, [], {}, 10**9)
+    for part in ex.parts():
+        units = list(bits(part))
+        if len(units) < 2:
+            continue
+        search = AssignSearch(ex)
+        search.prepare(part)
+        for groups, total in legal_plans(an, cost, units):
+            limit = total * (1 + 1e-9)
+            ex.active = part
+            ex._h.clear()
+            done, spent = an.all_mask & ~part, 0.0
+            for m in groups:
+                assert spent + ex.bound(done)[0] <= limit, (groups, m)
+                done, spent = done | m, spent + cost(m)[1]
+            home = {v: gi for gi, m in enumerate(groups) for v in bits(m)}
+            kernel_of_group: dict[int, int] = {}
+            undo = []
+            for i, v in enumerate(search.order):
+                k = kernel_of_group.get(home[v], -1)
+                pk = 0
+                for u in bits(an.pmask[v] & part):
+                    pk |= 1 << search.kof[u]
+                rs = ex._reduce_state(v, search.kmask[k] if k >= 0 else 0, search.krs[k] if k >= 0 else None)
+                assert rs is not False and (k < 0 or search.keff[k] >> v & 1), (groups, v)
+                rec = search._apply(v, i, k, rs, pk)
+                assert rec is not None, (groups, v)
+                undo.append((v, rec))
+                if k < 0:
+                    kernel_of_group[home[v]] = len(search.kmask) - 1
+                assert search.bound(i + 1) <= limit, (groups, i)
+            for v, rec in reversed(undo):
+                search._undo(v, rec)
+            assert not search.kmask and search.closed_total == 0.0
+
+
 @pytest.mark.parametrize("seed,graph,params",
                          list(small_graphs(120)) + list(larger_graphs(8, 10)), ids=lambda x: str(x)[:12])
 def test_branch_and_bound_is_optimal_among_all_legal_partitions(seed, graph, params):

@@ -75,6 +75,26 @@ class AssignSearch:
     def run(self, upper: float, upper_groups: list[int], part: int) -> ExactResult:
         """The cheapest plan of the units in `part`, given a plan of them costing `upper`."""
         ex, an = self.ex, self.ex.an
+        self.prepare(part, upper)
+        steps0 = ex.steps
+        optimal = True
+        g0, t0 = self.improve(list(upper_groups), upper)
+        self.incumbent = upper
+        if t0 < upper * (1 - EPS):
+            self.U, self.best, self.incumbent = t0, g0, t0
+        try:
+            self._deepen()
+        except _OutOfSteps as e:
+            optimal = False
+            ex.stopped = str(e)
+        if self.best is None:
+            return ExactResult(list(upper_groups), upper, optimal, False, self.nodes, ex.steps - steps0)
+        return ExactResult(topo_order(an, self.best), self.incumbent, optimal, True, self.nodes,
+                           ex.steps - steps0)
+
+    def prepare(self, part: int, upper: float = float("inf")) -> None:
+        """The empty assignment of `part` and the tables its bounds use."""
+        ex, an = self.ex, self.ex.an
         p = ex.p
         self.L, self.bw, self.thr = p.launch_s, p.bandwidth, p.throughput
         order = self._order(part)
@@ -113,21 +133,6 @@ class AssignSearch:
         self._ri: dict = {}
         self._wr: dict = {}
         self._hold: dict = {}
-        steps0 = ex.steps
-        optimal = True
-        g0, t0 = self.improve(list(upper_groups), upper)
-        self.incumbent = upper
-        if t0 < upper * (1 - EPS):
-            self.U, self.best, self.incumbent = t0, g0, t0
-        try:
-            self._deepen()
-        except _OutOfSteps as e:
-            optimal = False
-            ex.stopped = str(e)
-        if self.best is None:
-            return ExactResult(list(upper_groups), upper, optimal, False, self.nodes, ex.steps - steps0)
-        return ExactResult(topo_order(an, self.best), self.incumbent, optimal, True, self.nodes,
-                           ex.steps - steps0)
 
     def _clear(self) -> None:
         """The empty assignment (a search cut short by an exception leaves its state)."""
