@@ -98,23 +98,28 @@ def exact_status(plan) -> str:
     return f"best found ({m.group(1)})" if m else "greedy"
 
 
+def timed_plan(g, make=None) -> tuple:
+    """(plan, seconds): `auto` on g, or what `make()` returns (a toggle's re-plan)."""
+    t0 = time.perf_counter()
+    plan = make() if make is not None else make_plan(g)
+    return plan, time.perf_counter() - t0
+
+
 def planning_times(repeats: int = 3) -> list[list[str]]:
     rows = []
     for n in SIZES:
         g = testing.notebook_graph(n)
         times, plan = [], None
         for _ in range(repeats):
-            t0 = time.perf_counter()
-            plan = make_plan(g)
-            times.append(time.perf_counter() - t0)
+            plan, t = timed_plan(g)
+            times.append(t)
         rows.append([f"notebook-like {n}", str(len(g.nodes)), str(len(analyse(g).units)),
                      str(len(plan.kernels)), f"{statistics.median(times) * 1e3:.0f}", exact_status(plan)])
         per_seed, statuses, kernels = [], [], []
         for seed in range(3):
             g = testing.random_graph(n, random.Random(seed).choice, 64, 4096)
-            t0 = time.perf_counter()
-            plan = make_plan(g)
-            per_seed.append(time.perf_counter() - t0)
+            plan, t = timed_plan(g)
+            per_seed.append(t)
             statuses.append(exact_status(plan))
             kernels.append(len(plan.kernels))
         proven = sum(s == "proven optimal" for s in statuses)
@@ -132,9 +137,8 @@ def exact_range(seeds: int = EXACT_SEEDS) -> list[list[str]]:
         for seed in range(seeds):
             g = testing.random_graph(n, random.Random(seed).choice, 64, 4096)
             units.append(len(analyse(g).units))
-            t0 = time.perf_counter()
-            plan = make_plan(g)
-            times.append(time.perf_counter() - t0)
+            plan, t = timed_plan(g)
+            times.append(t)
             s = exact_status(plan)
             text = next(d.text for d in plan.log if d.kind == "search")
             g_us = float(re.search(r"greedy merging gives \d+ kernels, ([\d.]+) us", text).group(1))
@@ -156,18 +160,16 @@ def large_cells(seeds: int = EXACT_SEEDS) -> list[list[str]]:
     rows = []
     for name, build in testing.LARGE_CELLS.items():
         g = build()
-        t0 = time.perf_counter()
-        plan = make_plan(g)
-        ms = (time.perf_counter() - t0) * 1e3
+        plan, t = timed_plan(g)
+        ms = t * 1e3
         rows.append([name, str(len(g.nodes)), str(len(analyse(g).units)), str(len(plan.kernels)),
                      f"{ms:.0f}", f"{ms:.0f}", exact_status(plan)])
     for n in (60, 100):
         times, nodes, units, kernels, proven = [], [], [], [], 0
         for seed in range(seeds):
             g = testing.random_cell(n, seed)
-            t0 = time.perf_counter()
-            plan = make_plan(g)
-            times.append(time.perf_counter() - t0)
+            plan, t = timed_plan(g)
+            times.append(t)
             nodes.append(len(g.nodes))
             units.append(len(analyse(g).units))
             kernels.append(len(plan.kernels))
@@ -190,12 +192,11 @@ def split_toggles(seeds: int = EXACT_SEEDS) -> list[list[str]]:
         for g in graphs:
             auto = make_plan(g)
             for k in range(len(auto.kernels)):
-                t0 = time.perf_counter()
                 try:
-                    plan = auto.split(("k", k))
+                    plan, t = timed_plan(g, lambda: auto.split(("k", k)))
                 except PlanError:       # one op: nothing to split
                     continue
-                times.append(time.perf_counter() - t0)
+                times.append(t)
                 proven += exact_status(plan) == "proven optimal"
         rows.append([label, str(len(times)), f"{proven}/{len(times)}",
                      f"{statistics.median(times) * 1e3:.0f}", f"{max(times) * 1e3:.0f}"])

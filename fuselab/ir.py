@@ -53,6 +53,11 @@ class Node:
         return OPS[self.op]
 
     @property
+    def loop_dtype(self) -> np.dtype:
+        """The dtype the op computes in: an elementwise op's loop type, else its own."""
+        return np.dtype(self.args["ctype"]) if "ctype" in self.args else self.dtype
+
+    @property
     def label(self) -> str:
         """Short display name: the op, or the opaque function's name, or the input name."""
         if self.op == "input":
@@ -358,9 +363,8 @@ def product_exponent(graph: Graph, node: Node) -> int:
     """2, 3 or 4 when `node` is a floating-point power by that constant, else 0."""
     if node.op != "power":
         return 0
-    ctype = node.args["ctype"] if "ctype" in node.args else node.dtype
     e = graph.nodes[node.inputs[1]]
-    if np.dtype(ctype).kind != "f" or e.op != "const":
+    if node.loop_dtype.kind != "f" or e.op != "const":
         return 0
     v = e.args["value"]
     return int(v) if v in PRODUCT_EXPONENTS else 0

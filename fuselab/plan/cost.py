@@ -162,8 +162,8 @@ def op_weight(nd, params: DeviceParams, graph) -> float:
     w = float(k - 1 if k else nd.opdef.flops)       # x**3 is two multiplies
     if nd.opdef.transcendental and not k:
         w *= params.transcendental
-    ct = nd.args["ctype"] if "ctype" in nd.args else nd.dtype
-    if ct is not None and getattr(ct, "kind", "") == "f" and ct.itemsize == 8:
+    ct = nd.loop_dtype
+    if ct.kind == "f" and ct.itemsize == 8:
         w *= params.fp64
     return w
 
