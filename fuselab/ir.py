@@ -68,12 +68,50 @@ class Node:
 
 
 @dataclass(frozen=True)
+class GraphBreak:
+    """A point of the trace where Python needed a concrete value (`if x.sum() > 0:`,
+    `print(y)`, a shape that depends on the data): everything traced before it had to run
+    and the device had to finish, before the cell could go on.
+
+    Nodes with ids below `first` were traced before the break; `node` is the value Python
+    needed (None when nothing in the final graph reads it any more); `reason` says what
+    Python needed it for, in the user's terms."""
+
+    first: int
+    node: int | None
+    reason: str
+    loc: SourceLoc | None = None
+
+    def __str__(self) -> str:
+        where = f" (line {self.loc.line}: {self.loc.text.strip()})" if self.loc is not None else ""
+        return f"graph break: {self.reason}{where}"
+
+
+@dataclass(frozen=True)
 class Graph:
-    """A traced cell: nodes in topological order and the named outputs."""
+    """A traced cell: nodes in topological order, the named outputs, and the graph
+    breaks that split the trace into stages (stage k runs, and the device finishes,
+    before anything of stage k+1)."""
 
     nodes: tuple[Node, ...]
     outputs: tuple[tuple[str, int], ...]
     source: str = field(default="", compare=False)
+    breaks: tuple[GraphBreak, ...] = ()
+
+    def stage(self, i: int) -> int:
+        """The stage of node i: how many graph breaks came before it was traced."""
+        return sum(1 for b in self.breaks if b.first <= i)
+
+    @cached_property
+    def stages(self) -> tuple[int, ...]:
+        """stage(i) for every node."""
+        out, k = [], 0
+        firsts = sorted(b.first for b in self.breaks)
+        for i in range(len(self.nodes)):
+            while k < len(firsts) and firsts[k] <= i:
+                k += 1
+            out.append(k)
+        return tuple(out)
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -171,12 +209,12 @@ def format_node(graph: Graph, i: int) -> str:
 
 def format_graph(graph: Graph, with_lines: bool = True) -> str:
     rows = [format_node(graph, i) for i in range(len(graph.nodes))]
-    if not with_lines:
-        return "\n".join(rows)
     width = max((len(r) for r in rows), default=0)
     out = []
-    for r, n in zip(rows, graph.nodes):
-        out.append(f"{r:<{width}}  # {n.loc}" if n.loc is not None else r)
+    for i, (r, n) in enumerate(zip(rows, graph.nodes)):
+        out.extend(f"--- {b}" for b in graph.breaks if b.first == i)
+        out.append(f"{r:<{width}}  # {n.loc}" if with_lines and n.loc is not None else r)
+    out.extend(f"--- {b}" for b in graph.breaks if b.first >= len(graph.nodes))
     return "\n".join(out)
 
 
@@ -194,6 +232,14 @@ class GraphBuilder:
         self.nodes: list[Node] = []
         self._memo: dict[tuple, int] = {}
         self.source = source
+        self.breaks: list[GraphBreak] = []
+
+    def graph_break(self, node: int | None, reason: str, loc: SourceLoc | None = None) -> GraphBreak:
+        """Record that Python needed the value of `node` here: what is traced from now on
+        belongs to the next stage."""
+        b = GraphBreak(len(self.nodes), node, reason, loc)
+        self.breaks.append(b)
+        return b
 
     def aval(self, i: int) -> Aval:
         return self.nodes[i].aval
@@ -348,7 +394,7 @@ class GraphBuilder:
         return self._append("opaque", inputs, args, aval, loc, share=False)
 
     def build(self, outputs: Iterable[tuple[str, int]]) -> Graph:
-        return prune(Graph(tuple(self.nodes), tuple(outputs), self.source))
+        return prune(Graph(tuple(self.nodes), tuple(outputs), self.source, tuple(self.breaks)))
 
 
 # Float powers by a constant 2, 3 or 4 are computed as products (x*x*x). CUDA's powf costs
@@ -382,7 +428,10 @@ def prune(graph: Graph) -> Graph:
     new_id = {old: new for new, old in enumerate(keep)}
     nodes = tuple(replace(graph.nodes[i], inputs=tuple(new_id[j] for j in graph.nodes[i].inputs))
                   for i in keep)
-    return Graph(nodes, tuple((name, new_id[i]) for name, i in graph.outputs), graph.source)
+    # a break now separates the first kept node traced after it from those before
+    breaks = tuple(replace(b, first=sum(1 for i in keep if i < b.first), node=new_id.get(b.node))
+                   for b in graph.breaks)
+    return Graph(nodes, tuple((name, new_id[i]) for name, i in graph.outputs), graph.source, breaks)
 
 
 # ---------------------------------------------------------------------------
@@ -417,6 +466,13 @@ def verify(graph: Graph) -> None:
     for name, j in graph.outputs:
         if not 0 <= j < len(graph.nodes):
             raise VerifyError(f"output {name!r} names a missing node %{j}")
+    last = 0
+    for b in graph.breaks:
+        if not last <= b.first <= len(graph.nodes):
+            raise VerifyError(f"{b}: its position %{b.first} is out of order")
+        if b.node is not None and not 0 <= b.node < b.first:
+            raise VerifyError(f"{b}: the value it needed, %{b.node}, was not traced before it")
+        last = b.first
 
 
 def _reinfer(b: GraphBuilder, n: Node) -> Aval | None:
