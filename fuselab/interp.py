@@ -7,7 +7,7 @@ exactly as it would on the GPU.
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -48,8 +48,7 @@ def eval_node(xp: ModuleType, node: Node, vals: list[Any]) -> Any:
         out = xp.where(vals[0], vals[1], vals[2])
     elif kind is Kind.ELEMWISE:
         ufunc = getattr(xp, OPS[op].xp_name)
-        ct = np.dtype(a["ctype"])
-        vals = [v if v.dtype == ct else v.astype(ct) for v in vals]
+        vals = [v if v.dtype == ct else v.astype(ct) for v, ct in zip(vals, node.operand_dtypes)]
         out = ufunc(*vals)
     elif op == "transpose":
         return xp.transpose(vals[0], a["perm"])
@@ -86,6 +85,16 @@ def _reduce(xp: ModuleType, node: Node, x: Any) -> Any:
     if node.op in ("sum", "prod"):
         return getattr(xp, node.op)(x, axis=axes, keepdims=keepdims, dtype=node.dtype)
     return getattr(xp, node.op)(x, axis=axes, keepdims=keepdims)
+
+
+def eval_nodes(xp: ModuleType, graph: Graph, nodes: Sequence[int], stored: Mapping[int, Any]) -> dict[int, Any]:
+    """Evaluate `nodes` (ascending ids) reading anything else from `stored`: one
+    kernel's values, as eager NumPy / CuPy computes them (views stay views)."""
+    local: dict[int, Any] = {}
+    for i in nodes:
+        n = graph.nodes[i]
+        local[i] = eval_node(xp, n, [local[j] if j in local else stored[j] for j in n.inputs])
+    return local
 
 
 def run_graph(graph: Graph, inputs: Mapping[str, Any], xp: ModuleType = np) -> dict[str, Any]:

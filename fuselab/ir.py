@@ -58,6 +58,14 @@ class Node:
         return np.dtype(self.args["ctype"]) if "ctype" in self.args else self.dtype
 
     @property
+    def operand_dtypes(self) -> tuple[np.dtype, ...]:
+        """The dtype each operand is cast to before the op: the loop's input types. They
+        differ only in NumPy 2's exact mixed-sign comparisons (int64 < uint64)."""
+        if "in_dtypes" in self.args:
+            return tuple(np.dtype(d) for d in self.args["in_dtypes"])
+        return (self.loop_dtype,) * len(self.inputs)
+
+    @property
     def label(self) -> str:
         """Short display name: the op, or the opaque function's name, or the input name."""
         if self.op == "input":
@@ -300,7 +308,9 @@ class GraphBuilder:
                 # NumPy raises this at run time; a kernel cannot, so refuse it while tracing
                 raise ValueError("Integers to negative integer powers are not allowed. "
                                  "Use a float base (x.astype(float) ** -1) or a non-negative exponent.")
-        return self._append(opname, inputs, Args.of(ctype=loop[0]), Aval(shape, loop[-1]), loc)
+        args = Args.of(ctype=loop[0]) if len(set(loop[:-1])) == 1 else \
+            Args.of(ctype=loop[0], in_dtypes=tuple(loop[:-1]))
+        return self._append(opname, inputs, args, Aval(shape, loop[-1]), loc)
 
     def where(self, cond: int, x: int, y: int, loc: SourceLoc | None = None) -> int:
         cond = self.astype(cond, bool, loc) if self.aval(cond).dtype != np.bool_ else cond

@@ -148,12 +148,14 @@ _row(OpDef("astype", Kind.ELEMWISE, 1, None, "fl_cast<{T}>({0})", 0,
 for _name in ("transpose", "slice", "reshape", "broadcast_to"):
     _row(OpDef(_name, Kind.INJECTIVE, 1, flops=0.0))
 
-_row(OpDef("sum", Kind.REDUCE, 1, "sum", "({0} + {1})", 1, identity=0))
-_row(OpDef("prod", Kind.REDUCE, 1, "prod", "({0} * {1})", 1, identity=1))
-_row(OpDef("max", Kind.REDUCE, 1, "max", "fl_maximum({0}, {1})", 1, identity=None))
-_row(OpDef("min", Kind.REDUCE, 1, "min", "fl_minimum({0}, {1})", 1, identity=None))
-_row(OpDef("any", Kind.REDUCE, 1, "any", "({0} || {1})", 1, identity=False))
-_row(OpDef("all", Kind.REDUCE, 1, "all", "({0} && {1})", 1, identity=True))
+# Reductions. `identity` is NumPy's (None: reducing nothing is an error, as for max);
+# how an accumulation runs (its type, start value and combine) is `reduce_rule` below.
+_row(OpDef("sum", Kind.REDUCE, 1, "sum", None, 1, identity=0))
+_row(OpDef("prod", Kind.REDUCE, 1, "prod", None, 1, identity=1))
+_row(OpDef("max", Kind.REDUCE, 1, "max", None, 1, identity=None))
+_row(OpDef("min", Kind.REDUCE, 1, "min", None, 1, identity=None))
+_row(OpDef("any", Kind.REDUCE, 1, "any", None, 1, identity=False))
+_row(OpDef("all", Kind.REDUCE, 1, "all", None, 1, identity=True))
 _row(OpDef("argmax", Kind.REDUCE, 1, "argmax", None, 2, identity=None))
 _row(OpDef("argmin", Kind.REDUCE, 1, "argmin", None, 2, identity=None))
 
@@ -283,6 +285,63 @@ def reduce_dtype(op_name: str, dtype: np.dtype, requested: np.dtype | None = Non
         if dtype.kind == "u" and dtype.itemsize < np.dtype(np.uint).itemsize:
             return np.dtype(np.uint)
     return np.dtype(dtype)
+
+
+@dataclass(frozen=True)
+class ReduceRule:
+    """How one reduction accumulates, for one (op, input dtype, result dtype): the single
+    definition every backend and every reduction path (thread step, warp and block
+    combine, split finish, row passes) reads.
+
+    `acc` is the dtype the running value has; `start` its initial value (NumPy's identity
+    where it has one; for max/min the extreme of `acc`, for argmax/argmin unused: their
+    state starts empty); `combine` names the binary operation folding two running values
+    (or a running value and an element cast to `acc`): "add", "multiply", "maximum",
+    "minimum", "logical_or", "logical_and", or "argmax"/"argmin" for (value, index) pairs.
+    Integer "add"/"multiply" wrap around modulo 2**bits, as NumPy's loops do."""
+
+    op: str
+    acc: np.dtype
+    start: Any
+    combine: str
+
+    @property
+    def is_arg(self) -> bool:
+        return self.combine in ARG_REDUCE_OPS
+
+
+_COMBINE = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum",
+            "any": "logical_or", "all": "logical_and", "argmax": "argmax", "argmin": "argmin"}
+
+
+def reduce_rule(op_name: str, in_dtype: Any, out_dtype: Any) -> ReduceRule:
+    """The accumulation of reduction `op_name` over `in_dtype` elements giving `out_dtype`.
+
+    Sums and products accumulate in the result dtype (NumPy casts each element to it, so
+    `sum(x_f32, dtype=int32)` truncates elements first); max/min and argmax/argmin in the
+    element dtype; any/all in bool. float16 accumulates in float32, where every half is
+    exact: max/min/arg are unaffected, sums and products round once at the end."""
+    in_dt, out_dt = np.dtype(in_dtype), np.dtype(out_dtype)
+    combine = _COMBINE[op_name]
+    if op_name in ("sum", "prod"):
+        acc = out_dt
+    elif op_name in ("any", "all"):
+        acc = np.dtype(bool)
+    else:
+        acc = in_dt
+    if acc == np.float16:
+        acc = np.dtype(np.float32)
+    if op_name in ("sum", "any"):
+        start: Any = 0
+    elif op_name in ("prod", "all"):
+        start = 1
+    elif op_name == "max":
+        start = -np.inf if acc.kind == "f" else (False if acc.kind == "b" else np.iinfo(acc).min)
+    elif op_name == "min":
+        start = np.inf if acc.kind == "f" else (True if acc.kind == "b" else np.iinfo(acc).max)
+    else:
+        start = 0   # argmax / argmin: the index -1 says that nothing was seen yet
+    return ReduceRule(op_name, acc, np.asarray(start).astype(acc).item(), combine)
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,21 @@
 // A CUDA emulator on the CPU, just enough to run fuselab's generated kernels in tests
-// on a machine without a GPU. Each block runs alone (so a function-level `static` is the
-// block's shared memory); each thread of the block is an OS thread; __syncthreads is a
-// barrier of the block, and warp shuffles exchange values through a per-warp buffer
-// between two barriers of the warp. A lane that misses a shuffle deadlocks the warp,
-// which is what an unbalanced shuffle would do on a GPU too. It checks logic (indexing,
-// ordering, reductions, the last-block finish), not the GPU's memory model or speed.
+// on a machine without a GPU. Blocks run one after another (so a function-level `static`
+// is the block's shared memory). The threads of a block are fibers (ucontext) on one OS
+// thread: each runs until it reaches a barrier — __syncthreads, or the two phases of a
+// warp shuffle — and a scheduler releases a barrier once every thread it waits for has
+// arrived. Threads that have returned count as arrived at __syncthreads (as on sm_70+);
+// a warp shuffle that a lane of the warp never reaches, or a barrier that can never
+// complete, is reported as a deadlock instead of hanging. Deterministic, and cheap enough
+// to run thousands of generated programs. It checks logic (indexing, ordering,
+// reductions, the last-block finish), not the GPU's memory model or speed.
 #pragma once
 #include <math.h>
-#include <atomic>
-#include <barrier>
+#include <sys/mman.h>
+#include <ucontext.h>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
-#include <memory>
-#include <thread>
+#include <functional>
 #include <vector>
 
 #define __global__
@@ -24,69 +27,156 @@
 #define __shared__ static
 
 struct fl_dim3 { unsigned x = 1, y = 1, z = 1; };
-inline thread_local fl_dim3 threadIdx, blockIdx;
+inline fl_dim3 threadIdx, blockIdx;
 inline fl_dim3 blockDim, gridDim;
 
 struct alignas(16) uint4 { unsigned x, y, z, w; };
 struct alignas(8) uint2 { unsigned x, y; };
 
 namespace fl_host {
-struct Warp {
-    explicit Warp(std::ptrdiff_t lanes) : bar(lanes) {}
-    std::barrier<> bar;
-    alignas(16) unsigned char slot[32][8];
-};
-inline std::barrier<>* block_barrier = nullptr;
-inline thread_local Warp* warp = nullptr;
-inline std::vector<uint4> dynamic_smem;   // 16-byte aligned
+enum class Wait { none, block, warp, done };
 
-inline unsigned linear_thread() {
-    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+struct Fiber {
+    ucontext_t ctx;
+    fl_dim3 idx;
+    Wait wait = Wait::none;
+    char* stack = nullptr;
+};
+
+struct Warp { alignas(16) unsigned char slot[32][8]; };
+
+constexpr std::size_t STACK = 256 * 1024;
+
+struct Block {
+    std::vector<Fiber> fibers;
+    std::vector<Warp> warps;
+    ucontext_t scheduler;
+    unsigned current = 0;
+    const std::function<void()>* kernel = nullptr;
+};
+inline Block* block = nullptr;
+inline std::vector<char*> stacks;          // reused across launches
+inline std::vector<uint4> dynamic_smem;    // 16-byte aligned
+
+inline unsigned linear(const fl_dim3& t) { return t.x + blockDim.x * (t.y + blockDim.y * t.z); }
+inline unsigned linear_thread() { return linear(threadIdx); }
+
+inline void yield(Wait why) {
+    Fiber& f = block->fibers[block->current];
+    f.wait = why;
+    swapcontext(&f.ctx, &block->scheduler);
 }
 
-template <class F> void launch(fl_dim3 grid, fl_dim3 block, std::size_t smem, F kernel) {
+inline void trampoline() {
+    (*block->kernel)();
+    block->fibers[block->current].wait = Wait::done;
+    setcontext(&block->scheduler);
+}
+
+// Releases whatever barrier can complete; false when none can (a deadlock).
+inline bool release(unsigned n, char* err, int errlen) {
+    bool any = false;
+    for (unsigned w = 0; w * 32 < n; ++w) {   // warp barriers: every lane of the warp waits
+        unsigned lo = w * 32, hi = lo + 32 < n ? lo + 32 : n, waiting = 0, done = 0;
+        for (unsigned t = lo; t < hi; ++t) {
+            waiting += block->fibers[t].wait == Wait::warp;
+            done += block->fibers[t].wait == Wait::done;
+        }
+        if (waiting && waiting + done == hi - lo && done) {
+            std::snprintf(err, errlen, "deadlock: %u lanes of warp %u wait at a shuffle that %u lanes "
+                          "(which returned) never reach", waiting, w, done);
+            return false;
+        }
+        if (waiting && waiting == hi - lo) {
+            for (unsigned t = lo; t < hi; ++t) block->fibers[t].wait = Wait::none;
+            any = true;
+        }
+    }
+    if (any) return true;
+    unsigned at_block = 0, done = 0;
+    for (auto& f : block->fibers) {
+        at_block += f.wait == Wait::block;
+        done += f.wait == Wait::done;
+    }
+    if (at_block && at_block + done == n) {   // __syncthreads: the returned threads count as arrived
+        for (auto& f : block->fibers)
+            if (f.wait == Wait::block) f.wait = Wait::none;
+        return true;
+    }
+    std::snprintf(err, errlen, "deadlock: of %u threads, %u wait at __syncthreads while others wait "
+                  "at a warp shuffle", n, at_block);
+    return false;
+}
+
+// Runs `kernel` over the grid; returns 0, or 1 with a message in `err`.
+template <class F> int launch(fl_dim3 grid, fl_dim3 blk, std::size_t smem, F kernel, char* err, int errlen) {
     gridDim = grid;
-    blockDim = block;
+    blockDim = blk;
     dynamic_smem.assign(smem / 16 + 1, uint4{});
-    const unsigned n = block.x * block.y * block.z;
-    for (unsigned bz = 0; bz < grid.z; ++bz)
-        for (unsigned by = 0; by < grid.y; ++by)
-            for (unsigned bx = 0; bx < grid.x; ++bx) {
-                std::barrier<> bar(n);
-                block_barrier = &bar;
-                std::vector<std::unique_ptr<Warp>> warps;
-                for (unsigned w = 0; w < (n + 31) / 32; ++w)
-                    warps.push_back(std::make_unique<Warp>(std::min(32u, n - 32 * w)));
-                std::vector<std::thread> threads;
+    const unsigned n = blk.x * blk.y * blk.z;
+    while (stacks.size() < n) {
+        void* p = mmap(nullptr, STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) { std::snprintf(err, errlen, "out of memory for fiber stacks"); return 1; }
+        stacks.push_back(static_cast<char*>(p));
+    }
+    const std::function<void()> body = kernel;
+    Block b;
+    b.kernel = &body;
+    b.fibers.resize(n);
+    b.warps.resize((n + 31) / 32);
+    Block* outer = block;
+    block = &b;
+    int status = 0;
+    for (unsigned bz = 0; bz < grid.z && !status; ++bz)
+        for (unsigned by = 0; by < grid.y && !status; ++by)
+            for (unsigned bx = 0; bx < grid.x && !status; ++bx) {
+                blockIdx = {bx, by, bz};
                 for (unsigned t = 0; t < n; ++t) {
-                    threads.emplace_back([&, t] {
-                        blockIdx = {bx, by, bz};
-                        threadIdx = {t % block.x, t / block.x % block.y, t / (block.x * block.y)};
-                        warp = warps[t / 32].get();
-                        kernel();
-                    });
+                    Fiber& f = b.fibers[t];
+                    f.idx = {t % blk.x, t / blk.x % blk.y, t / (blk.x * blk.y)};
+                    f.wait = Wait::none;
+                    getcontext(&f.ctx);
+                    f.ctx.uc_stack.ss_sp = stacks[t];
+                    f.ctx.uc_stack.ss_size = STACK;
+                    f.ctx.uc_link = nullptr;
+                    makecontext(&f.ctx, trampoline, 0);
                 }
-                for (auto& th : threads) th.join();
+                for (;;) {
+                    bool ran = false;
+                    for (unsigned t = 0; t < n; ++t) {
+                        if (b.fibers[t].wait != Wait::none) continue;
+                        b.current = t;
+                        threadIdx = b.fibers[t].idx;
+                        swapcontext(&b.scheduler, &b.fibers[t].ctx);
+                        ran = true;
+                    }
+                    bool all_done = true;
+                    for (auto& f : b.fibers) all_done &= f.wait == Wait::done;
+                    if (all_done) break;
+                    if (!ran && !release(n, err, errlen)) { status = 1; break; }
+                    if (ran) continue;
+                }
             }
+    block = outer;
+    return status;
 }
 }  // namespace fl_host
 
-inline void __syncthreads() { fl_host::block_barrier->arrive_and_wait(); }
-inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-inline unsigned atomicAdd(unsigned* p, unsigned v) {
-    return std::atomic_ref<unsigned>(*p).fetch_add(v);
-}
+inline void __syncthreads() { fl_host::yield(fl_host::Wait::block); }
+inline void __threadfence() {}
+inline unsigned atomicAdd(unsigned* p, unsigned v) { unsigned old = *p; *p = old + v; return old; }
 
 template <class T> T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
     static_assert(sizeof(T) <= 8, "shuffle of at most 8 bytes");
-    fl_host::Warp& w = *fl_host::warp;
-    const int lane = int(fl_host::linear_thread() % 32);
+    const unsigned t = fl_host::linear_thread();
+    fl_host::Warp& w = fl_host::block->warps[t / 32];
+    const int lane = int(t % 32);
     std::memcpy(w.slot[lane], &v, sizeof(T));
-    w.bar.arrive_and_wait();
+    fl_host::yield(fl_host::Wait::warp);   // every lane has written its value
     const int src = lane ^ mask;
     T out = v;
     if (src / width == lane / width) std::memcpy(&out, w.slot[src], sizeof(T));
-    w.bar.arrive_and_wait();
+    fl_host::yield(fl_host::Wait::warp);   // every lane has read before the next shuffle writes
     return out;
 }
 

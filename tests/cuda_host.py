@@ -20,7 +20,7 @@ import pytest
 from fuselab.codegen import CodegenOptions, KernelCode, OpaqueCall, generate
 from fuselab.codegen.prelude import SNIPPETS
 from fuselab.codegen.types import storage_type
-from fuselab.interp import eval_node
+from fuselab.interp import eval_nodes
 from fuselab.plan.model import Plan
 
 HEADER = Path(__file__).with_name("cuda_host.h")
@@ -58,6 +58,40 @@ def host_source(code: KernelCode) -> str:
     return _EXTERN_SHARED.sub(r"\1* \2 = reinterpret_cast<\1*>(fl_host::dynamic_smem.data());", src)
 
 
+def host_prelude() -> str:
+    """Every prelude snippet, host versions of the float16 ones: compiled once into a
+    precompiled header that every batch includes (kernels' own copies are dropped)."""
+    parts = [_HOST_HALF.strip(), _HOST_HALF_OPS.strip(), *(s.code.strip() for s in SNIPPETS[2:])]
+    return "\n\n".join(parts) + "\n"
+
+
+def kernel_body(code: KernelCode) -> str:
+    """The kernel's source without the prelude snippets (the precompiled header has them)."""
+    src = code.source
+    for snippet in SNIPPETS:
+        src = src.replace(snippet.code.strip(), "")
+    return _EXTERN_SHARED.sub(r"\1* \2 = reinterpret_cast<\1*>(fl_host::dynamic_smem.data());",
+                              src.replace('extern "C" __global__', "__global__"))
+
+
+_FLAGS = ["-std=c++20", "-O0", "-fPIC", "-pthread", "-w"]
+
+
+def _precompiled_header(folder: Path) -> Path:
+    """cuda_host.h plus the host prelude, precompiled (once per content)."""
+    text = f'#pragma once\n#include "{HEADER}"\n{host_prelude()}'
+    digest = hashlib.sha256((text + HEADER.read_text() + " ".join(_FLAGS)).encode()).hexdigest()[:16]
+    header = folder / f"fl_prelude_{digest}.h"
+    gch = folder / f"fl_prelude_{digest}.h.gch"
+    if not gch.exists():
+        header.write_text(text)
+        tmp = folder / f"fl_prelude_{digest}.{os.getpid()}.gch"
+        subprocess.run([CXX, *_FLAGS, "-x", "c++-header", str(header), "-o", str(tmp)], check=True,
+                       capture_output=True)
+        tmp.rename(gch)
+    return header
+
+
 def _param_types(code: KernelCode, plan: Plan) -> list[str]:
     out = []
     for p in code.params:
@@ -69,9 +103,13 @@ def _param_types(code: KernelCode, plan: Plan) -> list[str]:
     return out
 
 
-def build(kernels: Sequence[tuple[KernelCode, Plan]], chunk: int = 24) -> dict[str, Any]:
-    """Compile kernels into shared libraries (chunks compiled in parallel, cached by
-    content in the temp folder); returns a launcher per kernel source."""
+def build(kernels: Sequence[tuple[KernelCode, Plan]], chunk: int | None = None) -> dict[str, Any]:
+    """Compile kernels into shared libraries, a few large units compiled in parallel
+    against one precompiled prelude, cached by content in the temp folder; returns a
+    launcher per kernel source."""
+    folder = Path(tempfile.gettempdir()) / "fuselab-host-kernels"
+    folder.mkdir(exist_ok=True)
+    prelude = _precompiled_header(folder)
     units: dict[str, str] = {}
     for code, plan in kernels:
         if code.source in units:
@@ -80,44 +118,58 @@ def build(kernels: Sequence[tuple[KernelCode, Plan]], chunk: int = 24) -> dict[s
         args = ", ".join(f"static_cast<{t}>(a[{i}])" for i, t in enumerate(_param_types(code, plan)))
         g, b = code.grid, code.block
         units[code.source] = (
-            f"namespace fl_unit{k} {{\n{host_source(code)}\n"
-            f'extern "C" void fl_launch_{k}(void** a) {{\n'
-            f"    fl_host::launch({{{g[0]}, {g[1]}, {g[2]}}}, {{{b[0]}, {b[1]}, {b[2]}}}, {code.shared_mem}, "
-            f"[&] {{ {code.name}({args}); }});\n}}\n}}  // namespace fl_unit{k}\n")
+            f"namespace fl_unit{k} {{\n{kernel_body(code)}\n"
+            f'extern "C" int fl_launch_{k}(void** a, char* err, int errlen) {{\n'
+            f"    return fl_host::launch({{{g[0]}, {g[1]}, {g[2]}}}, {{{b[0]}, {b[1]}, {b[2]}}}, {code.shared_mem}, "
+            f"[&] {{ {code.name}({args}); }}, err, errlen);\n}}\n}}  // namespace fl_unit{k}\n")
     sources = list(units)
+    cores = max(1, os.cpu_count() or 1)
+    chunk = chunk or max(8, min(64, -(-len(sources) // cores)))
     groups = [sources[i:i + chunk] for i in range(0, len(sources), chunk)]
-    folder = Path(tempfile.gettempdir()) / "fuselab-host-kernels"
-    folder.mkdir(exist_ok=True)
     jobs = []
     for group in groups:
-        text = f'#include "{HEADER}"\n' + "\n".join(units[src] for src in group)
-        digest = hashlib.sha256((text + HEADER.read_text()).encode()).hexdigest()[:20]
+        text = f'#include "{prelude.name}"\n' + "\n".join(units[src] for src in group)
+        digest = hashlib.sha256((text + prelude.read_text() + HEADER.read_text()).encode()).hexdigest()[:20]
         lib_path = folder / f"{digest}.so"
-        proc = None
+        cmd = None
         if not lib_path.exists():
             src_path = folder / f"{digest}.cpp"
             src_path.write_text(text)
             tmp = folder / f"{digest}.{os.getpid()}.so"
-            cmd = [CXX, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w", str(src_path), "-o", str(tmp)]
-            proc = (subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True), tmp)
-        jobs.append((group, lib_path, proc))
+            cmd = ([CXX, *_FLAGS, "-shared", "-I", str(folder), str(src_path), "-o", str(tmp)], tmp)
+        jobs.append((group, lib_path, cmd))
+    _compile_all([(cmd, lib_path) for _, lib_path, cmd in jobs if cmd is not None])
     out: dict[str, Any] = {}
-    for group, lib_path, proc in jobs:
-        if proc is not None:
-            p, tmp = proc
-            _, err = p.communicate()
-            if p.returncode != 0:
-                raise RuntimeError(f"host compile failed:\n{err[:6000]}")
-            tmp.rename(lib_path)
+    for group, lib_path, _ in jobs:
         lib = ctypes.CDLL(str(lib_path))
         out.setdefault("_libs", []).append(lib)
         for src in group:
             k = sources.index(src)
             fn = getattr(lib, f"fl_launch_{k}")
-            fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
-            fn.restype = None
+            fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_int]
+            fn.restype = ctypes.c_int
             out[src] = fn
     return out
+
+
+def _compile_all(jobs: Sequence[tuple[tuple[list[str], Path], Path]]) -> None:
+    """Run the compiles, as many at once as there are cores; the first failure raises."""
+    running: list[tuple[subprocess.Popen, Path, Path]] = []
+    errors: list[str] = []
+    pending = list(jobs)
+    limit = max(1, os.cpu_count() or 1)
+    while pending or running:
+        while pending and len(running) < limit:
+            (cmd, tmp), lib_path = pending.pop(0)
+            running.append((subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True), tmp, lib_path))
+        proc, tmp, lib_path = running.pop(0)
+        _, err = proc.communicate()
+        if proc.returncode != 0:
+            errors.append(err[:6000])
+        else:
+            tmp.rename(lib_path)
+    if errors:
+        raise RuntimeError(f"host compile failed:\n{errors[0]}")
 
 
 def _aligned_empty(shape, dtype) -> np.ndarray:
@@ -134,23 +186,33 @@ def _aligned(a: np.ndarray) -> np.ndarray:
     return out
 
 
-class HostRunner:
-    """Runs plans kernel by kernel on the CPU emulator (the GPU runtime's steps)."""
+class EmulatorError(RuntimeError):
+    """A kernel misbehaved on the emulator (a deadlock at a barrier or a shuffle)."""
 
-    def __init__(self, plans: Sequence[Plan], options: CodegenOptions = EMULATED) -> None:
-        self.codes = {p: generate(p, options) for p in plans}
-        kernels = [(c, p) for p in plans for c in self.codes[p] if isinstance(c, KernelCode)]
+
+class HostRunner:
+    """Runs plans kernel by kernel on the CPU emulator (the GPU runtime's steps). Plans
+    come alone (generated with `options`) or as (plan, options) pairs; all their kernels
+    are compiled together."""
+
+    def __init__(self, plans: Sequence[Plan | tuple[Plan, CodegenOptions]],
+                 options: CodegenOptions = EMULATED) -> None:
+        pairs = [p if isinstance(p, tuple) else (p, options) for p in plans]
+        self.codes = {key: generate(*key) for key in dict.fromkeys(pairs)}
+        self.default = options
+        kernels = [(c, plan) for (plan, _), codes in self.codes.items() for c in codes if isinstance(c, KernelCode)]
         self.launchers = build(kernels) if kernels else {}
         self.scratch: dict[str, np.ndarray] = {}
 
-    def run(self, plan: Plan, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def run(self, plan: Plan, inputs: Mapping[str, np.ndarray],
+            options: CodegenOptions | None = None) -> dict[str, np.ndarray]:
         g = plan.graph
         env: dict[int, np.ndarray] = {i: _aligned(np.asarray(inputs[g.nodes[i].args["name"]]))
                                       for i in g.input_ids}
-        for code in self.codes[plan]:
+        for code in self.codes[(plan, options or self.default)]:
             if isinstance(code, OpaqueCall):
-                node = g.nodes[code.node]
-                env[code.node] = _aligned(np.asarray(eval_node(np, node, [env[j] for j in node.inputs])))
+                local = eval_nodes(np, g, code.nodes or (code.node,), env)
+                env.update({o: _aligned(np.asarray(local[o])) for o in code.outputs})
                 continue
             outs = [_aligned_empty(g.nodes[o].shape, g.nodes[o].dtype) for o in code.outputs]
             for o, arr in zip(code.outputs, outs):
@@ -162,5 +224,7 @@ class HostRunner:
             if code.scratch_bytes:
                 arrays.append(self.scratch.setdefault(code.source, _aligned(np.zeros(code.scratch_bytes, np.uint8))))
             ptrs = (ctypes.c_void_p * len(arrays))(*(a.ctypes.data for a in arrays))
-            self.launchers[code.source](ptrs)
+            err = ctypes.create_string_buffer(512)
+            if self.launchers[code.source](ptrs, err, len(err)):
+                raise EmulatorError(f"{code.name}: {err.value.decode()}")
         return {name: env[i] for name, i in g.outputs}

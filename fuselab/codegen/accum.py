@@ -1,10 +1,12 @@
 """Accumulators: the C snippets that fold elements into a reduction's running value.
 
-Reduction and row kernels both hold one accumulator per reduce node. The combine
-expression comes from the op table (`sum` is `({0} + {1})`); the accumulation type
-follows NumPy: sums and products in the result dtype (float16 accumulates in float32,
-which is how it sits in registers), max/min in the input dtype, any/all in bool, and
-argmax/argmin as (value, first index) pairs.
+Reduction and row kernels both hold one accumulator per reduce node. What an accumulation
+is — its type, start value and combine — is `ops.reduce_rule`, the one definition every
+path reads. The combines are typed templates of the prelude (`fl_add_op<float>`,
+`fl_maximum_op<long long>`...), instantiated with the rule's accumulator type: two
+sibling reductions of different types in one kernel each get their own, and a value of
+another type handed to a combine does not compile. argmax / argmin fold (value, first
+index) pairs through their own typed helpers.
 """
 from __future__ import annotations
 
@@ -13,51 +15,50 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph
-from ..ops import ARG_REDUCE_OPS
-from .emit import Names, may_overflow_undefined, unwrap
-from .types import cast_tag, highest, is_half, literal, lowest, register_type
+from ..ops import ReduceRule, reduce_rule
+from .emit import Names
+from .types import cast_tag, is_half, literal, register_type
 
 
-@dataclass
+@dataclass(frozen=True)
 class Accumulator:
     node: int
-    op: str
+    rule: ReduceRule
     var: str                   # running value
     idx: str | None            # running index (argmax / argmin)
-    acc_dtype: np.dtype        # dtype the accumulation runs in
     value_dtype: np.dtype      # dtype of the elements folded in
     out_dtype: np.dtype        # the reduce node's dtype
-    combine: str               # op-table template over {0}, {1}
+
+    @property
+    def op(self) -> str:
+        return self.rule.op
+
+    @property
+    def acc_dtype(self) -> np.dtype:
+        return self.rule.acc
 
     @property
     def is_arg(self) -> bool:
-        return self.op in ARG_REDUCE_OPS
+        return self.rule.is_arg
 
     @property
     def ctype(self) -> str:
-        return register_type(self.acc_dtype)
+        return register_type(self.rule.acc)
 
     @property
     def functor(self) -> str:
-        return f"{self.op}_op"
+        """The typed combine, e.g. `fl_add_op<long long>()`."""
+        return f"fl_{self.rule.combine}_op<{self.ctype}>()"
 
     @property
     def is_max(self) -> str:
-        return "true" if self.op == "argmax" else "false"
+        return "true" if self.rule.combine == "argmax" else "false"
 
     def identity(self) -> str:
-        if self.is_arg:
-            return literal(0, self.acc_dtype)
-        if self.op in ("sum", "any"):
-            return literal(0, self.acc_dtype)
-        if self.op in ("prod", "all"):
-            return literal(1, self.acc_dtype)
-        if self.op == "max":
-            return lowest(self.acc_dtype)
-        return highest(self.acc_dtype)
+        return literal(self.rule.start, self.rule.acc)
 
     def declare(self, suffix: str = "") -> list[str]:
-        """Declaration with the identity; `suffix` declares an array, e.g. "[4]"."""
+        """Declaration with the start value; `suffix` declares an array, e.g. "[4]"."""
         if suffix:
             count = suffix.strip("[]")
             out = [f"{self.ctype} {self.var}{suffix};"]
@@ -71,30 +72,33 @@ class Accumulator:
         return out
 
     def value_cast(self, value: str) -> str:
-        if self.value_dtype == self.acc_dtype or self.is_arg:
-            return value
+        """An element in the accumulator's type, cast as NumPy casts it (a sum of float32
+        with dtype=int32 truncates each element first)."""
+        if self.value_dtype == self.acc_dtype or (is_half(self.value_dtype) and self.acc_dtype == np.float32):
+            return value   # float16 elements are already float registers
         return f"fl_cast<{cast_tag(self.acc_dtype)}>({value})"
 
     def step(self, value: str, index: str, at: str = "") -> str:
         """Fold one element (its value, and its index along the reduction) in."""
         v, i = self.var + at, (self.idx or "") + at
         if self.is_arg:
-            return f"fl_arg_combine<{self.is_max}>({v}, {i}, {value}, static_cast<long long>({index}));"
-        return f"{v} = {unwrap(self.combine.format(v, self.value_cast(value)))};"
+            return (f"fl_arg_combine<{self.is_max}>({v}, {i}, {self.value_cast(value)}, "
+                    f"static_cast<long long>({index}));")
+        return f"{v} = {self.functor}({v}, {self.value_cast(value)});"
 
     def merge(self, other_value: str, other_index: str | None, at: str = "") -> str:
-        """Fold another partial result in."""
+        """Fold another partial result (of the accumulator's type) in."""
         v, i = self.var + at, (self.idx or "") + at
         if self.is_arg:
             return f"fl_arg_combine<{self.is_max}>({v}, {i}, {other_value}, {other_index});"
-        return f"{v} = {unwrap(self.combine.format(v, other_value))};"
+        return f"{v} = {self.functor}({v}, {other_value});"
 
     def warp_allreduce(self, width: int) -> list[str]:
         if width <= 1:
             return []
         if self.is_arg:
             return [f"fl_warp_allreduce_arg<{self.is_max}>({self.var}, {self.idx}, {width});"]
-        return [f"{self.var} = fl_warp_allreduce({self.var}, {self.functor}(), {width});"]
+        return [f"{self.var} = fl_warp_allreduce({self.var}, {self.functor}, {width});"]
 
     def block_allreduce(self) -> list[str]:
         sv, si = f"smem_{self.var}", f"smem_{self.idx}"
@@ -102,7 +106,7 @@ class Accumulator:
             return [f"__shared__ {self.ctype} {sv}[32];", f"__shared__ long long {si}[32];",
                     f"fl_block_allreduce_arg<{self.is_max}>({self.var}, {self.idx}, {sv}, {si});"]
         return [f"__shared__ {self.ctype} {sv}[32];",
-                f"{self.var} = fl_block_allreduce({self.var}, {self.functor}(), {sv});"]
+                f"{self.var} = fl_block_allreduce({self.var}, {self.functor}, {sv});"]
 
     def result(self, at: str = "") -> str:
         """The reduce node's value in its register type."""
@@ -116,31 +120,7 @@ class Accumulator:
 def accumulator(graph: Graph, nid: int, names: Names) -> Accumulator:
     n = graph.nodes[nid]
     value_dtype = graph.nodes[n.inputs[0]].dtype
-    if n.op in ARG_REDUCE_OPS:
-        acc = value_dtype
-    elif n.op in ("any", "all"):
-        acc = np.dtype(bool)
-    else:
-        acc = n.dtype
+    rule = reduce_rule(n.op, value_dtype, n.dtype)
     var = names.fresh(f"acc{nid}")
-    idx = names.fresh(f"acc{nid}_index") if n.op in ARG_REDUCE_OPS else None
-    combine = n.opdef.cuda or ""
-    if n.op in ("sum", "prod") and may_overflow_undefined("add" if n.op == "sum" else "multiply", acc):
-        # integer sums and products wrap as NumPy's do; the type is explicit because the
-        # folded value may still be of the input's narrower type
-        helper = "fl_wrap_add" if n.op == "sum" else "fl_wrap_mul"
-        combine = f"{helper}<{register_type(np.dtype(acc))}>({{0}}, {{1}})"
-    return Accumulator(nid, n.op, var, idx, np.dtype(acc), value_dtype, n.dtype, combine)
-
-
-def functors(accs: list[Accumulator]) -> list[str]:
-    """Combine functors for the warp / block helpers, written from the op table."""
-    out, seen = [], set()
-    for a in accs:
-        if a.is_arg or a.functor in seen:
-            continue
-        seen.add(a.functor)
-        body = unwrap(a.combine.format("a", "b"))
-        out.append(f"struct {a.functor} {{ template <class T> __device__ __forceinline__ "
-                   f"T operator()(T a, T b) const {{ return T({body}); }} }};")
-    return out
+    idx = names.fresh(f"acc{nid}_index") if rule.is_arg else None
+    return Accumulator(nid, rule, var, idx, value_dtype, n.dtype)

@@ -102,6 +102,12 @@ WRAPPING = {"add": "fl_wrap_add({0}, {1})", "subtract": "fl_wrap_sub({0}, {1})",
             "negative": "fl_wrap_neg({0})"}
 
 
+# NumPy 2 compares int64 with uint64 exactly (its 'qQ->?' loops); C++ would convert the
+# signed operand to unsigned first.
+MIXED_SIGN = {"less": "fl_less_mixed({0}, {1})", "less_equal": "!fl_less_mixed({1}, {0})",
+              "greater": "fl_less_mixed({1}, {0})", "greater_equal": "!fl_less_mixed({0}, {1})",
+              "equal": "fl_equal_mixed({0}, {1})", "not_equal": "!fl_equal_mixed({0}, {1})"}
+
 # x ** k for a constant k (ir.product_exponent says when, and why)
 PRODUCTS = {2: "({0} * {0})", 3: "({0} * {0} * {0})", 4: "(({0} * {0}) * ({0} * {0}))"}
 
@@ -178,11 +184,18 @@ class ValueEmitter:
         if hit is not None:
             return hit
         n = self.graph.nodes[nid]
+        raw = None
+        if nid in self.inputs and self.load_half is not None:
+            raw = self.load_half(nid, ix.linearize(coords, n.shape))
         if nid in self.fixed:
             expr = f"fl_to_half({self.fixed[nid]})"
-        elif nid in self.inputs and self.load_half is not None and \
-                (raw := self.load_half(nid, ix.linearize(coords, n.shape))) is not None:
+        elif raw is not None:
             expr = raw
+        elif nid in self.inputs or nid not in self.nodes:
+            # a kernel input without raw access: its loaded value, rounded (exactly: it is
+            # a half). Never recomputed from its producers, which the kernel may not have.
+            expr = self.names.fresh(f"v{nid}_h")
+            self.emit(f"const fl_half {expr} = fl_to_half({self.value(nid, coords)});", nid)
         elif n.op in ("const", "full") and nid in self.nodes:
             expr = half_literal(n.args["value"], n.dtype)
         elif n.kind is Kind.INJECTIVE and nid in self.nodes:
@@ -264,11 +277,14 @@ class ValueEmitter:
     def _elemwise_expr(self, n: Node, coords: Coords) -> str:
         """The op's expression over its operands cast to the loop type (not rounded)."""
         ctype = np.dtype(n.args["ctype"])
+        wants = n.operand_dtypes
         ops = []
         for k in range(len(n.inputs)):
-            # where's condition stays bool; every other operand is cast to the loop type
-            want = np.dtype(bool) if (n.op == "where" and k == 0) else ctype
+            # where's condition stays bool; every other operand is cast to its loop type
+            want = np.dtype(bool) if (n.op == "where" and k == 0) else wants[k]
             ops.append(self._operand(n, k, coords, want))
+        if len(set(wants)) > 1:
+            return MIXED_SIGN[n.op].format(*ops)
         if may_overflow_undefined(n.op, ctype):
             return WRAPPING[n.op].format(*ops)
         k = product_exponent(self.graph, n)

@@ -157,16 +157,29 @@ def divmod_(a: Affine, div: int, mod: int | None) -> Affine:
     high_const, low_const = divmod(a.const, div)
     low_expr = _make(low_const, low)
     llo, lhi = low_expr.bounds()
-    if mod is not None:
-        high_const %= mod
     if 0 <= llo and lhi < div:
-        q = _make(high_const, {s: c // div for s, c in high.items()})
+        q_terms = {s: c // div for s, c in high.items()}
+        if mod is not None:
+            high_const = _nonneg_const(high_const, _make(0, q_terms).bounds()[0], mod)
+        q = _make(high_const, q_terms)
         qlo, qhi = q.bounds()
         if mod is None or (qlo >= 0 and qhi < mod):
             return q
         return _wrap(q, 1, mod)
-    kept = _make(a.const if mod is None else (a.const % (div * mod)), {**high, **low})
-    return _wrap(kept, div, mod)
+    terms = {**high, **low}
+    const = a.const if mod is None else _nonneg_const(a.const, _make(0, terms).bounds()[0], div * mod)
+    return _wrap(_make(const, terms), div, mod)
+
+
+def _nonneg_const(const: int, terms_lo: int, period: int) -> int:
+    """The smallest constant congruent to `const` modulo `period` that keeps an expression
+    whose other terms are at least `terms_lo` non-negative. Reducing a constant modulo the
+    period is free under a modulo, but a negative base would wrap around in the unsigned
+    index arithmetic the kernels use ((2 - i) % 3 with i = 3)."""
+    c = const % period
+    if c + terms_lo < 0:
+        c += -(-(-(c + terms_lo)) // period) * period
+    return c
 
 
 def _wrap(a: Affine, div: int, mod: int | None) -> Affine:

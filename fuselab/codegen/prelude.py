@@ -289,6 +289,18 @@ template <class T> __device__ __forceinline__ T fl_minimum(T a, T b) { return (a
 template <class T> __device__ __forceinline__ T fl_fmax(T a, T b) { return (a >= b || fl_isnan(b)) ? a : b; }
 template <class T> __device__ __forceinline__ T fl_fmin(T a, T b) { return (a <= b || fl_isnan(b)) ? a : b; }
 """),
+    Snippet(('fl_less_mixed', 'fl_equal_mixed'), r"""
+// Exact comparisons of a signed and an unsigned 64-bit integer, as NumPy 2's mixed
+// loops: a negative value is below every unsigned one and equal to none.
+template <class A, class B> __device__ __forceinline__ bool fl_less_mixed(A a, B b) {
+    if constexpr (fl_is_signed<A>::value) return a < A(0) || static_cast<B>(a) < b;
+    else return b >= B(0) && a < static_cast<A>(b);
+}
+template <class A, class B> __device__ __forceinline__ bool fl_equal_mixed(A a, B b) {
+    if constexpr (fl_is_signed<A>::value) return a >= A(0) && static_cast<B>(a) == b;
+    else return b >= B(0) && a == static_cast<A>(b);
+}
+"""),
     Snippet(('fl_left_shift', 'fl_right_shift'), r"""
 // Shifts by the type's width or more (or by a negative amount) give 0, or -1 for a
 // negative value shifted right, as NumPy's npy_lshift / npy_rshift.
@@ -331,7 +343,85 @@ template <class T> __device__ __forceinline__ T fl_ldcg(const T* p) {
     else return __ldcg(p);
 }
 """),
-    Snippet(('fl_shfl_xor', 'fl_warp_allreduce', 'fl_block_allreduce'), r"""
+    Snippet(('fl_add_op',), r"""
+// sum's combine; integers wrap around as NumPy's do.
+// A combine takes and gives its accumulator type T (ops.reduce_rule): operands of any other
+// type do not compile, so a reduction never converts its running value on the way.
+template <class T> struct fl_add_op {
+    typedef T type;
+    __device__ __forceinline__ T operator()(T a, T b) const {
+        if constexpr (fl_is_bool<T>::value) return a || b;   // sum(..., dtype=bool)
+        else if constexpr (fl_is_float<T>::value) return a + b;
+        else return fl_wrap_add(a, b);
+    }
+    template <class A, class B> __device__ T operator()(A, B) const = delete;
+};
+"""),
+    Snippet(('fl_multiply_op',), r"""
+// prod's combine; integers wrap around as NumPy's do.
+// A combine takes and gives its accumulator type T (ops.reduce_rule): operands of any other
+// type do not compile, so a reduction never converts its running value on the way.
+template <class T> struct fl_multiply_op {
+    typedef T type;
+    __device__ __forceinline__ T operator()(T a, T b) const {
+        if constexpr (fl_is_bool<T>::value) return a && b;   // prod(..., dtype=bool)
+        else if constexpr (fl_is_float<T>::value) return a * b;
+        else return fl_wrap_mul(a, b);
+    }
+    template <class A, class B> __device__ T operator()(A, B) const = delete;
+};
+"""),
+    Snippet(('fl_maximum_op',), r"""
+// max's combine: NaN wins, as in np.maximum.
+// A combine takes and gives its accumulator type T (ops.reduce_rule): operands of any other
+// type do not compile, so a reduction never converts its running value on the way.
+template <class T> struct fl_maximum_op {
+    typedef T type;
+    __device__ __forceinline__ T operator()(T a, T b) const {
+        return fl_maximum(a, b);
+    }
+    template <class A, class B> __device__ T operator()(A, B) const = delete;
+};
+"""),
+    Snippet(('fl_minimum_op',), r"""
+// min's combine: NaN wins, as in np.minimum.
+// A combine takes and gives its accumulator type T (ops.reduce_rule): operands of any other
+// type do not compile, so a reduction never converts its running value on the way.
+template <class T> struct fl_minimum_op {
+    typedef T type;
+    __device__ __forceinline__ T operator()(T a, T b) const {
+        return fl_minimum(a, b);
+    }
+    template <class A, class B> __device__ T operator()(A, B) const = delete;
+};
+"""),
+    Snippet(('fl_logical_or_op',), r"""
+// any's combine.
+// A combine takes and gives its accumulator type T (ops.reduce_rule): operands of any other
+// type do not compile, so a reduction never converts its running value on the way.
+template <class T> struct fl_logical_or_op {
+    typedef T type;
+    __device__ __forceinline__ T operator()(T a, T b) const {
+        return a || b;
+    }
+    template <class A, class B> __device__ T operator()(A, B) const = delete;
+};
+"""),
+    Snippet(('fl_logical_and_op',), r"""
+// all's combine.
+// A combine takes and gives its accumulator type T (ops.reduce_rule): operands of any other
+// type do not compile, so a reduction never converts its running value on the way.
+template <class T> struct fl_logical_and_op {
+    typedef T type;
+    __device__ __forceinline__ T operator()(T a, T b) const {
+        return a && b;
+    }
+    template <class A, class B> __device__ T operator()(A, B) const = delete;
+};
+"""),
+    Snippet(('fl_same', 'fl_shfl_xor', 'fl_warp_allreduce', 'fl_block_allreduce'), r"""
+template <class A, class B> struct fl_same { static constexpr bool value = false; };
+template <class A> struct fl_same<A, A> { static constexpr bool value = true; };
 // Warp shuffles for every register type (bool and small integers travel as int).
 template <class T> __device__ __forceinline__ T fl_shfl_xor(T v, int mask, int width) {
     if constexpr (sizeof(T) < 4) return T(__shfl_xor_sync(0xffffffffu, int(v), mask, width));
@@ -339,12 +429,14 @@ template <class T> __device__ __forceinline__ T fl_shfl_xor(T v, int mask, int w
 }
 // Every lane of each `width`-lane group gets the group's reduction (butterfly).
 template <class T, class Op> __device__ __forceinline__ T fl_warp_allreduce(T v, Op op, int width) {
+    static_assert(fl_same<T, typename Op::type>::value, "a reduction's value and its combine differ in type");
     for (int mask = width / 2; mask > 0; mask /= 2) v = op(v, fl_shfl_xor(v, mask, width));
     return v;
 }
 // Every thread of the block gets the block's reduction, combined in warp order (so the
 // result does not depend on timing). `scratch` holds one value per warp.
 template <class T, class Op> __device__ __forceinline__ T fl_block_allreduce(T v, Op op, T* scratch) {
+    static_assert(fl_same<T, typename Op::type>::value, "a reduction's value and its combine differ in type");
     v = fl_warp_allreduce(v, op, 32);
     __syncthreads();  // scratch may still be read by a previous call
     if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ..ops import Kind
 from . import element
 from . import index as ix
-from .accum import Accumulator, accumulator, functors
+from .accum import Accumulator, accumulator
 from .context import KernelContext
 from .emit import ValueEmitter, array_name, indent, load_expr
 from .model import CodegenError, KernelCode
@@ -263,7 +263,7 @@ def _inner(ctx: KernelContext, p: _Problem) -> KernelCode:
 
     per = f" ({width}-element vectors)" if width > 1 else ""
     lines: list[str] = []
-    helpers = [f"typedef {index_t} index_t;", "", *functors(accs), "", *fn.lines, ""]
+    helpers = [f"typedef {index_t} index_t;", "", *fn.lines, ""]
     if not block_mode:
         # A group of `group` lanes per output; the loop runs warp-uniformly so that every
         # lane reaches the shuffles, and lanes past the last output only skip the work.
@@ -498,5 +498,5 @@ def _column(ctx: KernelContext, p: _Problem) -> KernelCode:
                   f"    if (threadIdx.x == 0 && threadIdx.y == 0) {counter}[blockIdx.x / {splits}] = 0;  "
                   "// ready for the next launch",
                   "}"]
-    helpers = [f"typedef {index_t} index_t;", "", *functors(accs), "", *fn.lines, ""]
+    helpers = [f"typedef {index_t} index_t;", "", *fn.lines, ""]
     return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, (32, ROWS, 1), notes=(strategy,))

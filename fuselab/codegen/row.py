@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from ..ops import Kind
 from . import index as ix
-from .accum import Accumulator, accumulator, functors
+from .accum import Accumulator, accumulator
 from .context import KernelContext
 from .emit import Names, ValueEmitter, array_name, indent, load_expr
 from .model import CodegenError, KernelCode
@@ -95,7 +95,7 @@ def generate(ctx: KernelContext) -> KernelCode:
              + (", column inputs cached in registers" if layout.col_in_registers and col_cached else ""))
     header = [f"{ctx.name}: row kernel over {g.nodes[g.nodes[p.reduces[0]].inputs[0]].aval} "
               f"({p.rows} rows x {p.cols} columns)", *ctx.listing(), *notes]
-    helpers = [f"typedef {index_t} index_t;", "", *functors(list(accs.values())), ""]
+    helpers = [f"typedef {index_t} index_t;", ""]
     return ctx.finish(header, helpers, body, grid, block, shared_mem=smem, notes=notes, min_blocks=min_blocks)
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..codegen import generate
 from ..codegen.model import CodegenOptions, KernelCode, OpaqueCall
-from ..interp import eval_node
+from ..interp import eval_nodes
 from ..plan.model import Plan
 from .compile import compile_kernels
 from .device import device_options
@@ -155,11 +155,7 @@ class Executable:
     def _library(self, code: OpaqueCall, env: dict[int, Any]) -> int:
         """Evaluate an opaque kernel's nodes with CuPy; returns the bytes it stored."""
         import cupy
-        g = self.plan.graph
-        local: dict[int, Any] = {}
-        for nid in code.nodes or (code.node,):
-            node = g.nodes[nid]
-            local[nid] = eval_node(cupy, node, [local[j] if j in local else env[j] for j in node.inputs])
+        local = eval_nodes(cupy, self.plan.graph, code.nodes or (code.node,), env)
         stored = 0
         for o in code.outputs:
             env[o] = _device_ready(cupy.ascontiguousarray(local[o]))

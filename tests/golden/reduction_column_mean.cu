@@ -18,6 +18,32 @@ template <> struct fl_is_signed<bool> { static constexpr bool value = false; };
 template <class T> struct fl_is_bool { static constexpr bool value = false; };
 template <> struct fl_is_bool<bool> { static constexpr bool value = true; };
 
+// Integer + - * and negation wrap around as NumPy's loops do. Signed overflow is undefined
+// in C++ (the compiler may fold x + 1 > x to true), and 16-bit operands are promoted to
+// int (65535 * 65535 overflows it), so the arithmetic runs in an unsigned type of at
+// least 32 bits, where it is defined modulo 2^n, and converts back.
+template <class T> struct fl_wrap_type { typedef typename fl_unsigned<T>::type type; };
+template <> struct fl_wrap_type<signed char> { typedef unsigned int type; };
+template <> struct fl_wrap_type<unsigned char> { typedef unsigned int type; };
+template <> struct fl_wrap_type<short> { typedef unsigned int type; };
+template <> struct fl_wrap_type<unsigned short> { typedef unsigned int type; };
+template <class T> __device__ __forceinline__ T fl_wrap_add(T a, T b) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(a) + U(b));
+}
+template <class T> __device__ __forceinline__ T fl_wrap_sub(T a, T b) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(a) - U(b));
+}
+template <class T> __device__ __forceinline__ T fl_wrap_mul(T a, T b) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(a) * U(b));
+}
+template <class T> __device__ __forceinline__ T fl_wrap_neg(T a) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(0) - U(a));
+}
+
 // N contiguous elements moved as one 1-16 byte access (16 bytes: a single LDG.128).
 template <class T, int N> struct alignas(sizeof(T) * N) fl_vec { T v[N]; };
 template <int Bytes> struct fl_raw;
@@ -45,9 +71,20 @@ template <class T> __device__ __forceinline__ T fl_ldcg(const T* p) {
     else return __ldcg(p);
 }
 
-typedef unsigned int index_t;
+// sum's combine; integers wrap around as NumPy's do.
+// A combine takes and gives its accumulator type T (ops.reduce_rule): operands of any other
+// type do not compile, so a reduction never converts its running value on the way.
+template <class T> struct fl_add_op {
+    typedef T type;
+    __device__ __forceinline__ T operator()(T a, T b) const {
+        if constexpr (fl_is_bool<T>::value) return a || b;   // sum(..., dtype=bool)
+        else if constexpr (fl_is_float<T>::value) return a + b;
+        else return fl_wrap_add(a, b);
+    }
+    template <class A, class B> __device__ T operator()(A, B) const = delete;
+};
 
-struct sum_op { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return T(a + b); } };
+typedef unsigned int index_t;
 
 // One element of k0_sum_mul, the values it reduces: the fused ops in program order.
 __device__ __forceinline__ void k0_sum_mul_element(const float x, float& v0_out) {
@@ -71,7 +108,7 @@ extern "C" __global__ void __launch_bounds__(256) k0_sum_mul(const float* __rest
         for (int e = 0; e < 4; ++e) {
             float v0;
             k0_sum_mul_element(x.v[e], v0);
-            acc1[e] = acc1[e] + v0;
+            acc1[e] = fl_add_op<float>()(acc1[e], v0);
         }
     }
     __shared__ __align__(16) unsigned char fold[16384];
@@ -84,7 +121,7 @@ extern "C" __global__ void __launch_bounds__(256) k0_sum_mul(const float* __rest
     if (threadIdx.y == 0) {
         for (int e = 0; e < 4; ++e) {
             acc1[e] = fold_acc1[threadIdx.x * 4 + e];
-            for (int y = 1; y < 8; ++y) acc1[e] = acc1[e] + fold_acc1[y * 128 + threadIdx.x * 4 + e];
+            for (int y = 1; y < 8; ++y) acc1[e] = fl_add_op<float>()(acc1[e], fold_acc1[y * 128 + threadIdx.x * 4 + e]);
         }
     }
     if (threadIdx.y == 0 && active) {
@@ -104,7 +141,7 @@ extern "C" __global__ void __launch_bounds__(256) k0_sum_mul(const float* __rest
         for (int e = 0; e < 4; ++e) {
             acc1[e] = 0.0f;
             for (index_t q = threadIdx.y; active && q < 32; q += 8) {
-                acc1[e] = acc1[e] + fl_ldcg(partial1 + q * 256 + k1 * 256 + k2 + e);
+                acc1[e] = fl_add_op<float>()(acc1[e], fl_ldcg(partial1 + q * 256 + k1 * 256 + k2 + e));
             }
         }
         float* fold_acc1_1 = reinterpret_cast<float*>(fold);
@@ -116,7 +153,7 @@ extern "C" __global__ void __launch_bounds__(256) k0_sum_mul(const float* __rest
         if (threadIdx.y == 0) {
             for (int e = 0; e < 4; ++e) {
                 acc1[e] = fold_acc1_1[threadIdx.x * 4 + e];
-                for (int y = 1; y < 8; ++y) acc1[e] = acc1[e] + fold_acc1_1[y * 128 + threadIdx.x * 4 + e];
+                for (int y = 1; y < 8; ++y) acc1[e] = fl_add_op<float>()(acc1[e], fold_acc1_1[y * 128 + threadIdx.x * 4 + e]);
             }
         }
         if (threadIdx.y == 0 && active) {

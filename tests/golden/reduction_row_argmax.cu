@@ -36,6 +36,19 @@ template <class T> __device__ __forceinline__ T fl_minimum(T a, T b) { return (a
 template <class T> __device__ __forceinline__ T fl_fmax(T a, T b) { return (a >= b || fl_isnan(b)) ? a : b; }
 template <class T> __device__ __forceinline__ T fl_fmin(T a, T b) { return (a <= b || fl_isnan(b)) ? a : b; }
 
+// max's combine: NaN wins, as in np.maximum.
+// A combine takes and gives its accumulator type T (ops.reduce_rule): operands of any other
+// type do not compile, so a reduction never converts its running value on the way.
+template <class T> struct fl_maximum_op {
+    typedef T type;
+    __device__ __forceinline__ T operator()(T a, T b) const {
+        return fl_maximum(a, b);
+    }
+    template <class A, class B> __device__ T operator()(A, B) const = delete;
+};
+
+template <class A, class B> struct fl_same { static constexpr bool value = false; };
+template <class A> struct fl_same<A, A> { static constexpr bool value = true; };
 // Warp shuffles for every register type (bool and small integers travel as int).
 template <class T> __device__ __forceinline__ T fl_shfl_xor(T v, int mask, int width) {
     if constexpr (sizeof(T) < 4) return T(__shfl_xor_sync(0xffffffffu, int(v), mask, width));
@@ -43,12 +56,14 @@ template <class T> __device__ __forceinline__ T fl_shfl_xor(T v, int mask, int w
 }
 // Every lane of each `width`-lane group gets the group's reduction (butterfly).
 template <class T, class Op> __device__ __forceinline__ T fl_warp_allreduce(T v, Op op, int width) {
+    static_assert(fl_same<T, typename Op::type>::value, "a reduction's value and its combine differ in type");
     for (int mask = width / 2; mask > 0; mask /= 2) v = op(v, fl_shfl_xor(v, mask, width));
     return v;
 }
 // Every thread of the block gets the block's reduction, combined in warp order (so the
 // result does not depend on timing). `scratch` holds one value per warp.
 template <class T, class Op> __device__ __forceinline__ T fl_block_allreduce(T v, Op op, T* scratch) {
+    static_assert(fl_same<T, typename Op::type>::value, "a reduction's value and its combine differ in type");
     v = fl_warp_allreduce(v, op, 32);
     __syncthreads();  // scratch may still be read by a previous call
     if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
@@ -88,8 +103,6 @@ template <bool Max, class T> __device__ __forceinline__ void fl_block_allreduce_
 
 typedef unsigned int index_t;
 
-struct max_op { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return T(fl_maximum(a, b)); } };
-
 // One element of k0_argmax_max, the values it reduces: the fused ops in program order.
 __device__ __forceinline__ void k0_argmax_max_element(const int x, int& v0_out) {
     v0_out = x;
@@ -110,10 +123,10 @@ extern "C" __global__ void __launch_bounds__(256) k0_argmax_max(const int* __res
             int v0;
             k0_argmax_max_element(in_x[o * 77 + r], v0);
             fl_arg_combine<true>(acc1, acc1_index, v0, static_cast<long long>(r));
-            acc2 = fl_maximum(acc2, v0);
+            acc2 = fl_maximum_op<int>()(acc2, v0);
         }
         fl_warp_allreduce_arg<true>(acc1, acc1_index, 16);
-        acc2 = fl_warp_allreduce(acc2, max_op(), 16);
+        acc2 = fl_warp_allreduce(acc2, fl_maximum_op<int>(), 16);
         if (active && lane == 0) {
             const long long v1 = acc1_index;
             const int v2 = acc2;

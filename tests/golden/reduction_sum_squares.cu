@@ -17,6 +17,32 @@ template <> struct fl_is_signed<bool> { static constexpr bool value = false; };
 template <class T> struct fl_is_bool { static constexpr bool value = false; };
 template <> struct fl_is_bool<bool> { static constexpr bool value = true; };
 
+// Integer + - * and negation wrap around as NumPy's loops do. Signed overflow is undefined
+// in C++ (the compiler may fold x + 1 > x to true), and 16-bit operands are promoted to
+// int (65535 * 65535 overflows it), so the arithmetic runs in an unsigned type of at
+// least 32 bits, where it is defined modulo 2^n, and converts back.
+template <class T> struct fl_wrap_type { typedef typename fl_unsigned<T>::type type; };
+template <> struct fl_wrap_type<signed char> { typedef unsigned int type; };
+template <> struct fl_wrap_type<unsigned char> { typedef unsigned int type; };
+template <> struct fl_wrap_type<short> { typedef unsigned int type; };
+template <> struct fl_wrap_type<unsigned short> { typedef unsigned int type; };
+template <class T> __device__ __forceinline__ T fl_wrap_add(T a, T b) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(a) + U(b));
+}
+template <class T> __device__ __forceinline__ T fl_wrap_sub(T a, T b) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(a) - U(b));
+}
+template <class T> __device__ __forceinline__ T fl_wrap_mul(T a, T b) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(a) * U(b));
+}
+template <class T> __device__ __forceinline__ T fl_wrap_neg(T a) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(0) - U(a));
+}
+
 // N contiguous elements moved as one 1-16 byte access (16 bytes: a single LDG.128).
 template <class T, int N> struct alignas(sizeof(T) * N) fl_vec { T v[N]; };
 template <int Bytes> struct fl_raw;
@@ -44,6 +70,21 @@ template <class T> __device__ __forceinline__ T fl_ldcg(const T* p) {
     else return __ldcg(p);
 }
 
+// sum's combine; integers wrap around as NumPy's do.
+// A combine takes and gives its accumulator type T (ops.reduce_rule): operands of any other
+// type do not compile, so a reduction never converts its running value on the way.
+template <class T> struct fl_add_op {
+    typedef T type;
+    __device__ __forceinline__ T operator()(T a, T b) const {
+        if constexpr (fl_is_bool<T>::value) return a || b;   // sum(..., dtype=bool)
+        else if constexpr (fl_is_float<T>::value) return a + b;
+        else return fl_wrap_add(a, b);
+    }
+    template <class A, class B> __device__ T operator()(A, B) const = delete;
+};
+
+template <class A, class B> struct fl_same { static constexpr bool value = false; };
+template <class A> struct fl_same<A, A> { static constexpr bool value = true; };
 // Warp shuffles for every register type (bool and small integers travel as int).
 template <class T> __device__ __forceinline__ T fl_shfl_xor(T v, int mask, int width) {
     if constexpr (sizeof(T) < 4) return T(__shfl_xor_sync(0xffffffffu, int(v), mask, width));
@@ -51,12 +92,14 @@ template <class T> __device__ __forceinline__ T fl_shfl_xor(T v, int mask, int w
 }
 // Every lane of each `width`-lane group gets the group's reduction (butterfly).
 template <class T, class Op> __device__ __forceinline__ T fl_warp_allreduce(T v, Op op, int width) {
+    static_assert(fl_same<T, typename Op::type>::value, "a reduction's value and its combine differ in type");
     for (int mask = width / 2; mask > 0; mask /= 2) v = op(v, fl_shfl_xor(v, mask, width));
     return v;
 }
 // Every thread of the block gets the block's reduction, combined in warp order (so the
 // result does not depend on timing). `scratch` holds one value per warp.
 template <class T, class Op> __device__ __forceinline__ T fl_block_allreduce(T v, Op op, T* scratch) {
+    static_assert(fl_same<T, typename Op::type>::value, "a reduction's value and its combine differ in type");
     v = fl_warp_allreduce(v, op, 32);
     __syncthreads();  // scratch may still be read by a previous call
     if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
@@ -67,8 +110,6 @@ template <class T, class Op> __device__ __forceinline__ T fl_block_allreduce(T v
 }
 
 typedef unsigned int index_t;
-
-struct sum_op { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return T(a + b); } };
 
 // One element of k0_mul_sum, the values it reduces: the fused ops in program order.
 __device__ __forceinline__ void k0_mul_sum_element(const float x, float& v1_out) {
@@ -90,11 +131,11 @@ extern "C" __global__ void __launch_bounds__(256) k0_mul_sum(const float* __rest
         for (int e = 0; e < 4; ++e) {
             float v1_1;
             k0_mul_sum_element(x.v[e], v1_1);
-            acc2 = acc2 + v1_1;
+            acc2 = fl_add_op<float>()(acc2, v1_1);
         }
     }
     __shared__ float smem_acc2[32];
-    acc2 = fl_block_allreduce(acc2, sum_op(), smem_acc2);
+    acc2 = fl_block_allreduce(acc2, fl_add_op<float>(), smem_acc2);
     __shared__ bool last;
     if (threadIdx.x == 0) {
         partial2[o * 256 + part] = acc2;
@@ -108,10 +149,10 @@ extern "C" __global__ void __launch_bounds__(256) k0_mul_sum(const float* __rest
         acc2 = 0.0f;
         #pragma unroll 4
         for (index_t q = threadIdx.x; q < 256; q += blockDim.x) {
-            acc2 = acc2 + fl_ldcg(partial2 + o * 256 + q);
+            acc2 = fl_add_op<float>()(acc2, fl_ldcg(partial2 + o * 256 + q));
         }
         __shared__ float smem_fin_acc2[32];
-        acc2 = fl_block_allreduce(acc2, sum_op(), smem_fin_acc2);
+        acc2 = fl_block_allreduce(acc2, fl_add_op<float>(), smem_fin_acc2);
         if (threadIdx.x == 0) {
             const float v2 = acc2;
             out_s[o] = v2;

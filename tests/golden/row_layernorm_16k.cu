@@ -16,6 +16,46 @@
 // 2 reduction pass(es) + an output pass
 // packs of 4 columns
 
+// Type traits (NVRTC has no <type_traits> without headers).
+template <class T> struct fl_unsigned { typedef T type; };
+template <> struct fl_unsigned<signed char> { typedef unsigned char type; };
+template <> struct fl_unsigned<short> { typedef unsigned short type; };
+template <> struct fl_unsigned<int> { typedef unsigned int type; };
+template <> struct fl_unsigned<long long> { typedef unsigned long long type; };
+template <class T> struct fl_is_float { static constexpr bool value = false; };
+template <> struct fl_is_float<float> { static constexpr bool value = true; };
+template <> struct fl_is_float<double> { static constexpr bool value = true; };
+template <class T> struct fl_is_signed { static constexpr bool value = T(-1) < T(0); };
+template <> struct fl_is_signed<bool> { static constexpr bool value = false; };
+template <class T> struct fl_is_bool { static constexpr bool value = false; };
+template <> struct fl_is_bool<bool> { static constexpr bool value = true; };
+
+// Integer + - * and negation wrap around as NumPy's loops do. Signed overflow is undefined
+// in C++ (the compiler may fold x + 1 > x to true), and 16-bit operands are promoted to
+// int (65535 * 65535 overflows it), so the arithmetic runs in an unsigned type of at
+// least 32 bits, where it is defined modulo 2^n, and converts back.
+template <class T> struct fl_wrap_type { typedef typename fl_unsigned<T>::type type; };
+template <> struct fl_wrap_type<signed char> { typedef unsigned int type; };
+template <> struct fl_wrap_type<unsigned char> { typedef unsigned int type; };
+template <> struct fl_wrap_type<short> { typedef unsigned int type; };
+template <> struct fl_wrap_type<unsigned short> { typedef unsigned int type; };
+template <class T> __device__ __forceinline__ T fl_wrap_add(T a, T b) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(a) + U(b));
+}
+template <class T> __device__ __forceinline__ T fl_wrap_sub(T a, T b) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(a) - U(b));
+}
+template <class T> __device__ __forceinline__ T fl_wrap_mul(T a, T b) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(a) * U(b));
+}
+template <class T> __device__ __forceinline__ T fl_wrap_neg(T a) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(0) - U(a));
+}
+
 // N contiguous elements moved as one 1-16 byte access (16 bytes: a single LDG.128).
 template <class T, int N> struct alignas(sizeof(T) * N) fl_vec { T v[N]; };
 template <int Bytes> struct fl_raw;
@@ -37,6 +77,21 @@ template <int N, class T> __device__ __forceinline__ void fl_store_vec(T* p, con
     *reinterpret_cast<R*>(p) = u.raw;
 }
 
+// sum's combine; integers wrap around as NumPy's do.
+// A combine takes and gives its accumulator type T (ops.reduce_rule): operands of any other
+// type do not compile, so a reduction never converts its running value on the way.
+template <class T> struct fl_add_op {
+    typedef T type;
+    __device__ __forceinline__ T operator()(T a, T b) const {
+        if constexpr (fl_is_bool<T>::value) return a || b;   // sum(..., dtype=bool)
+        else if constexpr (fl_is_float<T>::value) return a + b;
+        else return fl_wrap_add(a, b);
+    }
+    template <class A, class B> __device__ T operator()(A, B) const = delete;
+};
+
+template <class A, class B> struct fl_same { static constexpr bool value = false; };
+template <class A> struct fl_same<A, A> { static constexpr bool value = true; };
 // Warp shuffles for every register type (bool and small integers travel as int).
 template <class T> __device__ __forceinline__ T fl_shfl_xor(T v, int mask, int width) {
     if constexpr (sizeof(T) < 4) return T(__shfl_xor_sync(0xffffffffu, int(v), mask, width));
@@ -44,12 +99,14 @@ template <class T> __device__ __forceinline__ T fl_shfl_xor(T v, int mask, int w
 }
 // Every lane of each `width`-lane group gets the group's reduction (butterfly).
 template <class T, class Op> __device__ __forceinline__ T fl_warp_allreduce(T v, Op op, int width) {
+    static_assert(fl_same<T, typename Op::type>::value, "a reduction's value and its combine differ in type");
     for (int mask = width / 2; mask > 0; mask /= 2) v = op(v, fl_shfl_xor(v, mask, width));
     return v;
 }
 // Every thread of the block gets the block's reduction, combined in warp order (so the
 // result does not depend on timing). `scratch` holds one value per warp.
 template <class T, class Op> __device__ __forceinline__ T fl_block_allreduce(T v, Op op, T* scratch) {
+    static_assert(fl_same<T, typename Op::type>::value, "a reduction's value and its combine differ in type");
     v = fl_warp_allreduce(v, op, 32);
     __syncthreads();  // scratch may still be read by a previous call
     if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
@@ -60,8 +117,6 @@ template <class T, class Op> __device__ __forceinline__ T fl_block_allreduce(T v
 }
 
 typedef unsigned int index_t;
-
-struct sum_op { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return T(a + b); } };
 
 extern "C" __global__ void __launch_bounds__(512) k0_sum_mul_sub_add_etc(const float* __restrict__ in_x, const float* __restrict__ in_gamma, const float* __restrict__ in_beta, float* __restrict__ out_y) {
     extern __shared__ __align__(16) unsigned char row_cache[];
@@ -79,11 +134,11 @@ extern "C" __global__ void __launch_bounds__(512) k0_sum_mul_sub_add_etc(const f
             const fl_vec<float, 4> x_pk = *reinterpret_cast<const fl_vec<float, 4>*>(x_row + col0);
             #pragma unroll
             for (int p = 0; p < 4; ++p) {
-                acc4 = acc4 + x_pk.v[p];
+                acc4 = fl_add_op<float>()(acc4, x_pk.v[p]);
             }
         }
         __shared__ float smem_acc4[32];
-        acc4 = fl_block_allreduce(acc4, sum_op(), smem_acc4);
+        acc4 = fl_block_allreduce(acc4, fl_add_op<float>(), smem_acc4);
         const float v4 = acc4;  // %4 sum of the row
         float acc8 = 0.0f;
         // Pass 2: %8 sum
@@ -94,11 +149,11 @@ extern "C" __global__ void __launch_bounds__(512) k0_sum_mul_sub_add_etc(const f
                 const float v5 = v4 * 6.103515625e-05f;  // line 1: mu = x.mean(-1, keepdims=True)
                 const float v6 = x_pk_1.v[p] - v5;  // line 2: xc = x - mu
                 const float v7 = v6 * v6;  // line 3: var = (xc * xc).mean(-1, keepdims=True)
-                acc8 = acc8 + v7;
+                acc8 = fl_add_op<float>()(acc8, v7);
             }
         }
         __shared__ float smem_acc8[32];
-        acc8 = fl_block_allreduce(acc8, sum_op(), smem_acc8);
+        acc8 = fl_block_allreduce(acc8, fl_add_op<float>(), smem_acc8);
         const float v8 = acc8;  // %8 sum of the row
         // Output pass: the full-shape results.
         for (index_t col0 = threadIdx.x * 4; col0 < 16384; col0 += blockDim.x * 4) {

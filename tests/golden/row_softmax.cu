@@ -42,6 +42,32 @@ template <class T> __device__ __forceinline__ bool fl_signbit(T x) {
     if constexpr (fl_is_float<T>::value) return signbit(x); else return x < T(0);
 }
 
+// Integer + - * and negation wrap around as NumPy's loops do. Signed overflow is undefined
+// in C++ (the compiler may fold x + 1 > x to true), and 16-bit operands are promoted to
+// int (65535 * 65535 overflows it), so the arithmetic runs in an unsigned type of at
+// least 32 bits, where it is defined modulo 2^n, and converts back.
+template <class T> struct fl_wrap_type { typedef typename fl_unsigned<T>::type type; };
+template <> struct fl_wrap_type<signed char> { typedef unsigned int type; };
+template <> struct fl_wrap_type<unsigned char> { typedef unsigned int type; };
+template <> struct fl_wrap_type<short> { typedef unsigned int type; };
+template <> struct fl_wrap_type<unsigned short> { typedef unsigned int type; };
+template <class T> __device__ __forceinline__ T fl_wrap_add(T a, T b) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(a) + U(b));
+}
+template <class T> __device__ __forceinline__ T fl_wrap_sub(T a, T b) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(a) - U(b));
+}
+template <class T> __device__ __forceinline__ T fl_wrap_mul(T a, T b) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(a) * U(b));
+}
+template <class T> __device__ __forceinline__ T fl_wrap_neg(T a) {
+    typedef typename fl_wrap_type<T>::type U;
+    return T(U(0) - U(a));
+}
+
 // maximum / minimum propagate NaN (the first one); fmax / fmin ignore it.
 template <class T> __device__ __forceinline__ T fl_maximum(T a, T b) { return (a >= b || fl_isnan(a)) ? a : b; }
 template <class T> __device__ __forceinline__ T fl_minimum(T a, T b) { return (a <= b || fl_isnan(a)) ? a : b; }
@@ -69,6 +95,32 @@ template <int N, class T> __device__ __forceinline__ void fl_store_vec(T* p, con
     *reinterpret_cast<R*>(p) = u.raw;
 }
 
+// sum's combine; integers wrap around as NumPy's do.
+// A combine takes and gives its accumulator type T (ops.reduce_rule): operands of any other
+// type do not compile, so a reduction never converts its running value on the way.
+template <class T> struct fl_add_op {
+    typedef T type;
+    __device__ __forceinline__ T operator()(T a, T b) const {
+        if constexpr (fl_is_bool<T>::value) return a || b;   // sum(..., dtype=bool)
+        else if constexpr (fl_is_float<T>::value) return a + b;
+        else return fl_wrap_add(a, b);
+    }
+    template <class A, class B> __device__ T operator()(A, B) const = delete;
+};
+
+// max's combine: NaN wins, as in np.maximum.
+// A combine takes and gives its accumulator type T (ops.reduce_rule): operands of any other
+// type do not compile, so a reduction never converts its running value on the way.
+template <class T> struct fl_maximum_op {
+    typedef T type;
+    __device__ __forceinline__ T operator()(T a, T b) const {
+        return fl_maximum(a, b);
+    }
+    template <class A, class B> __device__ T operator()(A, B) const = delete;
+};
+
+template <class A, class B> struct fl_same { static constexpr bool value = false; };
+template <class A> struct fl_same<A, A> { static constexpr bool value = true; };
 // Warp shuffles for every register type (bool and small integers travel as int).
 template <class T> __device__ __forceinline__ T fl_shfl_xor(T v, int mask, int width) {
     if constexpr (sizeof(T) < 4) return T(__shfl_xor_sync(0xffffffffu, int(v), mask, width));
@@ -76,12 +128,14 @@ template <class T> __device__ __forceinline__ T fl_shfl_xor(T v, int mask, int w
 }
 // Every lane of each `width`-lane group gets the group's reduction (butterfly).
 template <class T, class Op> __device__ __forceinline__ T fl_warp_allreduce(T v, Op op, int width) {
+    static_assert(fl_same<T, typename Op::type>::value, "a reduction's value and its combine differ in type");
     for (int mask = width / 2; mask > 0; mask /= 2) v = op(v, fl_shfl_xor(v, mask, width));
     return v;
 }
 // Every thread of the block gets the block's reduction, combined in warp order (so the
 // result does not depend on timing). `scratch` holds one value per warp.
 template <class T, class Op> __device__ __forceinline__ T fl_block_allreduce(T v, Op op, T* scratch) {
+    static_assert(fl_same<T, typename Op::type>::value, "a reduction's value and its combine differ in type");
     v = fl_warp_allreduce(v, op, 32);
     __syncthreads();  // scratch may still be read by a previous call
     if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
@@ -92,9 +146,6 @@ template <class T, class Op> __device__ __forceinline__ T fl_block_allreduce(T v
 }
 
 typedef unsigned int index_t;
-
-struct max_op { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return T(fl_maximum(a, b)); } };
-struct sum_op { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return T(a + b); } };
 
 extern "C" __global__ void __launch_bounds__(128) k0_max_sub_exp_sum_etc(const float* __restrict__ in_x, float* __restrict__ out_y) {
     const int lane = threadIdx.x % 32;
@@ -117,11 +168,11 @@ extern "C" __global__ void __launch_bounds__(128) k0_max_sub_exp_sum_etc(const f
                 const fl_vec<float, 4> x_pk = x_row[k];
                 #pragma unroll
                 for (int p = 0; p < 4; ++p) {
-                    acc1 = fl_maximum(acc1, x_pk.v[p]);
+                    acc1 = fl_maximum_op<float>()(acc1, x_pk.v[p]);
                 }
             }
         }
-        acc1 = fl_warp_allreduce(acc1, max_op(), 32);
+        acc1 = fl_warp_allreduce(acc1, fl_maximum_op<float>(), 32);
         const float v1 = acc1;  // %1 max of the row
         float acc4 = 0.0f;
         // Pass 2: %4 sum
@@ -134,11 +185,11 @@ extern "C" __global__ void __launch_bounds__(128) k0_max_sub_exp_sum_etc(const f
                 for (int p = 0; p < 4; ++p) {
                     const float v2 = x_pk_1.v[p] - v1;  // line 2: e = np.exp(x - m)
                     const float v3 = exp(v2);  // line 2: e = np.exp(x - m)
-                    acc4 = acc4 + v3;
+                    acc4 = fl_add_op<float>()(acc4, v3);
                 }
             }
         }
-        acc4 = fl_warp_allreduce(acc4, sum_op(), 32);
+        acc4 = fl_warp_allreduce(acc4, fl_add_op<float>(), 32);
         const float v4 = acc4;  // %4 sum of the row
         // Output pass: the full-shape results.
         #pragma unroll

@@ -1,0 +1,615 @@
+"""Random notebook cells for the differential fuzzer: source text, the input arrays, and
+for every value NumPy computed, how far fuselab's may be from it (numerics.py).
+
+A cell is built line by line: each candidate line is run by NumPy itself on the real
+inputs (a line NumPy rejects is dropped, so every cell is valid NumPy), and its bound is
+derived from the op. A `Target` (a cell of the coverage matrix: a reduction layout and
+op and dtype, an elementwise op and dtype in a kernel class, a cast) steers the shapes,
+dtypes and first lines toward it; random lines follow. Codegen options (SM count, a
+forced row tier) are part of the program, since they decide layouts too.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fuselab.codegen import CodegenOptions
+from fuselab.ops import ShapeError, ufunc_loop_dtypes, OPS
+
+from . import catalog as C
+from .data import DTYPES, FLOATS, sample, tame
+from .numerics import f64, ulp, unit_roundoff
+
+MAX_ELEMENTS = 1 << 15   # broadcasts of broadcasts stay small (the emulator runs every thread)
+NP_NAMES = {d: f"np.{d.name}" if d.name != "bool" else "np.bool_" for d in DTYPES}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A coverage cell to steer toward (coverage.py names them)."""
+
+    kind: str                 # "reduce" | "elem" | "cast"
+    where: str                # a layout ("reduction/split+vec") or a kernel class ("row")
+    op: str                   # op name, or for casts the source dtype
+    dtype: str                # input dtype (reduce), loop dtype (elem), target dtype (cast)
+
+
+@dataclass
+class Value:
+    name: str
+    arr: np.ndarray           # NumPy's value, as an array
+    bound: np.ndarray | None  # allowed |fuselab - NumPy| (None: same bits)
+    scalar: bool = False      # NumPy gave a scalar
+    any_zero_sign: bool = False   # a zero's sign is unspecified (ZERO_SIGN): +0.0 == -0.0
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.arr.dtype
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.arr.shape
+
+    @property
+    def exact(self) -> bool:
+        return self.bound is None
+
+    def has_nan(self) -> bool:
+        return self.dtype.kind == "f" and bool(np.isnan(self.arr).any())
+
+
+@dataclass
+class Program:
+    seed: int
+    source: str
+    inputs: dict[str, np.ndarray]
+    values: dict[str, Value]                 # every name the cell binds
+    options: CodegenOptions
+    target: Target | None = None
+    deviations: tuple[str, ...] = ()         # documented differences applied (by name)
+    constraint_seed: int = 0
+
+    def expected(self, name: str) -> Value:
+        return self.values[name]
+
+
+# Documented, deliberate differences from NumPy, applied by name (README, "Differences
+# from NumPy"): the oracle then expects fuselab's documented result, never a looser one.
+F16_SUM = "float16 sums and products accumulate in float32 and round once"
+CAST_RANGE = ("float-to-integer casts of NaN, infinities and values outside the target's range "
+              "give x86's conversion results")
+ZERO_SIGN = "the sign of a zero that maximum/minimum choose between +0.0 and -0.0 is unspecified"
+# ops whose result a zero's sign changes by more than a sign (1/-0 = -inf)
+SIGN_SENSITIVE = ("true_divide", "reciprocal", "copysign", "signbit", "arctan2", "power", "floor_divide",
+                  "remainder", "sign", "log", "log2", "log10", "sqrt")
+
+
+def x86_cast(x: np.ndarray, to: np.dtype) -> np.ndarray:
+    """Float to integer as the x86 truncating conversions fuselab's kernels reproduce
+    (fl_caster in the CUDA prelude): NaN and out-of-range values give the smallest
+    integer of the 32- or 64-bit conversion, which then wraps to the target width."""
+    to = np.dtype(to)
+    v = np.asarray(x, np.float64).ravel()
+    out = np.empty(v.shape, object)
+
+    def conv(t: float, bits: int) -> int:
+        lim = 2.0 ** (bits - 1)
+        if t != t or not (-lim - 1 < t < lim):
+            return -(2 ** (bits - 1))
+        return int(t)
+
+    for k, t in enumerate(v):
+        if to.itemsize == 8 and to.kind == "u":
+            r = conv(t, 64) if t < 2.0 ** 63 else conv(t - 2.0 ** 63, 64) ^ (1 << 63)   # NaN: 2nd branch
+        elif to.itemsize == 8 or (to.itemsize == 4 and to.kind == "u"):
+            r = conv(t, 64)
+        else:
+            r = conv(t, 32)
+        out[k] = r % (1 << (8 * to.itemsize))
+    wrapped = np.array([int(o) for o in out], dtype=np.uint64).astype(np.dtype(f"u{to.itemsize}")).view(to)
+    return wrapped.reshape(np.shape(x))
+
+
+class CellBuilder:
+    """Lines that NumPy has run, with the values they produced."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.lines: list[str] = []
+        self.env: dict[str, Any] = {"np": np}
+        self.values: dict[str, Value] = {}
+        self.inputs: dict[str, np.ndarray] = {}
+        self.deviations: set[str] = set()
+
+    # -- inputs ---------------------------------------------------------------
+    def input(self, dtype: np.dtype, shape: tuple[int, ...], edges: bool = True) -> Value:
+        name = f"x{len(self.inputs)}"
+        arr = sample(self.rng, dtype, shape, 0.15 if edges else 0.0) if edges else tame(self.rng, dtype, shape)
+        self.inputs[name] = arr
+        self.env[name] = arr
+        v = Value(name, arr, None)
+        self.values[name] = v
+        return v
+
+    # -- lines --------------------------------------------------------------------
+    def fresh(self) -> str:
+        return f"v{len(self.lines)}"
+
+    def run(self, expr: str) -> Any:
+        """NumPy's value of `expr` in the cell so far, or None if NumPy refuses it."""
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            try:
+                out = eval(expr, self.env)
+            except Exception:
+                return None
+        if isinstance(out, np.generic):
+            return out
+        if isinstance(out, np.ndarray) and out.dtype in DTYPES and type(out) is np.ndarray \
+                and out.size <= MAX_ELEMENTS:
+            return out
+        return None
+
+    def bind(self, expr: str, out: Any, bound: np.ndarray | None, approx: bool = False,
+             substitute: Any = None, zero_sign: bool = False) -> Value | None:
+        """Add `name = expr` with NumPy's `out` (or, for a documented deviation, the
+        reference `substitute`) and its bound; None if the bound cannot be trusted."""
+        scalar = isinstance(out, np.generic)
+        val = np.asarray(substitute if substitute is not None else out)
+        if bound is not None:
+            bound = np.broadcast_to(np.asarray(bound, np.float64), val.shape)
+            fin = np.isfinite(f64(val))
+            if not np.isfinite(bound[fin]).all():
+                return None   # e.g. a division by an inexact value that may be zero
+            if val.dtype.kind == "f" and fin.any() and \
+                    (np.abs(f64(val[fin])) > float(np.finfo(val.dtype).max) / 16).any():
+                return None   # inexact values stay away from the overflow edge
+        name = self.fresh()
+        self.lines.append(f"{name} = {expr}")
+        keep = val[()] if scalar else val
+        if scalar and substitute is not None:
+            keep = val.dtype.type(val[()])
+        self.env[name] = keep
+        v = Value(name, val, bound, scalar, zero_sign and val.dtype.kind == "f")
+        if v.any_zero_sign:
+            self.deviations.add(ZERO_SIGN)
+        self.values[name] = v
+        return v
+
+    def source(self) -> str:
+        return "\n".join(self.lines)
+
+
+# ---------------------------------------------------------------------------
+# Operations
+# ---------------------------------------------------------------------------
+
+def _pick(rng: np.random.Generator, pool: list[Value]) -> Value | None:
+    return pool[int(rng.integers(len(pool)))] if pool else None
+
+
+def _scalar_literal(rng: np.random.Generator, like: Value) -> str:
+    """A Python or NumPy scalar operand (NEP 50: Python scalars are weak)."""
+    k = like.dtype.kind
+    r = rng.random()
+    if k == "b":
+        return str(bool(rng.random() < 0.5))
+    if k in "iu":
+        v = int(rng.choice([0, 1, 2, 3, 5, 7, -1, -3, 100, 127]))
+        if r < 0.25:
+            return f"{NP_NAMES[like.dtype]}({v})" if (k == "i" or v >= 0) else str(abs(v))
+        return str(v)
+    v = float(rng.choice([0.5, 2.0, -1.5, 3.0, 0.0, -0.0, 1e-3, 10.0]))
+    if r < 0.1:
+        return str(rng.choice(["np.nan", "np.inf", "-np.inf"]))
+    if r < 0.3:
+        return f"{NP_NAMES[like.dtype]}({v!r})"
+    return repr(v)
+
+
+def _zero_sign(op: str, *args: Value | None) -> tuple[bool, bool]:
+    """(refuse, flag): a sign-sensitive op refuses a value whose zero's sign is
+    unspecified; the flag follows every value computed from one, and starts at the ops
+    that choose between +0.0 and -0.0."""
+    flagged = any(a is not None and a.any_zero_sign for a in args)
+    return flagged and op in SIGN_SENSITIVE, flagged or op in ("maximum", "minimum", "fmax", "fmin", "max", "min")
+
+
+def unary(b: CellBuilder, op: str, x: Value) -> Value | None:
+    spec = C.UNARY[op]
+    refuse, zs = _zero_sign(op, x)
+    if refuse or (spec.kind == C.JUMP and not x.exact):
+        return None
+    if op in ("signbit",) and x.has_nan():
+        return None   # the sign of NaN is the platform's (x86's default NaN is negative)
+    expr = spec.render(b.rng, x.name)
+    out = b.run(expr)
+    if out is None:
+        return None
+    o = np.asarray(out)
+    if spec.kind == C.JUMP:
+        return b.bind(expr, out, None, zero_sign=zs)
+    if o.dtype.kind != "f":
+        return b.bind(expr, out, None, zero_sign=zs) if x.exact else None
+    if spec.kind == C.APPROX and x.dtype.kind == "f":
+        # an inexact result must not come from finite inputs overflowing
+        if (np.isinf(f64(o)) & np.isfinite(np.broadcast_to(f64(x.arr), o.shape))).any():
+            return None
+    bound = C.unary_bound(op, o, np.broadcast_to(x.arr, o.shape), x.bound, o.dtype)
+    return b.bind(expr, out, bound, approx=spec.kind == C.APPROX, zero_sign=zs)
+
+
+def binary(b: CellBuilder, op: str, x: Value, y: Value | None, literal: str | None = None) -> Value | None:
+    spec = C.BINARY[op]
+    yb = None if y is None else y.bound
+    refuse, zs = _zero_sign(op, x, y)
+    if refuse or (spec.kind == C.JUMP and (not x.exact or (y is not None and not y.exact))):
+        return None
+    if op == "copysign" and y is not None and y.has_nan():
+        return None
+    rhs = y.name if y is not None else literal
+    expr = spec.render(b.rng, x.name, rhs)
+    out = b.run(expr)
+    if out is None:
+        return None
+    o = np.asarray(out)
+    if spec.kind == C.JUMP or o.dtype.kind != "f":
+        exact_in = x.exact and yb is None
+        return b.bind(expr, out, None, zero_sign=zs) if exact_in or spec.kind == C.JUMP else None
+    yarr = y.arr if y is not None else np.asarray(b.run(literal))
+    xa, ya = np.broadcast_to(x.arr, o.shape), np.broadcast_to(yarr, o.shape)
+    if spec.kind == C.APPROX and (np.isinf(f64(o)) & np.isfinite(f64(xa)) & np.isfinite(f64(ya))).any():
+        return None
+    bx = None if x.bound is None else np.broadcast_to(x.bound, o.shape)
+    by = None if yb is None else np.broadcast_to(yb, o.shape)
+    if spec.kind == C.EXACT and bx is None and by is None:
+        return b.bind(expr, out, None, zero_sign=zs)
+    bound = C.binary_bound(op, o, xa, ya, bx, by, o.dtype)
+    return b.bind(expr, out, bound, approx=spec.kind == C.APPROX, zero_sign=zs)
+
+
+def where(b: CellBuilder, c: Value, x: Value, y: Value) -> Value | None:
+    if c.dtype != np.bool_ or not c.exact:
+        return None
+    zs = x.any_zero_sign or y.any_zero_sign
+    expr = f"np.where({c.name}, {x.name}, {y.name})"
+    out = b.run(expr)
+    if out is None:
+        return None
+    o = np.asarray(out)
+    if x.exact and y.exact:
+        return b.bind(expr, out, None, zero_sign=zs)
+    if o.dtype.kind != "f":
+        return None
+    bx = np.broadcast_to(np.zeros(()) if x.bound is None else x.bound, o.shape)
+    by = np.broadcast_to(np.zeros(()) if y.bound is None else y.bound, o.shape)
+    bound = np.where(np.broadcast_to(c.arr, o.shape), bx, by) + ulp(o, o.dtype)  # a cast may round
+    return b.bind(expr, out, bound, zero_sign=zs)
+
+
+def cast(b: CellBuilder, x: Value, to: np.dtype) -> Value | None:
+    if to.kind != "f" and not x.exact:
+        return None
+    expr = f"{x.name}.astype({NP_NAMES[to]})" if b.rng.random() < 0.8 else f"np.asarray({x.name}, dtype={NP_NAMES[to]})"
+    out = b.run(expr)
+    if out is None:
+        return None
+    if x.dtype.kind == "f" and to.kind in "iu":
+        info = np.iinfo(to)
+        with np.errstate(all="ignore"):
+            t = np.trunc(f64(x.arr))
+            outside = ~((t >= info.min) & (t <= info.max))   # NaN too
+        if outside.any():
+            b.deviations.add(CAST_RANGE)
+            ref = np.where(outside, x86_cast(x.arr, to), np.asarray(out))
+            return b.bind(expr, out, None, substitute=ref.astype(to))
+    if x.exact:
+        return b.bind(expr, out, None, zero_sign=x.any_zero_sign)
+    o = np.asarray(out)
+    return b.bind(expr, out, np.broadcast_to(x.bound, o.shape) + ulp(o, o.dtype), zero_sign=x.any_zero_sign)
+
+
+_VIEWS = ["{x}.T", "{x}[::-1]", "{x}[1:]", "{x}[::2]", "{x}[..., ::-1]", "{x}[:, 1:-1]", "{x}[::-2]",
+          "{x}.reshape(-1)", "{x}.reshape(-1)[::-1]", "{x}.ravel()", "{x}[None]", "{x}[:, None]",
+          "{x}[..., None]", "np.expand_dims({x}, 0)", "{x}.squeeze()", "np.swapaxes({x}, 0, -1)",
+          "{x}.transpose()", "{x}[::-1].T", "{x}.T[::2]", "{x}[1:, ::-1].reshape(-1)", "{x}.flatten()",
+          "{x}.copy()", "np.broadcast_to({x}, (2,) + {x}.shape)", "{x}[-1]", "{x}[0]", "{x}[:, -1]"]
+
+
+def view(b: CellBuilder, x: Value) -> Value | None:
+    expr = str(b.rng.choice(_VIEWS)).format(x=x.name)
+    out = b.run(expr)
+    if out is None:
+        return None
+    if x.bound is None:
+        return b.bind(expr, out, None, zero_sign=x.any_zero_sign)
+    env = dict(b.env)
+    env[x.name] = np.broadcast_to(x.bound, x.shape).copy()
+    with np.errstate(all="ignore"):
+        bound = np.asarray(eval(expr, env))
+    return b.bind(expr, out, bound, zero_sign=x.any_zero_sign)
+
+
+def _axes_kw(rng: np.random.Generator, nd: int, single: bool = False) -> tuple[Any, str]:
+    if nd == 0 or rng.random() < 0.2:
+        return None, ""
+    if single or rng.random() < 0.6:
+        a = int(rng.integers(nd))
+        return (a,), f"axis={a - nd if rng.random() < 0.3 else a}"
+    axes = tuple(sorted(rng.choice(nd, size=int(rng.integers(1, nd + 1)), replace=False).tolist()))
+    return axes, f"axis={axes}"
+
+
+def reduce(b: CellBuilder, op: str, x: Value, axes_kw: tuple[Any, str] | None = None,
+           keepdims: bool | None = None) -> Value | None:
+    if C.REDUCE_KIND[op] == C.JUMP and not x.exact:
+        return None
+    if op == "prod" and not x.exact:
+        return None
+    axes, kw = axes_kw if axes_kw is not None else _axes_kw(b.rng, x.arr.ndim, single=op.startswith("arg"))
+    if op.startswith("arg") and axes is not None and len(axes) != 1:
+        return None
+    kd = bool(b.rng.random() < 0.4) if keepdims is None else keepdims
+    kws = [k for k in (kw, "keepdims=True" if kd else "") if k]
+    kwtext = ", ".join(kws)
+    expr = str(b.rng.choice(C.REDUCTIONS[op])).format(x=x.name, kw=kwtext, kwc=(", " + kwtext) if kwtext else "")
+    out = b.run(expr)
+    if out is None:
+        return None
+    o = np.asarray(out)
+    axes_t = tuple(range(x.arr.ndim)) if axes is None else axes
+    n = math.prod(x.shape[a] for a in axes_t) if x.arr.ndim else 1
+    zs = _zero_sign(op, x)[1]
+    if op in ("max", "min"):
+        if x.bound is None:
+            return b.bind(expr, out, None, zero_sign=zs)
+        with np.errstate(all="ignore"):
+            bound = np.max(np.broadcast_to(x.bound, x.shape), axis=axes_t, keepdims=kd, initial=0.0)
+        return b.bind(expr, out, bound, zero_sign=zs)
+    if op not in ("sum", "prod") or o.dtype.kind != "f":
+        return b.bind(expr, out, None, zero_sign=zs and op in ("sum", "prod"))
+    # float sums and products: any two summation orders differ by at most 2 (n-1) u sum|x|
+    acc = np.dtype(np.float32) if o.dtype == np.float16 else o.dtype
+    u = unit_roundoff(acc)
+    xa = f64(x.arr)
+    if not _order_safe(op, xa, axes_t, acc):
+        return None
+    with np.errstate(all="ignore"):
+        if op == "sum":
+            bound = 2 * max(n - 1, 0) * u * np.sum(np.abs(xa), axis=axes_t, keepdims=kd)
+            if x.bound is not None:
+                bound = bound + np.sum(np.broadcast_to(x.bound, x.shape), axis=axes_t, keepdims=kd)
+        else:
+            bound = 2 * max(n - 1, 0) * u * np.abs(f64(o))
+    substitute = None
+    if o.dtype == np.float16:
+        # NumPy rounds a float16 sum to half at every step along a non-contiguous axis
+        b.deviations.add(F16_SUM)
+        fn = np.sum if op == "sum" else np.prod
+        with np.errstate(all="ignore"):
+            substitute = fn(x.arr.astype(np.float32), axis=axes_t, keepdims=kd).astype(np.float16)
+        bound = bound + ulp(substitute, np.float16)
+    return b.bind(expr, out, bound, approx=True, substitute=substitute, zero_sign=zs)
+
+
+def _order_safe(op: str, xa: np.ndarray, axes: tuple[int, ...], acc: np.dtype) -> bool:
+    """Whether a float sum or product cannot overflow or underflow in one order and not
+    in another (then no bound holds): partial sums stay below the largest value / 16,
+    partial products between the smallest normal and the largest value, with margin."""
+    fi = np.finfo(acc)
+    with np.errstate(all="ignore"):
+        a = np.where(np.isfinite(xa), np.abs(xa), 0.0)
+        if op == "sum":
+            return bool((np.sum(a, axis=axes) <= float(fi.max) / 16).all())
+        lg = np.where(a > 0, np.log2(np.where(a > 0, a, 1.0)), 0.0)
+        up = np.sum(np.maximum(lg, 0), axis=axes)
+        down = np.sum(np.minimum(lg, 0), axis=axes)
+    return bool((up < np.log2(float(fi.max)) - 4).all() and (down > np.log2(float(fi.tiny)) + 4).all())
+
+
+def mean(b: CellBuilder, x: Value) -> Value | None:
+    axes, kw = _axes_kw(b.rng, x.arr.ndim)
+    kd = bool(b.rng.random() < 0.4)
+    kwtext = ", ".join(k for k in (kw, "keepdims=True" if kd else "") if k)
+    expr = f"{x.name}.mean({kwtext})" if b.rng.random() < 0.5 else f"np.mean({x.name}{', ' + kwtext if kwtext else ''})"
+    out = b.run(expr)
+    if out is None or x.arr.size == 0:
+        return None
+    o = np.asarray(out)
+    axes_t = tuple(range(x.arr.ndim)) if axes is None else axes
+    n = math.prod(x.shape[a] for a in axes_t) if x.arr.ndim else 1
+    acc = np.dtype(np.float64) if x.dtype.kind in "biu" else (np.dtype(np.float32) if x.dtype == np.float16 else x.dtype)
+    if not _order_safe("sum", f64(x.arr), axes_t, acc):
+        return None
+    with np.errstate(all="ignore"):
+        s = 2 * max(n - 1, 0) * unit_roundoff(acc) * np.sum(np.abs(f64(x.arr)), axis=axes_t, keepdims=kd)
+        if x.bound is not None:
+            s = s + np.sum(np.broadcast_to(x.bound, x.shape), axis=axes_t, keepdims=kd)
+    bound = s / n + 2 * ulp(o, o.dtype)
+    return b.bind(expr, out, bound, approx=True, zero_sign=x.any_zero_sign)
+
+
+# ---------------------------------------------------------------------------
+# Random lines
+# ---------------------------------------------------------------------------
+
+def random_line(b: CellBuilder) -> Value | None:
+    rng = b.rng
+    pool = list(b.values.values())
+    x = _pick(rng, pool)
+    if x is None:
+        return None
+    kind = rng.choice(["unary", "binary", "binary", "scalar", "where", "cast", "view", "reduce", "mean"],
+                      p=[0.17, 0.18, 0.12, 0.1, 0.05, 0.08, 0.12, 0.13, 0.05])
+    if kind == "unary":
+        return unary(b, str(rng.choice(list(C.UNARY))), x)
+    if kind == "binary":
+        return binary(b, str(rng.choice(list(C.BINARY))), x, _pick(rng, pool))
+    if kind == "scalar":
+        return binary(b, str(rng.choice(list(C.BINARY))), x, None, _scalar_literal(rng, x))
+    if kind == "where":
+        conds = [v for v in pool if v.dtype == np.bool_ and v.exact]
+        c = _pick(rng, conds)
+        if c is None:
+            c = binary(b, "greater", x, None, "0") if x.exact else None
+        return where(b, c, x, _pick(rng, pool)) if c is not None else None
+    if kind == "cast":
+        return cast(b, x, DTYPES[int(rng.integers(len(DTYPES)))])
+    if kind == "view":
+        return view(b, x)
+    if kind == "reduce":
+        return reduce(b, str(rng.choice(list(C.REDUCTIONS))), x)
+    return mean(b, x)
+
+
+# ---------------------------------------------------------------------------
+# Targets: shapes and first lines that reach a cell of the coverage matrix
+# ---------------------------------------------------------------------------
+
+def _layout_shape(rng: np.random.Generator, layout: str, dt: np.dtype, sm: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(shape, reduced axes) that give `layout` on a device of `sm` SMs (codegen's rules,
+    see fuselab/codegen/reduction.py and row.py)."""
+    vec = layout.endswith("+vec")
+    base = layout.removesuffix("+vec")
+    w = max(1, 16 // dt.itemsize) if vec else 1
+
+    def mult(n: int) -> int:   # a multiple of the vector width (vec) or an odd size (scalar)
+        return max(w, n // w * w) if vec else (n | 1)
+
+    if base == "reduction/thread":
+        return (int(rng.integers(1, 300)), mult(int(rng.integers(1, 8 * w + 1)))), (1,)
+    if base == "reduction/lanes":
+        return (int(rng.integers(32 * sm, 64 * sm + 1)), mult(int(rng.integers(8 * w + 1, 64 * w)))), (1,)
+    if base == "reduction/block":
+        return (int(rng.integers(1, 16 * sm)), mult(int(rng.integers(200 * w, 4000)))), (1,)
+    if base == "reduction/split":
+        return (int(rng.integers(1, 4)), mult(int(rng.integers(8192, 14000)))), (1,)
+    if base == "reduction/column":
+        k2 = int(rng.choice([32, 64, 96, 128])) if vec else int(rng.choice([33, 47, 65]))
+        return (int(rng.integers(2, 120)), k2), (0,)
+    if base == "reduction/column-split":
+        k2 = int(rng.choice([32, 64, 128])) if vec else int(rng.choice([33, 65]))
+        return (int(rng.integers(300, 2500)), k2), (0,)
+    # row tiers: forced through the options; rows of a few hundred columns
+    cols = mult(int(rng.integers(3, 400)))
+    return (int(rng.integers(2, 9)), cols), (1,)
+
+
+def _reduce_target(b: CellBuilder, t: Target, sm: int) -> None:
+    dt = np.dtype(t.dtype)
+    shape, axes = _layout_shape(b.rng, t.where, dt, sm)
+    x = b.input(dt, shape, edges=b.rng.random() < 0.5)
+    if b.rng.random() < 0.3:   # a sibling reduction of another op and accumulator type
+        other = str(b.rng.choice(list(C.REDUCTIONS)))
+        src = x if b.rng.random() < 0.5 else (binary(b, "greater", x, None, "0") or x)
+        reduce(b, other, src, (axes, f"axis={axes[0]}"), keepdims=t.where.startswith("row"))
+    r = reduce(b, t.op, x, (axes, f"axis={axes[0]}"), keepdims=t.where.startswith("row"))
+    if r is not None and t.where.startswith("row"):
+        binary(b, "add", x, r)   # the reduced value broadcast back: a row kernel
+
+
+def _elem_target(b: CellBuilder, t: Target, sm: int) -> None:
+    dt = np.dtype(t.dtype)
+    rng = b.rng
+    arity = 1 if t.op in C.UNARY else 2
+    cls = t.where
+    if cls == "row":
+        shape = (int(rng.integers(2, 6)), int(rng.integers(3, 200)))
+    elif cls == "reduction":
+        shape = (int(rng.integers(1, 50)), int(rng.integers(1, 300)))
+    else:
+        shape = tuple(int(rng.choice([1, 3, 16, 33, 64])) for _ in range(int(rng.integers(1, 4))))
+    spec = C.UNARY.get(t.op) or C.BINARY.get(t.op)
+    tame_inputs = spec is not None and spec.kind == C.APPROX   # inexact ops: no overflowing edges
+    x = b.input(dt, shape, edges=not tame_inputs)
+    if cls == "pointwise-strided":
+        x = view(b, x) or x
+    y = b.input(dt, shape[-1:] if rng.random() < 0.3 else shape, edges=not tame_inputs) if arity == 2 else None
+    e = None
+    for _ in range(4):
+        if t.op == "where":
+            c = binary(b, "greater", x, y) if x.exact else None
+            e = where(b, c, x, y) if c is not None else None
+        else:
+            e = unary(b, t.op, x) if arity == 1 else binary(b, t.op, x, y)
+        if e is not None:
+            break
+    if e is None:
+        return
+    if cls == "reduction":
+        reduce(b, str(rng.choice(["sum", "max", "min", "argmax"])), e)
+    elif cls == "row" and e.arr.ndim >= 1:
+        r = reduce(b, "max", e, ((e.arr.ndim - 1,), "axis=-1"), keepdims=True)
+        if r is not None:
+            binary(b, "subtract", e, r)
+
+
+def _cast_target(b: CellBuilder, t: Target, sm: int) -> None:
+    src, dst = np.dtype(t.op), np.dtype(t.dtype)
+    shape = (int(b.rng.integers(2, 40)), int(b.rng.integers(1, 70)))
+    x = b.input(src, shape)
+    if t.where == "pointwise-strided":
+        x = view(b, x) or x
+    c = cast(b, x, dst)
+    if c is None:
+        return
+    if t.where == "reduction":
+        reduce(b, str(b.rng.choice(["sum", "max", "argmin"])), c)
+    elif t.where == "row":
+        r = reduce(b, "max", c, ((1,), "axis=-1"), keepdims=True)
+        if r is not None:
+            binary(b, "subtract", c, r)
+
+
+def options_for(rng: np.random.Generator, target: Target | None, real_sm: int | None) -> CodegenOptions:
+    """Codegen options of a program: the emulator's small devices (or the GPU's own SM
+    count), and a forced row tier when the target is one."""
+    sm = real_sm if real_sm is not None else int(rng.choice([1, 2, 4]))
+    tier = "auto"
+    if target is not None and target.where.startswith("row/"):
+        tier = target.where.split("/")[1].removesuffix("+vec")
+    elif rng.random() < 0.25:
+        tier = str(rng.choice(["warp", "block", "smem", "looped"]))
+    return CodegenOptions(sm_count=sm, row_tier=tier)
+
+
+def generate(seed: int, target: Target | None = None, real_sm: int | None = None,
+             max_lines: int = 8) -> Program:
+    """One cell. With `real_sm` (a GPU run) layouts are those of that device."""
+    rng = np.random.default_rng(seed)
+    b = CellBuilder(rng)
+    options = options_for(rng, target, real_sm)
+    sm = options.sm_count
+    if target is not None and target.kind == "reduce":
+        _reduce_target(b, target, sm)
+    elif target is not None and target.kind == "elem":
+        _elem_target(b, target, sm)
+    elif target is not None and target.kind == "cast":
+        _cast_target(b, target, sm)
+    if not b.inputs:
+        nd = int(rng.integers(0, 5))
+        sizes, weights = [0, 1, 2, 3, 5, 7, 16, 33, 64], [0.3, 2, 1, 1, 1, 1, 1, 1, 0.5]
+        shape = tuple(int(rng.choice(sizes, p=np.array(weights) / sum(weights))) for _ in range(nd))
+        if math.prod(shape) > 4096:
+            shape = shape[:2]
+        for _ in range(int(rng.integers(1, 4))):
+            sub = tuple(1 if rng.random() < 0.25 else d for d in shape)
+            if sub and rng.random() < 0.25:
+                sub = sub[int(rng.integers(0, len(sub) + 1)):]
+            b.input(DTYPES[int(rng.integers(len(DTYPES)))], sub)
+    extra = int(rng.integers(0 if target is not None else 2, max_lines))
+    tries = 0
+    while extra > 0 and tries < 6 * max_lines:
+        tries += 1
+        if random_line(b) is not None:
+            extra -= 1
+    if not b.lines:   # at least one computed value
+        x = next(iter(b.values.values()))
+        binary(b, "add", x, x) or unary(b, "negative", x) or view(b, x)
+    names = {k: v for k, v in b.values.items() if k not in b.inputs}
+    return Program(seed, b.source(), dict(b.inputs), names, options, target, tuple(sorted(b.deviations)),
+                   int(rng.integers(2 ** 31)))

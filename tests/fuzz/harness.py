@@ -1,0 +1,174 @@
+"""Running generated cells through fuselab and judging them against NumPy.
+
+For each program: trace the cell's source (as `%%fuse` would), plan it unfused, auto,
+max and under a random user constraint, generate every kernel with the program's codegen
+options, run each plan (on the CPU emulator of CUDA, or on the GPU), and compare every
+result the cell binds with NumPy's value within the bound the generator derived (bit for
+bit on exact paths). Programs are run in batches: one host-compiler build (or one NVRTC
+round) for all the kernels of a batch.
+"""
+from __future__ import annotations
+
+import hashlib
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+import fuselab
+from fuselab.codegen import CodegenOptions, KernelCode, generate
+from fuselab.plan import make_plan, unfused_plan
+from fuselab.plan.model import Plan, PlanError
+
+from .coverage import Cell, cells_of, features_of
+from .generator import Program
+from .numerics import compare
+
+
+@dataclass
+class Outcome:
+    program: Program
+    failures: list[str] = field(default_factory=list)
+    cells: list[Cell] = field(default_factory=list)
+    features: set[str] = field(default_factory=set)
+    plans: int = 0
+    digests: dict[str, str] = field(default_factory=dict)   # integer results, for cross-checks
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+@dataclass
+class Prepared:
+    """A traced program and its plans, with their generated code."""
+
+    program: Program
+    outcome: Outcome
+    results: tuple[str, ...] = ()
+    inputs: dict[str, Any] = field(default_factory=dict)
+    plans: list[tuple[str, Plan, tuple]] = field(default_factory=list)   # (label, plan, codes)
+
+
+def random_constraint(plan: Plan, seed: int) -> Plan | None:
+    """The auto plan with one random user toggle (fuse two kernels, or cut an edge), as
+    the explorer would ask; None when the planner refuses it (with its reason)."""
+    rng = np.random.default_rng(seed)
+    g = plan.graph
+    edges = [(j, i) for i, n in enumerate(g.nodes) for j in n.inputs
+             if g.nodes[j].op != "input" and plan.kernel_of.get(j) is not None and plan.kernel_of.get(i) is not None]
+    try:
+        if rng.random() < 0.5 and len(plan.kernels) > 1:
+            a, b = rng.choice(len(plan.kernels), 2, replace=False)
+            return plan.fuse(("k", int(a)), ("k", int(b)))
+        if edges:
+            return plan.cut(*edges[int(rng.integers(len(edges)))])
+    except PlanError:
+        return None
+    return None
+
+
+def prepare(program: Program) -> Prepared:
+    """Trace, plan and generate; failures of these steps are the program's failures."""
+    out = Outcome(program)
+    prep = Prepared(program, out)
+    ns = {"np": np, **program.inputs}
+    try:
+        traced = fuselab.trace_cell(program.source, ns)
+    except Exception as e:  # noqa: BLE001 - a valid NumPy cell must trace
+        out.failures.append(f"trace: {type(e).__name__}: {e}")
+        return prep
+    prep.results = traced.results
+    prep.inputs = dict(traced.inputs)
+    extra = [n for n in traced.results if n not in program.values]
+    if extra:
+        out.failures.append(f"fuselab binds {extra}, which NumPy does not")
+    try:
+        auto = make_plan(traced.graph, "auto")
+        plans = [("unfused", unfused_plan(traced.graph)), ("auto", auto), ("max", make_plan(traced.graph, "max"))]
+        constrained = random_constraint(auto, program.constraint_seed)
+        if constrained is not None:
+            plans.append(("constrained", constrained))
+    except Exception as e:  # noqa: BLE001
+        out.failures.append(f"plan: {type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}")
+        return prep
+    for label, plan in plans:
+        try:
+            codes = generate(plan, program.options)
+        except Exception as e:  # noqa: BLE001
+            out.failures.append(f"{label} plan, codegen: {type(e).__name__}: {e}\n{plan}")
+            continue
+        prep.plans.append((label, plan, codes))
+        for kern, code in zip(plan.kernels, codes):
+            if isinstance(code, KernelCode):
+                out.cells += cells_of(plan.graph, kern.nodes, code)
+        out.features |= features_of(plan.graph, plan, codes, program.inputs)
+    return prep
+
+
+def judge(prep: Prepared, label: str, plan: Plan, got: dict[str, Any]) -> None:
+    out, program = prep.outcome, prep.program
+    out.plans += 1
+    for name in prep.results:
+        if name not in program.values or name not in got:
+            continue
+        want = program.values[name]
+        g = np.asarray(got[name].get() if hasattr(got[name], "get") else got[name])
+        v = compare(name, g, want.arr, want.bound, want.any_zero_sign)
+        if not v.ok:
+            out.failures.append(f"{label} plan: {v.message}\n{plan}")
+        if g.dtype.kind in "biu":
+            out.digests[f"{label}:{name}"] = hashlib.sha1(np.ascontiguousarray(g).tobytes()).hexdigest()[:16]
+
+
+Runner = Callable[[Sequence[Prepared]], None]
+
+
+def run_emulated(preps: Sequence[Prepared]) -> None:
+    """All plans of all programs on the CPU emulator, one build for the batch."""
+    from cuda_host import HostRunner
+    pairs = [(plan, p.program.options) for p in preps for _, plan, _ in p.plans]
+    try:
+        runner = HostRunner(pairs)
+    except Exception as e:  # noqa: BLE001 - find the program whose kernel does not build
+        if len(preps) > 1:
+            for p in preps:
+                run_emulated([p])
+            return
+        preps[0].outcome.failures.append(f"host build: {e}")
+        return
+    for p in preps:
+        for label, plan, _ in p.plans:
+            try:
+                got = runner.run(plan, p.inputs, p.program.options)
+            except Exception as e:  # noqa: BLE001
+                p.outcome.failures.append(f"{label} plan, run: {type(e).__name__}: {e}")
+                continue
+            judge(p, label, plan, got)
+
+
+def run_gpu(preps: Sequence[Prepared]) -> None:
+    """All plans on the GPU through fuselab's runtime (kernels compiled in one round)."""
+    from fuselab.runtime.compile import compile_kernels
+    from fuselab.runtime.launch import Executable, synchronize
+    codes = [c for p in preps for _, _, cs in p.plans for c in cs if isinstance(c, KernelCode)]
+    try:
+        compile_kernels(codes)
+    except Exception:  # noqa: BLE001 - compiled (and blamed) one by one below
+        pass
+    for p in preps:
+        for label, plan, cs in p.plans:
+            try:
+                outs = Executable(plan, cs, p.program.options).run(p.inputs)
+                synchronize(f"the {label} plan")
+            except Exception as e:  # noqa: BLE001
+                p.outcome.failures.append(f"{label} plan, GPU run: {type(e).__name__}: {e}")
+                continue
+            judge(p, label, plan, outs)
+
+
+def run_batch(programs: Sequence[Program], runner: Runner = run_emulated) -> list[Outcome]:
+    preps = [prepare(p) for p in programs]
+    runner([p for p in preps if p.plans])
+    return [p.outcome for p in preps]

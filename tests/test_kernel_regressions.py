@@ -1,0 +1,104 @@
+"""Golden cells: each once gave a wrong result or a crash in generated kernels (found by
+hand on an H200 or by the differential fuzzer, tests/fuzz). Every plan (unfused, auto,
+max) runs through the CPU emulator of CUDA and is compared with NumPy on the same inputs;
+integers and booleans bit for bit."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fuselab
+from fuselab.codegen import KernelCode, generate
+from fuselab.codegen.nvrtc import compile_source
+from fuselab.codegen.prelude import prelude_for
+from fuselab.plan import make_plan, unfused_plan
+
+from codegen_util import needs_nvrtc
+from cuda_host import HostRunner, needs_cxx
+
+
+def _check(source: str, inputs: dict[str, np.ndarray], rtol: float = 1e-6) -> None:
+    want = {"np": np, **inputs}
+    with np.errstate(all="ignore"):
+        exec(source, want)
+    traced = fuselab.trace_cell(source, {"np": np, **inputs})
+    plans = [unfused_plan(traced.graph), make_plan(traced.graph, "auto"), make_plan(traced.graph, "max")]
+    runner = HostRunner(plans)
+    for plan in plans:
+        got = runner.run(plan, traced.inputs)
+        for name in traced.results:
+            g, w = np.asarray(got[name]), np.asarray(want[name])
+            assert (g.dtype, g.shape) == (w.dtype, w.shape), (plan.strategy, name)
+            if w.dtype.kind == "f":
+                np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * float(np.nanmax(np.abs(w), initial=0)),
+                                           equal_nan=True, err_msg=f"{plan.strategy} plan, {name}\n{plan}")
+            else:
+                np.testing.assert_array_equal(g, w, err_msg=f"{plan.strategy} plan, {name}\n{plan}")
+
+
+RNG = np.random.default_rng(11)
+
+
+@needs_cxx
+def test_sibling_reductions_of_different_accumulator_types():
+    """A float sum and an integer count in one kernel: each combines in its own type (the
+    shared `sum_op` functor once truncated the float partials to integers: 1.5% off)."""
+    x = RNG.random((64, 300)).astype(np.float32)
+    _check("mask = x > 0.5\ncnt = mask.sum(axis=1)\ns = np.where(mask, x, 0.0).sum(axis=1)\n"
+           "mm = s / np.maximum(cnt, 1)", {"x": x})
+    _check("c = (x > 0.5).sum()\nt = x.sum()\nm = x.max()\nk = np.argmax(x)", {"x": RNG.random(70_000).astype(np.float32)})
+
+
+@needs_cxx
+@pytest.mark.parametrize("shape", [(2, 3), (3, 5, 2), (7,)])
+def test_negative_step_slice_after_reshape(shape):
+    """(start - i) % extent once went below zero in unsigned index arithmetic."""
+    x = np.arange(int(np.prod(shape))).reshape(shape)
+    _check("y = x.reshape(-1)[::-1] * 1\nz = x.reshape(-1)[::-2][1:] + 1", {"x": x})
+    _check("y = x[::-1].reshape(-1)[::-1][1:] * 2", {"x": x})
+
+
+@needs_cxx
+def test_signed_and_unsigned_64_bit_comparisons_are_exact():
+    a = np.array([-5, 3, 5, -1, 2 ** 62, -2 ** 63, 0], np.int64)
+    b = np.array([2 ** 64 - 1, 2, 5, 0, 2 ** 63, 0, 2 ** 63], np.uint64)
+    for op in ("<", "<=", ">", ">=", "==", "!="):
+        _check(f"y = a {op} b\nz = b {op} a\nw = a.astype(np.int8) {op} b", {"a": a, "b": b})
+
+
+@needs_cxx
+def test_float16_value_read_again_after_a_reduction_over_a_unit_axis():
+    """The epilogue once recomputed a stored float16 input from its producers."""
+    x = RNG.random((1, 5)).astype(np.float16)
+    _check("v = x + x\nw = v + v.sum(axis=0, keepdims=True)", {"x": x}, rtol=1e-3)
+
+
+@needs_cxx
+def test_opaque_call_reading_a_view():
+    x = RNG.standard_normal((4, 10)).astype(np.float32)
+    _check("y = np.sort(x[:, ::2], axis=1) * 2", {"x": x})
+
+
+@needs_nvrtc
+def test_a_combine_of_another_type_does_not_compile():
+    """The typed combines refuse operands of another type: a reduction can no longer
+    convert its running value silently (the sibling-reduction bug fails to compile)."""
+    body = ('extern "C" __global__ void k(float* out, const float* x) {\n'
+            "    float v = x[threadIdx.x];\n"
+            "    v = fl_warp_allreduce(v, fl_add_op<long long>(), 32);\n"
+            "    out[0] = fl_add_op<long long>()(v, v);\n}\n")
+    with pytest.raises(Exception, match="differ in type|deleted"):
+        compile_source(prelude_for(body) + body, "k", ("-std=c++17",), arch="sm_90", want_cubin=False)
+    ok = body.replace("long long", "float")
+    compile_source(prelude_for(ok) + ok, "k", ("-std=c++17",), arch="sm_90", want_cubin=False)
+
+
+def test_each_reduction_kernel_names_the_combine_of_its_accumulator_type():
+    x = RNG.random((8, 40)).astype(np.float32)
+    traced = fuselab.trace_cell("cnt = (x > 0.5).sum(axis=1)\ns = x.sum(axis=1)\nh = x.astype(np.float16).max(axis=1)",
+                                {"np": np, "x": x})
+    plan = make_plan(traced.graph, "max")
+    sources = [c.source for c in generate(plan) if isinstance(c, KernelCode)]
+    text = "\n".join(sources)
+    assert "fl_add_op<long long>()" in text and "fl_add_op<float>()" in text
+    assert "fl_maximum_op<float>()" in text   # float16 accumulates in float
