@@ -196,20 +196,27 @@ class HostRunner:
     are compiled together."""
 
     def __init__(self, plans: Sequence[Plan | tuple[Plan, CodegenOptions]],
-                 options: CodegenOptions = EMULATED) -> None:
+                 options: CodegenOptions = EMULATED,
+                 generated: Sequence[tuple[Plan, Sequence[KernelCode | OpaqueCall]]] = ()) -> None:
         pairs = [p if isinstance(p, tuple) else (p, options) for p in plans]
         self.codes = {key: generate(*key) for key in dict.fromkeys(pairs)}
         self.default = options
         kernels = [(c, plan) for (plan, _), codes in self.codes.items() for c in codes if isinstance(c, KernelCode)]
+        kernels += [(c, plan) for plan, codes in generated for c in codes if isinstance(c, KernelCode)]
         self.launchers = build(kernels) if kernels else {}
         self.scratch: dict[str, np.ndarray] = {}
 
     def run(self, plan: Plan, inputs: Mapping[str, np.ndarray],
             options: CodegenOptions | None = None) -> dict[str, np.ndarray]:
+        return self.run_codes(plan, self.codes[(plan, options or self.default)], inputs)
+
+    def run_codes(self, plan: Plan, codes: Sequence[KernelCode | OpaqueCall],
+                  inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run already generated code (compiled by this runner) for `plan`."""
         g = plan.graph
         env: dict[int, np.ndarray] = {i: _aligned(np.asarray(inputs[g.nodes[i].args["name"]]))
                                       for i in g.input_ids}
-        for code in self.codes[(plan, options or self.default)]:
+        for code in codes:
             if isinstance(code, OpaqueCall):
                 local = eval_nodes(np, g, code.nodes or (code.node,), env)
                 env.update({o: _aligned(np.asarray(local[o])) for o in code.outputs})

@@ -8,34 +8,54 @@ without a GPU).
 """
 from __future__ import annotations
 
-from ..plan.model import Plan, Template
+from typing import Mapping
+
+from ..plan.model import Kernel, Plan, Template
+from .config import ColumnConfig, Config, InnerConfig, PointwiseConfig, RowConfig
 from .context import KernelContext
 from .model import CodegenError, CodegenOptions, KernelCode, OpaqueCall, Param
 from .nvrtc import CompileError, CompileInfo, NvrtcUnavailable, compile_source
 
 
-def generate(plan: Plan, options: CodegenOptions | None = None) -> tuple[KernelCode | OpaqueCall, ...]:
-    """Code for every kernel of `plan`, in launch order."""
+def generate(plan: Plan, options: CodegenOptions | None = None,
+             configs: Mapping[int, Config] | None = None) -> tuple[KernelCode | OpaqueCall, ...]:
+    """Code for every kernel of `plan`, in launch order; `configs` picks a launch
+    configuration per kernel index (the others get their template's heuristic)."""
     options = options or CodegenOptions()
-    return tuple(generate_kernel(plan, k, options) for k in range(len(plan.kernels)))
+    configs = configs or {}
+    return tuple(generate_kernel(plan, k, options, configs.get(k)) for k in range(len(plan.kernels)))
 
 
-def generate_kernel(plan: Plan, k: int, options: CodegenOptions | None = None) -> KernelCode | OpaqueCall:
+def _template(kern: Kernel):
     from . import pointwise, reduction, row
+    modules = {Template.POINTWISE: pointwise, Template.REDUCTION: reduction, Template.ROW: row}
+    if kern.template not in modules:
+        raise CodegenError(f"no template for {kern.template}")
+    return modules[kern.template]
+
+
+def generate_kernel(plan: Plan, k: int, options: CodegenOptions | None = None,
+                    config: Config | None = None) -> KernelCode | OpaqueCall:
     options = options or CodegenOptions()
     kern = plan.kernels[k]
     name = f"k{k}_{kern.name or 'kernel'}"
     if kern.template is Template.OPAQUE:
         (node,) = [i for i in kern.nodes if plan.graph.nodes[i].op == "opaque"]
         return OpaqueCall(k, name, node, kern.inputs, kern.outputs, kern.nodes)
+    return _template(kern).generate(KernelContext(plan.graph, kern, k, options), config)
+
+
+def launch_candidates(plan: Plan, k: int, options: CodegenOptions | None = None) -> tuple[Config, ...]:
+    """The launch configurations worth timing for kernel k, the heuristic's first; an
+    opaque kernel has none, and a forced row tier leaves only the heuristic's choice."""
+    kern = plan.kernels[k]
+    if kern.template is Template.OPAQUE:
+        return ()
+    options = options or CodegenOptions()
     ctx = KernelContext(plan.graph, kern, k, options)
-    if kern.template is Template.POINTWISE:
-        return pointwise.generate(ctx)
-    if kern.template is Template.REDUCTION:
-        return reduction.generate(ctx)
-    if kern.template is Template.ROW:
-        return row.generate(ctx)
-    raise CodegenError(f"no template for {kern.template}")
+    if kern.template is Template.ROW and options.row_tier != "auto":
+        return (_template(kern).heuristic(ctx),)
+    return tuple(_template(kern).candidates(ctx))
 
 
 def compile_info(code: KernelCode, arch: str | None = None) -> CompileInfo:
@@ -43,5 +63,6 @@ def compile_info(code: KernelCode, arch: str | None = None) -> CompileInfo:
     return compile_source(code.source, code.name, code.nvrtc_options, arch=arch or "sm_90")
 
 
-__all__ = ["generate", "generate_kernel", "compile_info", "CodegenOptions", "KernelCode", "OpaqueCall",
+__all__ = ["generate", "generate_kernel", "launch_candidates", "compile_info", "CodegenOptions", "KernelCode",
+           "OpaqueCall", "Config", "PointwiseConfig", "InnerConfig", "ColumnConfig", "RowConfig",
            "Param", "CodegenError", "CompileError", "CompileInfo", "NvrtcUnavailable"]

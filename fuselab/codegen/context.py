@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from ..ir import Graph
 from ..plan.model import Kernel
 from . import index as ix
+from .config import Config
 from .emit import Names, array_name, indent
 from .model import CodegenError, CodegenOptions, KernelCode, Param
 from .prelude import prelude_for
@@ -94,7 +95,7 @@ class KernelContext:
 
     def finish(self, header: list[str], helpers: list[str], body: list[str], grid: int | tuple[int, int, int],
                block: int | tuple[int, int, int], shared_mem: int = 0,
-               notes: tuple[str, ...] = (), min_blocks: int = 1) -> KernelCode:
+               notes: tuple[str, ...] = (), min_blocks: int = 1, config: Config | None = None) -> KernelCode:
         """Assemble the translation unit: a header comment, the prelude the code uses,
         helper functions, then the kernel."""
         block3 = block if isinstance(block, tuple) else (block, 1, 1)
@@ -110,7 +111,8 @@ class KernelContext:
         parts += [code, ""]
         return KernelCode(index=self.index, name=self.name, source="\n".join(parts),
                           template=self.kernel.template, grid=grid3, block=block3, shared_mem=shared_mem,
-                          params=self.params(), nvrtc_options=self.options.nvrtc_options(), notes=notes)
+                          params=self.params(), nvrtc_options=self.options.nvrtc_options(), notes=notes,
+                          config=config)
 
     def listing(self) -> list[str]:
         """The kernel's part of the plan listing, for the header comment."""

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from ..plan.model import Template
 
@@ -75,6 +75,7 @@ class KernelCode:
     params: tuple[Param, ...]
     nvrtc_options: tuple[str, ...]
     notes: tuple[str, ...] = ()   # strategy decisions, for the explorer ("16-byte vector path")
+    config: Any = None            # the launch configuration (codegen.config), with its why
 
     @property
     def inputs(self) -> tuple[int, ...]:

@@ -13,10 +13,27 @@ from . import element
 from . import index as ix
 from .context import KernelContext
 from .emit import array_name, indent
+from .config import PointwiseConfig
 from .model import CodegenError, KernelCode
 from .types import storage_type
 
-def generate(ctx: KernelContext) -> KernelCode:
+
+def heuristic(ctx: KernelContext) -> PointwiseConfig:
+    return PointwiseConfig(block=ctx.options.block_size, unroll=1, why="default: one element per thread step")
+
+
+def candidates(ctx: KernelContext) -> list[PointwiseConfig]:
+    """More elements per thread (independent loads in flight) for the strided path, whose
+    index math and scattered loads leave bandwidth on the table; the vector path already
+    moves 16 bytes per access."""
+    base = heuristic(ctx)
+    if _analyse(ctx)[2] > 1:
+        return [base, PointwiseConfig(block=256, unroll=2, why="candidate")]
+    return [base, PointwiseConfig(block=256, unroll=4, why="candidate"),
+            PointwiseConfig(block=512, unroll=2, why="candidate")]
+
+
+def _analyse(ctx: KernelContext):
     g, k = ctx.graph, ctx.kernel
     for nid in k.nodes:
         n = g.nodes[nid]
@@ -27,38 +44,62 @@ def generate(ctx: KernelContext) -> KernelCode:
         raise CodegenError(f"pointwise kernel {ctx.name} stores outputs of different shapes {sorted(shapes)}")
     (shape,) = shapes
     n_elems = ix.prod(shape)
-    index_t = ctx.index_type(n_elems)
     i = ix.Var("i", max(n_elems, 1))
     fn = element.build(ctx, ix.delinearize(ix.Affine.of(i), shape), k.outputs)
-
     width = element.vector_width(ctx, fn.loads, k.outputs, i)
-    tid = "index_t(blockIdx.x) * blockDim.x + threadIdx.x"
+    return shape, fn, width
+
+
+def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> KernelCode:
+    cfg = config or heuristic(ctx)
+    g, k = ctx.graph, ctx.kernel
+    shape, fn, width = _analyse(ctx)
+    n_elems = ix.prod(shape)
+    B, U = cfg.block, cfg.unroll
+    index_t = ctx.index_type(n_elems + B * U)
     lines = [f"const index_t n = {n_elems}{'ull' if 'long' in index_t else 'u'};",
-             "const index_t stride = index_t(gridDim.x) * blockDim.x;"]
+             "const index_t stride = index_t(gridDim.x) * blockDim.x;" if U == 1 else
+             f"const index_t stride = index_t(gridDim.x) * {B * U};"]
     scalar = [f"{fn.name}({', '.join(element.scalar_args(ctx, fn) + [f'{ctx.out_ptr[o]}[i]' for o in k.outputs])});"]
+    per = f", {U} per thread a block apart" if U > 1 else ""
     if width > 1:
         nbytes = width * max(g.nodes[a].dtype.itemsize for a in
                              [*k.outputs, *(l.node for l in fn.loads if l.access == "vector")])
-        notes = [f"vector path: {width} elements per thread step, {nbytes}-byte accesses"]
-        lines += _vector_loop(ctx, fn, width)
+        notes = [f"vector path: {width} elements per thread step, {nbytes}-byte accesses{per}"]
+        lines += _vector_loop(ctx, fn, width, B, U)
         if n_elems % width:
+            tid = "index_t(blockIdx.x) * blockDim.x + threadIdx.x"
+            step = "stride" if U == 1 else "index_t(gridDim.x) * blockDim.x"
             lines += [f"// The last n % {width} elements, one per thread.",
-                      f"for (index_t i = n / {width} * {width} + {tid}; i < n; i += stride) {{",
+                      f"for (index_t i = n / {width} * {width} + {tid}; i < n; i += {step}) {{",
                       *indent(scalar, 1), "}"]
         work = ix.ceil_div(n_elems, width)
     else:
-        notes = ["strided path: every load computes its own offset"]
-        lines += [f"for (index_t i = {tid}; i < n; i += stride) {{", *indent(scalar, 1), "}"]
+        notes = [f"strided path: every load computes its own offset{per}"]
+        lines += _tiles("i", "n", B, U, scalar)
         work = n_elems
-    block = ctx.options.block_size
-    grid = min(ix.ceil_div(work, block), ctx.grid_cap()) if n_elems else 0
+    grid = min(ix.ceil_div(work, B * U), ctx.grid_cap()) if n_elems else 0
     header = [f"{ctx.name}: pointwise over {g.nodes[k.outputs[0]].aval} ({n_elems} elements)",
               *ctx.listing(), *notes]
     helpers = [f"typedef {index_t} index_t;", "", *fn.lines, ""]
-    return ctx.finish(header, helpers, lines, grid, block, notes=tuple(notes))
+    return ctx.finish(header, helpers, lines, grid, B, notes=tuple(notes), config=cfg)
 
 
-def _vector_loop(ctx: KernelContext, fn: element.ElementFunction, width: int) -> list[str]:
+def _tiles(var: str, count: str, B: int, U: int, body: list[str]) -> list[str]:
+    """A grid-stride loop over tiles of B * U indices; each thread takes U of them, B
+    apart, so that every access of a warp is contiguous."""
+    if U == 1:
+        return [f"for (index_t {var} = index_t(blockIdx.x) * blockDim.x + threadIdx.x; {var} < {count}; "
+                f"{var} += stride) {{", *indent(body, 1), "}"]
+    return [f"for (index_t base = index_t(blockIdx.x) * {B * U} + threadIdx.x; base < {count}; base += stride) {{",
+            "    #pragma unroll",
+            f"    for (int u = 0; u < {U}; ++u) {{",
+            f"        const index_t {var} = base + index_t(u) * {B};",
+            f"        if ({var} >= {count}) break;",
+            *indent(body, 2), "    }", "}"]
+
+
+def _vector_loop(ctx: KernelContext, fn: element.ElementFunction, width: int, B: int, U: int) -> list[str]:
     g = ctx.graph
     decls, args = element.vector_loads(ctx, fn, width)
     body = [f"const index_t i = j * {width};", *decls]
@@ -71,5 +112,4 @@ def _vector_loop(ctx: KernelContext, fn: element.ElementFunction, width: int) ->
     body += ["#pragma unroll",
              f"for (int e = 0; e < {width}; ++e) {fn.name}({', '.join(args)});"]
     body += [f"fl_store_vec<{width}>({ctx.out_ptr[o]} + i, {name});" for o, name in zip(ctx.kernel.outputs, outs)]
-    tid = "index_t(blockIdx.x) * blockDim.x + threadIdx.x"
-    return [f"for (index_t j = {tid}; j < n / {width}; j += stride) {{", *indent(body, 1), "}"]
+    return _tiles("j", f"n / {width}", B, U, body)

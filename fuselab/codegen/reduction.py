@@ -18,12 +18,13 @@ block) combines the partials in a fixed order, so results are deterministic.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..ops import Kind
 from . import element
 from . import index as ix
 from .accum import Accumulator, accumulator
+from .config import ColumnConfig, InnerConfig
 from .context import KernelContext
 from .emit import ValueEmitter, array_name, indent, load_expr
 from .model import CodegenError, KernelCode
@@ -46,11 +47,51 @@ class _Problem:
     epilogue_out: list[int]         # stored nodes of K elements
 
 
-def generate(ctx: KernelContext) -> KernelCode:
+def generate(ctx: KernelContext, config: InnerConfig | ColumnConfig | None = None) -> KernelCode:
     p = _analyse(ctx)
-    if p.layout in ("RK", "KRK") and p.merged[-1][0] >= 32:
-        return _column(ctx, p)
-    return _inner(ctx, p)
+    if _is_column(p):
+        return _column(ctx, p, config if isinstance(config, ColumnConfig) else None)
+    return _inner(ctx, p, config if isinstance(config, InnerConfig) else None)
+
+
+def _is_column(p: "_Problem") -> bool:
+    return p.layout in ("RK", "KRK") and p.merged[-1][0] >= 32
+
+
+def heuristic(ctx: KernelContext) -> InnerConfig | ColumnConfig:
+    p = _analyse(ctx)
+    if _is_column(p):
+        return _column_heuristic(ctx, p, _column_setup(ctx, p)[2])
+    return _inner_heuristic(ctx, p, _inner_setup(ctx, p)[2])
+
+
+def candidates(ctx: KernelContext) -> list[InnerConfig | ColumnConfig]:
+    """The heuristic's choice and its neighbours: half and twice the lanes per output or
+    the split count, a block per output where lanes were chosen, other block sizes."""
+    p = _analyse(ctx)
+    K, R = p.kept, p.reduced
+    if _is_column(p):
+        h = _column_heuristic(ctx, p, _column_setup(ctx, p)[2])
+        top = max(1, R // (h.rows * 16))
+        splits = sorted({h.splits, max(1, h.splits // 2), min(top, h.splits * 2), min(top, h.splits * 4)})
+        out = [h] + [replace(h, splits=s, why="candidate") for s in splits if s != h.splits]
+        # few reduced rows: fewer rows of threads (8 rows of threads over 4 rows idle half)
+        out += [replace(h, rows=r, splits=1, why="candidate") for r in (1, 2, 4) if r < h.rows and R <= 16 * r]
+        return list(dict.fromkeys(out))
+    h = _inner_heuristic(ctx, p, _inner_setup(ctx, p)[2])
+    out = [h]
+    if h.mode == "lanes":
+        out += [replace(h, group=g, why="candidate") for g in (h.group // 2, h.group * 2) if 1 <= g <= 32]
+        if h.group == 32:
+            out.append(replace(h, mode="block", splits=1, why="candidate"))
+    else:
+        top = max(1, R // 1024)
+        out += [replace(h, splits=s, why="candidate")
+                for s in sorted({max(1, h.splits // 2), min(top, h.splits * 2)}) if s != h.splits]
+        out.append(replace(h, block=512 if h.block == 256 else 256, why="candidate"))
+        if K * 32 >= ctx.options.sm_count * 128:   # enough outputs that lanes may do
+            out.append(replace(h, mode="lanes", splits=1, why="candidate"))
+    return list(dict.fromkeys(out))
 
 
 # ---------------------------------------------------------------------------
@@ -208,30 +249,51 @@ def _header(ctx: KernelContext, p: _Problem, strategy: str) -> list[str]:
 # Inner strategy: a group of threads per output
 # ---------------------------------------------------------------------------
 
-def _inner(ctx: KernelContext, p: _Problem) -> KernelCode:
-    g = ctx.graph
-    opts = ctx.options
-    K, R = p.kept, p.reduced
-    index_t = ctx.index_type(K, R)
-    o_var, r_var = ix.Var("o", max(K, 1)), ix.Var("r", max(R, 1))
-    values = _reduced_values(ctx, p)
-    fn = element.build(ctx, _coords(p, ix.Affine.of(o_var), ix.Affine.of(r_var)), p.prologue_out, values,
-                       what=", the values it reduces")
-    accs = [accumulator(g, r, ctx.names) for r in p.reduces]
+def _inner_setup(ctx: KernelContext, p: _Problem):
+    """The element function over (output, reduction index), the stores of prologue
+    values, and the widest vector every access allows."""
+    o_var, r_var = ix.Var("o", max(p.kept, 1)), ix.Var("r", max(p.reduced, 1))
+    fn = element.build(ctx, _coords(p, ix.Affine.of(o_var), ix.Affine.of(r_var)), p.prologue_out,
+                       _reduced_values(ctx, p), what=", the values it reduces")
     store_offsets = [ix.linearize(_coords(p, ix.Affine.of(o_var), ix.Affine.of(r_var)), p.shape)] \
         if p.prologue_out else []
-    width = element.vector_width(ctx, fn.loads, p.prologue_out, r_var, store_offsets) if R else 1
-    if R % max(width, 1):
+    width = element.vector_width(ctx, fn.loads, p.prologue_out, r_var, store_offsets) if p.reduced else 1
+    if p.reduced % max(width, 1):
         width = 1
+    return fn, store_offsets, width
+
+
+def _inner_heuristic(ctx: KernelContext, p: _Problem, width: int) -> InnerConfig:
+    """Lanes enough for about 8 vectors each; a block per output when the outputs are too
+    few to fill the GPU with lanes, split over blocks that each reduce >= 4096 elements."""
+    K, R = p.kept, p.reduced
+    group = min(32, _pow2_at_least(ix.ceil_div(R, 8 * width)))
+    if not (group == 32 and K * 32 < ctx.options.sm_count * 1024):
+        return InnerConfig(mode="lanes", group=group, block=BLOCK, splits=1, width=width,
+                           why=f"heuristic: {group} lane(s) for ~8 vectors each, {K} outputs fill the GPU")
+    splits = max(1, min(ix.ceil_div(ctx.reduce_split_target(), max(K, 1)), R // MIN_PER_BLOCK))
+    return InnerConfig(mode="block", group=32, block=BLOCK, splits=splits, width=width,
+                       why=f"heuristic: {K} outputs are too few for lanes: a block per output"
+                           + (f", split {splits} ways (>= {MIN_PER_BLOCK} elements each)" if splits > 1 else ""))
+
+
+def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> KernelCode:
+    g = ctx.graph
+    K, R = p.kept, p.reduced
+    index_t = ctx.index_type(K, R)
+    o_var = ix.Var("o", max(K, 1))
+    values = _reduced_values(ctx, p)
+    fn, store_offsets, best_width = _inner_setup(ctx, p)
+    cfg = config if config is not None and config.width <= best_width else _inner_heuristic(ctx, p, best_width)
+    width = cfg.width
+    if width == 1:
         for l in fn.loads:
             l.access = ""
-
-    threads_wanted = opts.sm_count * 1024
-    group = min(32, _pow2_at_least(ix.ceil_div(R, 8 * width)))
-    block_mode = group == 32 and K * 32 < threads_wanted
-    splits = 1
-    if block_mode:
-        splits = max(1, min(ix.ceil_div(ctx.reduce_split_target(), max(K, 1)), R // MIN_PER_BLOCK))
+    accs = [accumulator(g, r, ctx.names) for r in p.reduces]
+    block_mode = cfg.mode == "block"
+    group = 32 if block_mode else cfg.group
+    threads = cfg.block
+    splits = cfg.splits if block_mode else 1
     chunk = ix.ceil_div(ix.ceil_div(R, splits), width) * width   # elements per split, whole vectors
 
     # The loop over this thread's elements of one output: r from `lo` to `hi`, step `step`.
@@ -269,7 +331,7 @@ def _inner(ctx: KernelContext, p: _Problem) -> KernelCode:
         # lane reaches the shuffles, and lanes past the last output only skip the work.
         per_warp = 32 // group
         strategy = (f"inner: {'one thread' if group == 1 else f'{group} lanes'} per output{per}")
-        grid = min(ix.ceil_div(K, BLOCK // group), ctx.grid_cap()) if K else 0
+        grid = min(ix.ceil_div(K, threads // group), ctx.grid_cap()) if K else 0
         lines += [f"const int lane = threadIdx.x % {group};",
                   "const index_t warp = (index_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;",
                   "const index_t warps = index_t(gridDim.x) * blockDim.x / 32;",
@@ -284,7 +346,7 @@ def _inner(ctx: KernelContext, p: _Problem) -> KernelCode:
             body += a.warp_allreduce(group)
         body += ["if (active && lane == 0) {", *indent(_epilogue(ctx, p, accs, o_var), 1), "}"]
         lines += indent(body, 1) + ["}"]
-        return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, BLOCK, notes=(strategy,))
+        return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, threads, notes=(strategy,), config=cfg)
 
     # Block mode: block b reduces part b % S of output b / S.
     grid = K * splits if K else 0
@@ -335,20 +397,22 @@ def _inner(ctx: KernelContext, p: _Problem) -> KernelCode:
         fin += ["if (threadIdx.x == 0) {", *indent(_epilogue(ctx, p, accs, o_var), 1),
                 f"    {counter}[o] = 0;  // ready for the next launch", "}"]
         lines += indent(fin, 1) + ["}"]
-    return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, BLOCK, notes=(strategy,))
+    return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, threads, notes=(strategy,), config=cfg)
 
 
-def _fold_rows(ctx: KernelContext, accs: list[Accumulator], tile: int, width: int) -> list[str]:
-    """Combine the 8 rows of threads through shared memory, in row order (so the result
-    does not depend on timing), one accumulator at a time through one buffer `fold`.
-    Every thread of the block must run this; row 0 ends up holding the results."""
+def _fold_rows(ctx: KernelContext, accs: list[Accumulator], tile: int, width: int, rows: int) -> list[str]:
+    """Combine the `rows` rows of threads through shared memory, in row order (so the
+    result does not depend on timing), one accumulator at a time through one buffer
+    `fold`. Every thread of the block must run this; row 0 ends up holding the results."""
+    if rows == 1:
+        return []
     lines: list[str] = []
     for a in accs:
         sv = ctx.names.fresh(f"fold_{a.var}")
         si = ctx.names.fresh(f"fold_{a.idx}") if a.is_arg else None
         lines.append(f"{a.ctype}* {sv} = reinterpret_cast<{a.ctype}*>(fold);")
         if si:
-            lines.append(f"long long* {si} = reinterpret_cast<long long*>(fold + {ROWS * tile * 8});")
+            lines.append(f"long long* {si} = reinterpret_cast<long long*>(fold + {rows * tile * 8});")
         lines += ["__syncthreads();  // the buffer's previous user is done",
                   f"for (int e = 0; e < {width}; ++e) {{",
                   f"    {sv}[threadIdx.y * {tile} + threadIdx.x * {width} + e] = {a.var}[e];"]
@@ -359,7 +423,7 @@ def _fold_rows(ctx: KernelContext, accs: list[Accumulator], tile: int, width: in
         if si:
             body.append(f"{a.idx}[e] = {si}[threadIdx.x * {width} + e];")
         other_i = f"{si}[y * {tile} + threadIdx.x * {width} + e]" if si else None
-        body.append(f"for (int y = 1; y < {ROWS}; ++y) "
+        body.append(f"for (int y = 1; y < {rows}; ++y) "
                     + a.merge(f"{sv}[y * {tile} + threadIdx.x * {width} + e]", other_i, "[e]"))
         lines += ["if (threadIdx.y == 0) {", f"    for (int e = 0; e < {width}; ++e) {{",
                   *indent(body, 2), "    }", "}"]
@@ -388,32 +452,56 @@ def _pow2_at_least(n: int) -> int:
 ROWS = 8   # threadIdx.y: rows of the reduced axis read at once
 
 
-def _column(ctx: KernelContext, p: _Problem) -> KernelCode:
+def _column_setup(ctx: KernelContext, p: _Problem):
+    """The element function over (kept column, reduced row), the prologue stores, and the
+    widest vector along the kept axis (at most 4 columns per thread, 128 per block: the
+    fold buffer stays small)."""
+    K2 = p.merged[-1][0]
+    K1 = p.kept // K2 if K2 else 0
+    k1_var, k2_var, r_var = ix.Var("k1", max(K1, 1)), ix.Var("k2", max(K2, 1)), ix.Var("r", max(p.reduced, 1))
+    coords = _coords(p, ix.Affine.of(k1_var) * K2 + ix.Affine.of(k2_var), ix.Affine.of(r_var))
+    fn = element.build(ctx, coords, p.prologue_out, _reduced_values(ctx, p), what=", the values it reduces")
+    store_offsets = [ix.linearize(coords, p.shape)] if p.prologue_out else []
+    width = element.vector_width(ctx, fn.loads, p.prologue_out, k2_var, store_offsets, max_width=4)
+    if K2 % width:
+        width = 1
+    return fn, store_offsets, width
+
+
+def _column_heuristic(ctx: KernelContext, p: _Problem, width: int) -> ColumnConfig:
+    """Split the reduced axis until about COLUMN_BLOCKS_PER_SM blocks per SM run, each
+    folding at least 16 rows per row of threads."""
+    K2 = p.merged[-1][0]
+    base_blocks = (p.kept // K2 if K2 else 0) * ix.ceil_div(K2, 32 * width)
+    splits = max(1, min(ix.ceil_div(ctx.column_split_target(), max(base_blocks, 1)), p.reduced // (ROWS * 16)))
+    return ColumnConfig(width=width, rows=ROWS, splits=splits,
+                        why=f"heuristic: {base_blocks} block(s) of columns"
+                            + (f", the reduced axis split {splits} ways to fill the GPU" if splits > 1 else ""))
+
+
+def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> KernelCode:
     g = ctx.graph
     K, R = p.kept, p.reduced
     K2 = p.merged[-1][0]
     K1 = K // K2 if K2 else 0
     index_t = ctx.index_type(K, R)
-    k1_var, k2_var, r_var = ix.Var("k1", max(K1, 1)), ix.Var("k2", max(K2, 1)), ix.Var("r", max(R, 1))
-    out_aff = ix.Affine.of(k1_var) * K2 + ix.Affine.of(k2_var)
-    coords = _coords(p, out_aff, ix.Affine.of(r_var))
     values = _reduced_values(ctx, p)
-    fn = element.build(ctx, coords, p.prologue_out, values, what=", the values it reduces")
-    accs = [accumulator(g, r, ctx.names) for r in p.reduces]
-    store_offsets = [ix.linearize(coords, p.shape)] if p.prologue_out else []
-    # at most 4 columns per thread (128 per block): the fold buffer stays small
-    width = element.vector_width(ctx, fn.loads, p.prologue_out, k2_var, store_offsets, max_width=4)
-    if K2 % width:
-        width = 1
+    fn, store_offsets, best_width = _column_setup(ctx, p)
+    cfg = config if config is not None and config.width <= best_width and config.rows in (1, 2, 4, 8) \
+        else _column_heuristic(ctx, p, best_width)
+    rows = cfg.rows
+    width = cfg.width
+    if width == 1:
         for l in fn.loads:
             l.access = ""
+    accs = [accumulator(g, r, ctx.names) for r in p.reduces]
     tile = 32 * width
     tiles = ix.ceil_div(K2, tile)
     base_blocks = K1 * tiles
-    splits = max(1, min(ix.ceil_div(ctx.column_split_target(), max(base_blocks, 1)), R // (ROWS * 16)))
+    splits = cfg.splits
     chunk = ix.ceil_div(R, splits)
     grid = base_blocks * splits if K else 0
-    strategy = (f"column: {tile} kept elements per block, {ROWS} rows of threads"
+    strategy = (f"column: {tile} kept elements per block, {rows} rows of threads"
                 + (f", {splits} blocks along the reduced axis, partials finished by the last block"
                    if splits > 1 else ""))
 
@@ -447,10 +535,11 @@ def _column(ctx: KernelContext, p: _Problem) -> KernelCode:
     r_lo = f"part * {chunk}" if splits > 1 else "0"
     r_hi = f"min(index_t({R}), (part + 1) * {chunk})" if splits > 1 else f"{R}"
     lines += ["#pragma unroll 4",
-              f"for (index_t r = {r_lo} + threadIdx.y; active && r < {r_hi}; r += {ROWS}) {{",
+              f"for (index_t r = {r_lo} + threadIdx.y; active && r < {r_hi}; r += {rows}) {{",
               *indent(body, 1), "}"]
-    lines.append(f"__shared__ __align__(16) unsigned char fold[{ROWS * tile * 16}];")
-    lines += _fold_rows(ctx, accs, tile, width)
+    if rows > 1:
+        lines.append(f"__shared__ __align__(16) unsigned char fold[{rows * tile * 16}];")
+    lines += _fold_rows(ctx, accs, tile, width, rows)
     o_var = ix.Var("o", max(K, 1))
     finish = [f"const index_t o = k1 * {K2} + k2 + e;", *_epilogue(ctx, p, accs, o_var, at)]
     if splits == 1:
@@ -471,7 +560,7 @@ def _column(ctx: KernelContext, p: _Problem) -> KernelCode:
             comb += [f"{a.var}[e] = {a.identity()};"] + ([f"{a.idx}[e] = -1;"] if a.is_arg else [])
             if pi:
                 write.append(f"{pi}[part * {K} + k1 * {K2} + k2 + e] = {a.idx}[e];")
-        comb.append(f"for (index_t q = threadIdx.y; active && q < {splits}; q += {ROWS}) {{")
+        comb.append(f"for (index_t q = threadIdx.y; active && q < {splits}; q += {rows}) {{")
         for a in accs:
             pv, pi = parts[a.node]
             src = f"q * {K} + k1 * {K2} + k2 + e"
@@ -491,7 +580,7 @@ def _column(ctx: KernelContext, p: _Problem) -> KernelCode:
                   "    // each row of threads a fixed subset, then the rows in order.",
                   "    __threadfence();",
                   f"    for (int e = 0; e < {width}; ++e) {{", *indent(comb, 2), "    }",
-                  *indent(_fold_rows(ctx, accs, tile, width), 1),
+                  *indent(_fold_rows(ctx, accs, tile, width, rows), 1),
                   "    if (threadIdx.y == 0 && active) {",
                   f"        for (int e = 0; e < {width}; ++e) {{", *indent(finish, 3), "        }",
                   "    }",
@@ -499,4 +588,4 @@ def _column(ctx: KernelContext, p: _Problem) -> KernelCode:
                   "// ready for the next launch",
                   "}"]
     helpers = [f"typedef {index_t} index_t;", "", *fn.lines, ""]
-    return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, (32, ROWS, 1), notes=(strategy,))
+    return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, (32, rows, 1), notes=(strategy,), config=cfg)

@@ -34,11 +34,13 @@ from . import index as ix
 from .accum import Accumulator, accumulator
 from .context import KernelContext
 from .emit import Names, ValueEmitter, array_name, indent, load_expr
+from .config import RowConfig
 from .model import CodegenError, KernelCode
 from .types import ctype_size, is_half, register_type, storage_type
 
 WARP_MAX_COLS = 1024
 REG_ELEMS = 32              # cached elements per thread and input in the register tiers
+WARP_ELEMS_MAX = 64         # a warp tier candidate may hold up to this many (longer rows)
 REG_BUDGET = 64             # all register caches of a thread together
 SMEM_LIMIT = 200 * 1024     # bytes of row cache per block (an SM has 228 KB)
 SMEM_THREADS = 512
@@ -66,14 +68,61 @@ class _Layout:
     col_in_registers: bool
 
 
-def generate(ctx: KernelContext) -> KernelCode:
+def _setup(ctx: KernelContext):
     p = _analyse(ctx)
-    g = ctx.graph
     row_v, col_v = ix.Var("row", max(p.rows, 1)), ix.Var("col", max(p.cols, 1))
     full = tuple(ix.delinearize(ix.Affine.of(row_v), p.shape[:-1])) + (ix.Affine.of(col_v),)
     canonical = ix.linearize(full, p.shape)          # row * C + col
     row_cached, col_cached = _cached_inputs(ctx, p, full, canonical, ix.Affine.of(col_v))
-    layout = _choose_layout(ctx, p, row_cached, col_cached)
+    return p, row_v, col_v, full, canonical, row_cached, col_cached
+
+
+def heuristic(ctx: KernelContext) -> RowConfig:
+    p, *_, row_cached, col_cached = _setup(ctx)
+    return _heuristic(ctx, p, row_cached, col_cached)
+
+
+def candidates(ctx: KernelContext) -> list[RowConfig]:
+    """Every tier the row fits, with a few thread counts each (the heuristic first)."""
+    p, *_, row_cached, col_cached = _setup(ctx)
+    h = _heuristic(ctx, p, row_cached, col_cached)
+    out = [h]
+    C = p.cols
+    lanes = [t for t in (8, 16, 32) if t >= h.threads // 2] if h.tier == "warp" else [32]
+    for tier, counts in (("warp", lanes), ("block", (128, 256, 512)), ("smem", (128, 256, 512, 1024))):
+        for t in counts:
+            cfg = RowConfig(tier=tier, threads=t, why="candidate")
+            pack = _pack(ctx, p, row_cached, col_cached)
+            if _fits(ctx, p, row_cached, col_cached, cfg) and cfg.key() != h.key() and \
+                    (tier == "warp" or C >= t * pack):   # a block tier gives each thread a pack at least
+                out.append(cfg)
+    if len(out) == 1:
+        out += [RowConfig(tier="looped", threads=t, why="candidate") for t in (256, 1024) if t != h.threads]
+    return out[:7]
+
+
+def _fits(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list[int], cfg: RowConfig) -> bool:
+    g = ctx.graph
+    C = p.cols
+    pack = _pack(ctx, p, row_cached, col_cached)
+    n_row = max(len(row_cached), 1)
+    if cfg.tier == "warp":
+        per = ix.ceil_div(C, cfg.threads * pack) * pack
+        return cfg.threads <= 32 and per <= WARP_ELEMS_MAX and per * n_row <= 2 * REG_BUDGET
+    if cfg.tier == "block":
+        per = ix.ceil_div(C, cfg.threads * pack) * pack
+        return per <= REG_ELEMS and per * n_row <= REG_BUDGET
+    if cfg.tier == "smem":
+        return sum(C * g.nodes[n].dtype.itemsize for n in row_cached) <= SMEM_LIMIT
+    return True
+
+
+def generate(ctx: KernelContext, config: RowConfig | None = None) -> KernelCode:
+    p, row_v, col_v, full, canonical, row_cached, col_cached = _setup(ctx)
+    g = ctx.graph
+    cfg = config if config is not None and _fits(ctx, p, row_cached, col_cached, config) \
+        else _heuristic(ctx, p, row_cached, col_cached)
+    layout = _layout(ctx, p, row_cached, col_cached, cfg)
     index_t = ctx.index_type(p.rows * max(p.cols, 1))
     accs = {r: accumulator(g, r, ctx.names) for r in p.reduces}
     gen = _RowCode(ctx, p, layout, accs, full, row_v, canonical, ix.Affine.of(col_v))
@@ -96,7 +145,8 @@ def generate(ctx: KernelContext) -> KernelCode:
     header = [f"{ctx.name}: row kernel over {g.nodes[g.nodes[p.reduces[0]].inputs[0]].aval} "
               f"({p.rows} rows x {p.cols} columns)", *ctx.listing(), *notes]
     helpers = [f"typedef {index_t} index_t;", ""]
-    return ctx.finish(header, helpers, body, grid, block, shared_mem=smem, notes=notes, min_blocks=min_blocks)
+    return ctx.finish(header, helpers, body, grid, block, shared_mem=smem, notes=notes, min_blocks=min_blocks,
+                      config=cfg)
 
 
 def _pow2_at_least(n: int) -> int:
@@ -165,35 +215,46 @@ def _cached_inputs(ctx: KernelContext, p: _Row, full, canonical: ix.Affine,
     return rows, [c for c in cols if c not in rows]
 
 
-def _choose_layout(ctx: KernelContext, p: _Row, row_cached: list[int], col_cached: list[int]) -> _Layout:
+def _pack(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list[int]) -> int:
+    """Columns per access: 16 bytes of the widest cached or stored type, when C allows."""
     g = ctx.graph
-    C = p.cols
     sizes = [g.nodes[n].dtype.itemsize for n in (*row_cached, *col_cached, *p.full_out)] or [4]
     pack = 16 // max(sizes)
-    if C % pack:
-        pack = 1
-    n_row, n_col = max(len(row_cached), 1), len(col_cached)
+    return pack if p.cols % pack == 0 else 1
+
+
+def _heuristic(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list[int]) -> RowConfig:
+    """A warp per row up to 1024 columns (32 elements a lane); then the row in shared
+    memory when it fits (three 64 KB rows per SM overlap one row's loads with another's
+    reductions, a little faster than two register-held rows); then registers of a block;
+    then a looped block that re-reads the row in each pass. `row_tier` forces a tier."""
+    g = ctx.graph
+    C = p.cols
+    pack = _pack(ctx, p, row_cached, col_cached)
     forced = ctx.options.row_tier
     row_bytes = sum(C * g.nodes[n].dtype.itemsize for n in row_cached)
     lanes = min(32, _pow2_at_least(ix.ceil_div(C, pack)))
     packs = ix.ceil_div(C, lanes * pack)
-    warp_fits = C <= WARP_MAX_COLS and packs * pack <= REG_ELEMS
-    if warp_fits and forced in ("auto", "warp"):
-        # a warp works through many rows: caching the column inputs pays off
-        return _Layout("warp", pack, lanes, packs, row_cached, col_cached,
-                       packs * pack * (n_row + n_col) <= REG_BUDGET)
+    why = f"forced by row_tier={forced}" if forced != "auto" else "heuristic"
+    if C <= WARP_MAX_COLS and packs * pack <= REG_ELEMS and forced in ("auto", "warp"):
+        return RowConfig(tier="warp", threads=lanes, why=f"{why}: {C} columns fit a warp's registers")
     threads = min(1024, max(128, _pow2_at_least(ix.ceil_div(C, REG_ELEMS))))
-    bpacks = ix.ceil_div(C, threads * pack)
-    block_fits = bpacks * pack <= REG_ELEMS and bpacks * pack * n_row <= REG_BUDGET
-    smem_fits = row_bytes <= SMEM_LIMIT
-    # Shared memory first: three 64 KB rows per SM overlap one row's loads with another's
-    # reductions, which measured a little faster than two register-held rows per SM.
-    if smem_fits and forced in ("auto", "smem"):
-        return _Layout("smem", pack, SMEM_THREADS, ix.ceil_div(C, SMEM_THREADS * pack), row_cached,
-                       col_cached, False)
-    if block_fits and forced != "looped":
-        return _Layout("block", pack, threads, bpacks, row_cached, col_cached, False)
-    return _Layout("looped", pack, SMEM_THREADS, 0, row_cached, col_cached, False)
+    block = RowConfig(tier="block", threads=threads, why=f"{why}: the row fits a block's registers")
+    if row_bytes <= SMEM_LIMIT and forced in ("auto", "smem"):
+        return RowConfig(tier="smem", threads=SMEM_THREADS, why=f"{why}: the row ({row_bytes} bytes) fits shared memory")
+    if forced != "looped" and _fits(ctx, p, row_cached, col_cached, block):
+        return block
+    return RowConfig(tier="looped", threads=SMEM_THREADS, why=f"{why}: the row is too long to keep on chip")
+
+
+def _layout(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list[int], cfg: RowConfig) -> _Layout:
+    C = p.cols
+    pack = _pack(ctx, p, row_cached, col_cached)
+    n_row, n_col = max(len(row_cached), 1), len(col_cached)
+    packs = ix.ceil_div(C, cfg.threads * pack) if cfg.tier != "looped" else 0
+    # a warp works through many rows: caching the column inputs pays off
+    col_regs = cfg.tier == "warp" and packs * pack * (n_row + n_col) <= REG_BUDGET
+    return _Layout(cfg.tier, pack, cfg.threads, packs, row_cached, col_cached, col_regs)
 
 
 class _RowCode:
@@ -332,7 +393,7 @@ class _RowCode:
             # a fixed trip count, unrolled: the row's loads are all in flight at once
             return ["#pragma unroll",
                     f"for (int k = 0; k < {self.lay.packs}; ++k) {{",
-                    f"    const index_t col0 = (index_t(k) * {SMEM_THREADS} + threadIdx.x) * {P};",
+                    f"    const index_t col0 = (index_t(k) * {self.lay.threads} + threadIdx.x) * {P};",
                     *indent(body, 1), "}", "__syncthreads();"]
         return []
 
@@ -425,4 +486,4 @@ class _RowCode:
             body.append("__syncthreads();  // the next row overwrites the cache")
         lines = decls + [f"for (index_t row = blockIdx.x; row < {rows}; row += gridDim.x) {{",
                          *indent(body, 1), "}"]
-        return lines, grid, SMEM_THREADS, smem
+        return lines, grid, self.lay.threads, smem

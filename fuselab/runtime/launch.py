@@ -12,8 +12,10 @@ from ..codegen import generate
 from ..codegen.model import CodegenOptions, KernelCode, OpaqueCall
 from ..interp import eval_nodes
 from ..plan.model import Plan
+from .. import __version__
 from .compile import compile_kernels
-from .device import device_options
+from .device import device_info, device_options
+from .tune import Pending, Tuning, cache, plan_tuning, time_candidates
 from .errors import FuselabRuntimeError, launch_failed, out_of_memory
 
 _CODES: "OrderedDict[tuple[Plan, CodegenOptions], tuple]" = OrderedDict()
@@ -57,15 +59,32 @@ class Executable:
     so that `run` does little more than allocate outputs and launch."""
 
     def __init__(self, plan: Plan, codes: Sequence[KernelCode | OpaqueCall] | None = None,
-                 options: CodegenOptions | None = None) -> None:
+                 options: CodegenOptions | None = None, tune: bool = True) -> None:
+        """`codes` given: run exactly those. Otherwise the plan's generated code, with the
+        launch configurations tuned on this GPU (on the first run, or from the cache)."""
         self.plan = plan
         self.options = device_options(options)
-        self.codes = tuple(codes) if codes is not None else codes_for(plan, self.options)
+        self.tuning: dict[int, Tuning] = {}
+        self._pending: dict[int, Pending] = {}
+        if codes is not None:
+            self.codes = tuple(codes)
+        else:
+            self.codes = codes_for(plan, self.options)
+            if tune:
+                info = device_info()
+                self.codes, self.tuning, pending = plan_tuning(plan, self.codes, self.options,
+                                                               f"{info.name} sm_{info.compute_capability}", __version__)
+                self._pending = {p.index: p for p in pending}
         if len(self.codes) != len(plan.kernels):
             raise ValueError(f"{len(self.codes)} codes for a plan of {len(plan.kernels)} kernels")
         kernels = [c for c in self.codes if isinstance(c, KernelCode)]
-        compiled = dict(zip((c.index for c in kernels), compile_kernels(kernels)))
+        extra = [c for p in self._pending.values() for c in p.candidates[1:]]
+        compiled_all = compile_kernels(kernels + extra)
+        compiled = dict(zip((c.index for c in kernels), compiled_all))
+        self._candidate_fns = {id(c): f.function for c, f in zip(extra, compiled_all[len(kernels):])}
         self.compile_s = {c.name: compiled[c.index].compile_s for c in kernels}
+        if extra:
+            self.compile_s["(candidates)"] = sum(f.compile_s for f in compiled_all[len(kernels):])
         self.cache_hits = sum(1 for c in compiled.values() if c.cached)
         g = plan.graph
         keep = set(g.output_ids) | set(g.input_ids)
@@ -86,7 +105,7 @@ class Executable:
             outs = tuple((o, g.nodes[o].shape, g.nodes[o].dtype, g.nodes[o].aval.nbytes) for o in code.outputs)
             scratch = (_scratch(code),) if code.scratch_bytes else ()
             steps.append(_Launch(code, compiled[code.index].function, code.inputs, outs, scratch, tuple(rel)))
-        self.steps = tuple(steps)
+        self.steps = steps
         self.scratch_bytes = sum(c.scratch_bytes for c in kernels)
         self.peak_bytes = 0
 
@@ -119,7 +138,7 @@ class Executable:
         live = peak = 0
         step: _Launch | _Library | None = None
         try:
-            for step in self.steps:
+            for k, step in enumerate(self.steps):
                 if events is not None:
                     events.append(cupy.cuda.Event())
                     events[-1].record()
@@ -129,6 +148,8 @@ class Executable:
                         env[o] = a = empty(shape, dtype)
                         outs.append(a)
                         live += nbytes
+                    if k in self._pending:
+                        step = self._tune(k, step, [env[i] for i in step.inputs], outs)
                     code = step.code
                     if code.grid[0]:
                         step.function(code.grid, code.block, (*[env[i] for i in step.inputs], *outs, *step.scratch),
@@ -151,6 +172,30 @@ class Executable:
             events[-1].record()
         self.peak_bytes = peak + self.scratch_bytes
         return {name: env[i] for name, i in self.plan.graph.outputs}
+
+    def _tune(self, k: int, step: "_Launch", ins: list, outs: list) -> "_Launch":
+        """Time kernel k's candidates on these buffers, keep the fastest (here and on disk)."""
+        pending = self._pending.pop(k)
+        fns = {id(pending.candidates[0]): step.function, **self._candidate_fns}
+        scratch = {id(c): ((_scratch(c),) if c.scratch_bytes else ()) for c in pending.candidates}
+
+        def launch_one(c: KernelCode) -> None:
+            if c.grid[0]:
+                fns[id(c)](c.grid, c.block, (*ins, *outs, *scratch[id(c)]), shared_mem=c.shared_mem)
+
+        times = time_candidates(launch_one, pending.candidates)
+        best = min(range(len(times)), key=times.__getitem__)
+        win = pending.candidates[best]
+        labels = tuple((c.config.label(), t) for c, t in zip(pending.candidates, times))
+        cache().put(pending.key, win.config, labels)
+        self.tuning[k] = Tuning(win.name, win.config, "tuned", labels)
+        if best:
+            step = _Launch(win, fns[id(win)], step.inputs, step.outputs, scratch[id(win)], step.release)
+            self.steps[k] = step
+            codes = list(self.codes)
+            codes[k] = win
+            self.codes = tuple(codes)
+        return step
 
     def _library(self, code: OpaqueCall, env: dict[int, Any]) -> int:
         """Evaluate an opaque kernel's nodes with CuPy; returns the bytes it stored."""

@@ -83,7 +83,7 @@ def _reference(exe: Executable, unfused: Plan | None, env: dict[int, Any],
     import cupy
     plan = exe.plan
     if unfused is not None and unfused != plan:
-        return Executable(unfused, options=options).run(env=env)
+        return Executable(unfused, options=options, tune=False).run(env=env)
     named = {plan.graph.nodes[i].args["name"]: a for i, a in env.items()}
     return run_graph(plan.graph, named, cupy)
 
@@ -98,7 +98,7 @@ def measure(plan: Plan, unfused: Plan | None, inputs: Mapping[str, Any], repeats
     say = progress or (lambda _msg: None)
     say("compiling")
     exe = Executable(plan, options=options)
-    ref_exe = Executable(unfused, options=options) if unfused is not None and unfused != plan else None
+    ref_exe = Executable(unfused, options=options, tune=False) if unfused is not None and unfused != plan else None
     env = exe.prepare(inputs)
     named = {plan.graph.nodes[i].args["name"]: a for i, a in env.items()}
     say("checking")

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 import fuselab
-from fuselab.codegen import CodegenOptions, KernelCode, generate
+from fuselab.codegen import CodegenOptions, KernelCode, generate, launch_candidates
 from fuselab.plan import make_plan, unfused_plan
 from fuselab.plan.model import Plan, PlanError
 
@@ -69,6 +69,16 @@ def random_constraint(plan: Plan, seed: int) -> Plan | None:
     return None
 
 
+def random_configs(plan: Plan, program: Program) -> dict[int, Any]:
+    rng = np.random.default_rng(program.constraint_seed + 1)
+    out = {}
+    for k in range(len(plan.kernels)):
+        cands = launch_candidates(plan, k, program.options)
+        if cands:
+            out[k] = cands[int(rng.integers(len(cands)))]
+    return out
+
+
 def prepare(program: Program) -> Prepared:
     """Trace, plan and generate; failures of these steps are the program's failures."""
     out = Outcome(program)
@@ -93,9 +103,12 @@ def prepare(program: Program) -> Prepared:
     except Exception as e:  # noqa: BLE001
         out.failures.append(f"plan: {type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}")
         return prep
-    for label, plan in plans:
+    for label, plan in plans + [("tuned", auto)]:
         try:
-            codes = generate(plan, program.options)
+            # "tuned": the auto plan with a random launch configuration per kernel, as
+            # the autotuner may pick; configurations must never change results
+            configs = random_configs(plan, program) if label == "tuned" else None
+            codes = generate(plan, program.options, configs)
         except Exception as e:  # noqa: BLE001
             out.failures.append(f"{label} plan, codegen: {type(e).__name__}: {e}\n{plan}")
             continue
@@ -128,9 +141,8 @@ Runner = Callable[[Sequence[Prepared]], None]
 def run_emulated(preps: Sequence[Prepared]) -> None:
     """All plans of all programs on the CPU emulator, one build for the batch."""
     from cuda_host import HostRunner
-    pairs = [(plan, p.program.options) for p in preps for _, plan, _ in p.plans]
     try:
-        runner = HostRunner(pairs)
+        runner = HostRunner([], generated=[(plan, codes) for p in preps for _, plan, codes in p.plans])
     except Exception as e:  # noqa: BLE001 - find the program whose kernel does not build
         if len(preps) > 1:
             for p in preps:
@@ -139,9 +151,9 @@ def run_emulated(preps: Sequence[Prepared]) -> None:
         preps[0].outcome.failures.append(f"host build: {e}")
         return
     for p in preps:
-        for label, plan, _ in p.plans:
+        for label, plan, codes in p.plans:
             try:
-                got = runner.run(plan, p.inputs, p.program.options)
+                got = runner.run_codes(plan, codes, p.inputs)
             except Exception as e:  # noqa: BLE001
                 p.outcome.failures.append(f"{label} plan, run: {type(e).__name__}: {e}")
                 continue

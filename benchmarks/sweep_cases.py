@@ -1,0 +1,145 @@
+"""The shape sweep's cases: families of notebook cells across the sizes a notebook meets,
+each written as a cell (what a `%%fuse` user writes) and as the same computation for
+torch.compile. float32 unless the family says otherwise; most cases move 128-256 MiB so
+that bandwidth, not launch overhead, decides (the launch-bound family is the exception).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+N = 1 << 26   # elements of the large cases (256 MiB of float32)
+
+
+@dataclass(frozen=True)
+class Case:
+    family: str
+    size: str                                  # the size axis of the heat map
+    source: str                                # the cell
+    inputs: dict[str, tuple[tuple[int, ...], str]]   # name -> (shape, dtype)
+    torch_fn: Callable[..., Any]               # same computation on torch tensors (inputs in order)
+    outputs: tuple[str, ...] = ("y",)
+    kind: str = "memory"                       # memory | launch
+
+    @property
+    def name(self) -> str:
+        return f"{self.family} {self.size}"
+
+
+def _softmax(x):
+    m = x.amax(-1, keepdim=True)
+    e = (x - m).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+SOFTMAX = "m = x.max(axis=-1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(axis=-1, keepdims=True)"
+LAYERNORM = ("mu = x.mean(axis=-1, keepdims=True)\nxc = x - mu\nvar = (xc * xc).mean(axis=-1, keepdims=True)\n"
+             "y = xc / np.sqrt(var + 1e-5) * g + b")
+LOGSUMEXP = "m = x.max(axis=-1, keepdims=True)\ny = np.log(np.exp(x - m).sum(axis=-1)) + m[:, 0]"
+
+
+def _layernorm(x, g, b):
+    mu = x.mean(-1, keepdim=True)
+    xc = x - mu
+    var = (xc * xc).mean(-1, keepdim=True)
+    return xc / (var + 1e-5).sqrt() * g + b
+
+
+def _logsumexp(x):
+    m = x.amax(-1, keepdim=True)
+    return (x - m).exp().sum(-1).log() + m[:, 0]
+
+
+def _stencil2(x):
+    return 4 * x[1:-1, 1:-1] - x[:-2, 1:-1] - x[2:, 1:-1] - x[1:-1, :-2] - x[1:-1, 2:]
+
+
+def _stencil3(x):
+    return (6 * x[1:-1, 1:-1, 1:-1] - x[:-2, 1:-1, 1:-1] - x[2:, 1:-1, 1:-1] - x[1:-1, :-2, 1:-1]
+            - x[1:-1, 2:, 1:-1] - x[1:-1, 1:-1, :-2] - x[1:-1, 1:-1, 2:])
+
+
+def _fmt(n: int) -> str:
+    return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else str(n)
+
+
+def cases() -> list[Case]:
+    out: list[Case] = []
+    for dt, widths in (("float32", (8, 32, 128, 512, 1024, 2048, 4096, 8192, 32768, 131072)),
+                       ("float16", (32, 128, 1024, 4096, 32768))):
+        for w in widths:
+            out.append(Case(f"softmax {dt}", _fmt(w), SOFTMAX, {"x": ((N // w, w), dt)}, _softmax))
+    for dt, widths in (("float32", (128, 1024, 4096, 16384)), ("float16", (1024, 4096))):
+        for w in widths:
+            out.append(Case(f"layernorm {dt}", _fmt(w), LAYERNORM,
+                            {"x": ((N // w, w), dt), "g": ((w,), dt), "b": ((w,), dt)}, _layernorm))
+    for w in (64, 1024, 8192):
+        out.append(Case("logsumexp float32", _fmt(w), LOGSUMEXP, {"x": ((N // w, w), "float32")}, _logsumexp))
+    for w in (8, 64, 1024, 16384, 131072):
+        out.append(Case("row sum", _fmt(w), "y = x.sum(axis=1)", {"x": ((N // w, w), "float32")},
+                        lambda x: x.sum(1)))
+    for c in (1, 4, 16, 64, 256, 1024, 4096, 65536):
+        out.append(Case("column sum", _fmt(c), "y = x.sum(axis=0)", {"x": ((N // c, c), "float32")},
+                        lambda x: x.sum(0)))
+    out += [
+        Case("middle axis", "(262144,4,64) mean 1", "y = x.mean(axis=1)", {"x": ((262144, 4, 64), "float32")},
+             lambda x: x.mean(1)),
+        Case("middle axis", "(64,4096,256) sum 1", "y = x.sum(axis=1)", {"x": ((64, 4096, 256), "float32")},
+             lambda x: x.sum(1)),
+        Case("middle axis", "(16,64,256,256) sum 1,2", "y = x.sum(axis=(1, 2))",
+             {"x": ((16, 64, 256, 256), "float32")}, lambda x: x.sum((1, 2))),
+        Case("middle axis", "(1024,256,256) sum 0", "y = x.sum(axis=0)", {"x": ((1024, 256, 256), "float32")},
+             lambda x: x.sum(0)),
+    ]
+    out += [
+        Case("var/std", "var axis 0 (16384,4096)", "y = x.var(axis=0)", {"x": ((16384, 4096), "float32")},
+             lambda x: x.var(0, unbiased=False)),
+        Case("var/std", "var axis 1 (4096,16384)", "y = x.var(axis=1)", {"x": ((4096, 16384), "float32")},
+             lambda x: x.var(1, unbiased=False)),
+        Case("var/std", "std axis 0 (65536,1024)", "y = x.std(axis=0)", {"x": ((65536, 1024), "float32")},
+             lambda x: x.std(0, unbiased=False)),
+        Case("var/std", "var axes 0,2 (256,256,1024)", "y = x.var(axis=(0, 2))", {"x": ((256, 256, 1024), "float32")},
+             lambda x: x.var((0, 2), unbiased=False)),
+    ]
+    out += [
+        Case("stencil", "1-D 5-point", "y = (x[:-4] + x[1:-3] + x[2:-2] + x[3:-1] + x[4:]) * 0.2",
+             {"x": ((N,), "float32")}, lambda x: (x[:-4] + x[1:-3] + x[2:-2] + x[3:-1] + x[4:]) * 0.2),
+        Case("stencil", "2-D 5-point", "y = 4 * x[1:-1, 1:-1] - x[:-2, 1:-1] - x[2:, 1:-1] - x[1:-1, :-2] - x[1:-1, 2:]",
+             {"x": ((8192, 8192), "float32")}, _stencil2),
+        Case("stencil", "3-D 7-point",
+             "y = (6 * x[1:-1, 1:-1, 1:-1] - x[:-2, 1:-1, 1:-1] - x[2:, 1:-1, 1:-1] - x[1:-1, :-2, 1:-1]\n"
+             "     - x[1:-1, 2:, 1:-1] - x[1:-1, 1:-1, :-2] - x[1:-1, 1:-1, 2:])",
+             {"x": ((512, 512, 256), "float32")}, _stencil3),
+    ]
+    out += [
+        Case("two-pass", "x / x.sum()", "y = x / x.sum()", {"x": ((N,), "float32")}, lambda x: x / x.sum()),
+        Case("two-pass", "x - x.mean(0)", "y = x - x.mean(axis=0)", {"x": ((16384, 4096), "float32")},
+             lambda x: x - x.mean(0)),
+        Case("two-pass", "standardize axis 0", "y = (x - x.mean(axis=0)) / x.std(axis=0)",
+             {"x": ((16384, 4096), "float32")}, lambda x: (x - x.mean(0)) / x.std(0, unbiased=False)),
+    ]
+    out += [
+        Case("broadcast", "rows (8192,8192)", "y = x * a[:, None] + b", {"x": ((8192, 8192), "float32"),
+             "a": ((8192,), "float32"), "b": ((8192,), "float32")}, lambda x, a, b: x * a[:, None] + b),
+        Case("broadcast", "middle (256,1024,256)", "y = x * w[None, :, None] + 1.0",
+             {"x": ((256, 1024, 256), "float32"), "w": ((1024,), "float32")}, lambda x, w: x * w[None, :, None] + 1.0),
+        Case("broadcast", "leading (1024,256,256)", "y = np.maximum(x - w, 0.0)",
+             {"x": ((1024, 256, 256), "float32"), "w": ((256, 256), "float32")}, lambda x, w: (x - w).clamp_min(0.0)),
+        Case("broadcast", "float16 chain", "y = np.tanh(x * 0.5) * x + 1.0", {"x": ((N,), "float16")},
+             lambda x: (x * 0.5).tanh() * x + 1.0),
+    ]
+    for n in (1024, 65536):
+        out.append(Case("launch-bound", f"softmax {_fmt(n)}", SOFTMAX, {"x": ((n // 64, 64), "float32")}, _softmax,
+                        kind="launch"))
+        out.append(Case("launch-bound", f"chain {_fmt(n)}", "y = np.exp(-x * x) * 2.0 + x",
+                        {"x": ((n,), "float32")}, lambda x: (-x * x).exp() * 2.0 + x, kind="launch"))
+    return out
+
+
+def make_inputs(case: Case, xp: Any, seed: int = 0) -> dict[str, Any]:
+    """Normal random inputs, drawn by `xp` itself (on the device for CuPy)."""
+    rng = xp.random.default_rng(seed)
+    return {name: rng.standard_normal(shape, dtype=np.float32).astype(dt)
+            for name, (shape, dt) in case.inputs.items()}

@@ -1,0 +1,126 @@
+"""Launch configurations and their autotuner: candidates are correct code (the emulator runs
+every one against NumPy), the on-disk cache is reused, keyed by device and fuselab
+version, and a corrupt cache file is ignored with a warning. The timing itself runs on
+the GPU (marked tests)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import fuselab
+from fuselab.codegen import KernelCode, generate, generate_kernel, launch_candidates
+from fuselab.codegen.config import ColumnConfig, InnerConfig, PointwiseConfig, RowConfig
+from fuselab.interp import run_graph
+from fuselab.plan import make_plan
+from fuselab.runtime import tune
+
+from cuda_host import EMULATED, HostRunner, needs_cxx
+
+CELLS = [
+    ("m = x.max(axis=-1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(axis=-1, keepdims=True)", (6, 700)),
+    ("y = x.sum(axis=0)", (600, 64)),
+    ("y = x.mean(axis=1)", (50, 4, 64)),
+    ("y = x.sum(axis=1)", (3, 9000)),
+    ("y = x.max(axis=1)", (300, 40)),
+    ("y = 4 * x[1:-1, 1:-1] - x[:-2, 1:-1] - x[2:, 1:-1]", (40, 70)),
+    ("y = x * 2 + 1", (1000,)),
+]
+
+
+def _plan(src, shape, rng):
+    x = rng.standard_normal(shape).astype(np.float32)
+    traced = fuselab.trace_cell(src, {"np": np, "x": x})
+    return make_plan(traced.graph, "auto"), traced.inputs
+
+
+@needs_cxx
+def test_every_candidate_configuration_computes_the_same_result():
+    rng = np.random.default_rng(3)
+    generated, checks = [], []
+    for src, shape in CELLS:
+        plan, inputs = _plan(src, shape, rng)
+        want = run_graph(plan.graph, inputs)
+        for k in range(len(plan.kernels)):
+            cands = launch_candidates(plan, k, EMULATED)
+            assert cands, src
+            for cfg in cands:
+                codes = generate(plan, EMULATED, {k: cfg})
+                assert codes[k].config.key() == cfg.key(), (src, cfg)
+                generated.append((plan, codes))
+                checks.append((plan, codes, inputs, want, cfg))
+    runner = HostRunner([], generated=generated)
+    for plan, codes, inputs, want, cfg in checks:
+        got = runner.run_codes(plan, codes, inputs)
+        for name in want:
+            np.testing.assert_allclose(got[name], want[name], rtol=2e-5, atol=1e-5, err_msg=f"{cfg}\n{plan}")
+
+
+def test_candidates_start_with_the_heuristic_and_are_distinct():
+    rng = np.random.default_rng(4)
+    for src, shape in CELLS:
+        plan, _ = _plan(src, shape, rng)
+        for k in range(len(plan.kernels)):
+            cands = launch_candidates(plan, k)
+            assert cands[0].why.startswith(("heuristic", "default", "forced"))
+            assert len({c.key() for c in cands}) == len(cands)
+            assert generate_kernel(plan, k).config.key() == cands[0].key()
+
+
+def test_the_cache_reuses_a_choice_and_keys_it_by_device_and_version(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUSELAB_CACHE_DIR", str(tmp_path))
+    plan, _ = _plan(*CELLS[0], np.random.default_rng(5))
+    code = generate_kernel(plan, 0)
+    cfg = RowConfig(tier="smem", threads=256, why="candidate")
+    key = tune.kernel_key(code, "GPU A", "1.0")
+    tune.cache().put(key, cfg, (("tier=warp, threads=32", 2e-5), (cfg.label(), 1e-5)))
+    fresh = tune.TuneCache()            # another process reads the file
+    got, times = fresh.get(key)
+    assert got == cfg and times[1] == (cfg.label(), 1e-5)
+    assert fresh.get(tune.kernel_key(code, "GPU B", "1.0")) is None     # another device
+    assert fresh.get(tune.kernel_key(code, "GPU A", "1.1")) is None     # another fuselab
+    other = generate_kernel(make_plan(_plan("y = x.sum(axis=0)", (600, 64), np.random.default_rng(1))[0].graph), 0)
+    assert tune.kernel_key(other, "GPU A", "1.0") != key
+    # plan_tuning applies the cached choice without timing anything
+    monkeypatch.setattr(tune, "enabled", lambda: True)
+    codes, known, pending = tune.plan_tuning(plan, generate(plan), fuselab.codegen.CodegenOptions(), "GPU A", "1.0")
+    assert not pending and known[0].source == "cache" and codes[0].config.key() == cfg.key()
+    codes, known, pending = tune.plan_tuning(plan, generate(plan), fuselab.codegen.CodegenOptions(), "GPU B", "1.0")
+    assert [p.index for p in pending] == [0] and len(pending[0].candidates) > 1
+
+
+def test_a_corrupt_cache_is_ignored_with_a_warning(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUSELAB_CACHE_DIR", str(tmp_path))
+    (tmp_path / "tuning.json").write_text("{not json")
+    with pytest.warns(RuntimeWarning, match="ignoring the launch-configuration cache"):
+        c = tune.TuneCache()
+    assert c.entries == {}
+    (tmp_path / "tuning.json").write_text(json.dumps({"schema": 999, "entries": {}}))
+    with pytest.warns(RuntimeWarning):
+        tune.TuneCache()
+    c.put("k", PointwiseConfig(block=256, unroll=4), ())        # and it is replaced by a good one
+    assert tune.TuneCache().get("k")[0] == PointwiseConfig(block=256, unroll=4)
+
+
+def test_configs_round_trip_through_json():
+    for c in (PointwiseConfig(block=512, unroll=2, why="x"), InnerConfig(mode="block", splits=7, width=4),
+              ColumnConfig(width=2, rows=4, splits=3), RowConfig(tier="looped", threads=1024)):
+        assert tune.config_from_json(json.loads(json.dumps(tune.config_to_json(c)))) == c
+
+
+@pytest.mark.gpu
+def test_tuning_on_the_gpu_picks_a_candidate_and_is_cached(tmp_path, monkeypatch):
+    import cupy
+    from fuselab import runtime
+    monkeypatch.setenv("FUSELAB_CACHE_DIR", str(tmp_path))
+    x = cupy.random.default_rng(0).standard_normal((4096, 2048), dtype=np.float32)
+    traced = fuselab.trace_cell(CELLS[0][0], {"np": np, "x": x})
+    plan = make_plan(traced.graph, "auto")
+    exe = runtime.Executable(plan)
+    out = exe.run(traced.inputs)
+    assert exe.tuning[0].source == "tuned" and len(exe.tuning[0].times) > 1
+    again = runtime.Executable(plan)
+    assert again.tuning[0].source == "cache" and again.codes[0].config.key() == exe.codes[0].config.key()
+    want = run_graph(plan.graph, traced.inputs, cupy)
+    assert runtime.compare(out, want, 1e-5).ok
