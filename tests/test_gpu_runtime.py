@@ -167,7 +167,7 @@ def test_compile_cache_makes_a_rerun_cheap(monkeypatch):
     runtime.execute(plan, {"x": x})
     compiled = []
     real = compile_module._compile_batch
-    monkeypatch.setattr(compile_module, "_compile_batch", lambda batch: compiled.append(batch) or real(batch))
+    monkeypatch.setattr(compile_module, "_compile_batch", lambda batch, arch: compiled.append(batch) or real(batch, arch))
     runtime.execute(plan, {"x": x})
     assert compiled == []                     # the re-run compiles nothing
     exe = runtime.Executable(plan)

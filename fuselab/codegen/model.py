@@ -40,7 +40,10 @@ class CodegenOptions:
             raise ValueError(f"row_tier must be one of {ROW_TIERS}, not {self.row_tier!r}")
 
     def nvrtc_options(self) -> tuple[str, ...]:
-        return ("-std=c++17", f"--fmad={'true' if self.fmad else 'false'}")
+        # IEEE float32 as NumPy computes it: subnormals kept, division and sqrt correctly
+        # rounded (NVRTC's defaults, named so that no caller's default can change them)
+        return ("-std=c++17", f"--fmad={'true' if self.fmad else 'false'}", "--ftz=false", "--prec-div=true",
+                "--prec-sqrt=true")
 
 
 Role = Literal["input", "output", "scratch"]

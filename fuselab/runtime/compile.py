@@ -1,19 +1,29 @@
-"""Compiling generated kernels through CuPy (NVRTC), cached in memory by source.
+"""Compiling generated kernels with fuselab's own NVRTC bindings, loading them through
+CuPy, cached in memory by source and on disk as cubins.
+
+Not CuPy's compile path: it appends -ftz=true to every compile, which flushes float32
+subnormals to zero (NumPy keeps them), and fuselab's kernels must compute what NumPy
+does. CodegenOptions.nvrtc_options names every IEEE flag explicitly.
 
 Kernels not yet compiled are compiled together: each in its own C++ namespace inside one
 translation unit (their `extern "C"` names stay distinct), a few modules in parallel.
-One NVRTC call for a whole plan costs far less than one per kernel. CuPy also caches
-each module on disk (~/.cupy/kernel_cache), so a new Python process compiles nothing
-it has compiled before; `compile_s` reports what compiling cost when it happened.
+One NVRTC call for a whole plan costs far less than one per kernel. The cubins are
+cached on disk (FUSELAB_CACHE_DIR, by default ~/.cache/fuselab/cubin), so a new Python
+process compiles nothing it has compiled before; `compile_s` reports what compiling cost
+when it happened.
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
+from ..codegen import nvrtc
 from ..codegen.model import KernelCode
 from ..codegen.nvrtc import CompileError
 from .errors import FuselabRuntimeError
@@ -25,7 +35,7 @@ BATCH = 8   # kernels per NVRTC module
 @dataclass(frozen=True)
 class Compiled:
     name: str
-    function: Any          # cupy.RawKernel
+    function: Any          # cupy.cuda.function.Function (its module stays referenced)
     compile_s: float       # this kernel's share of the compile that produced it
     cached: bool           # served from the in-memory cache
 
@@ -35,7 +45,7 @@ def compile_kernel(code: KernelCode) -> Compiled:
 
 
 def compile_kernels(codes: Sequence[KernelCode]) -> list[Compiled]:
-    """Every kernel compiled (or fetched from the cache), in order."""
+    """Every kernel compiled (or fetched from the caches), in order."""
     import cupy
     dev = cupy.cuda.Device().id
     keys = [(c.source, c.nvrtc_options, dev) for c in codes]
@@ -46,10 +56,11 @@ def compile_kernels(codes: Sequence[KernelCode]) -> list[Compiled]:
     if missing:
         batches = _batches(list(missing.values()))
         workers = min(len(batches), int(os.environ.get("FUSELAB_COMPILE_THREADS", os.cpu_count() or 1)))
+        arch = _arch()
 
         def work(batch: list[KernelCode]) -> list[Compiled]:
             with cupy.cuda.Device(dev):
-                return _compile_batch(batch)
+                return _compile_batch(batch, arch)
         if workers > 1:
             with ThreadPoolExecutor(workers) as pool:
                 results = list(pool.map(work, batches))
@@ -65,6 +76,37 @@ def compile_kernels(codes: Sequence[KernelCode]) -> list[Compiled]:
     return out
 
 
+def _arch() -> str:
+    from .device import device_info
+    return f"sm_{device_info().compute_capability}"
+
+
+def cubin_dir() -> Path:
+    base = os.environ.get("FUSELAB_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fuselab")
+    return Path(base) / "cubin"
+
+
+def _cubin(source: str, name: str, options: tuple[str, ...], arch: str) -> bytes:
+    """The cubin of `source`, from the disk cache or compiled now (and saved)."""
+    key = hashlib.sha256("\0".join((source, " ".join(options), arch, str(nvrtc.version()))).encode()).hexdigest()
+    path = cubin_dir() / f"{key[:32]}.cubin"
+    try:
+        return path.read_bytes()
+    except OSError:
+        pass
+    cubin = nvrtc.compile_source(source, name, options, arch=arch, want_cubin=True).cubin
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".cubin-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(cubin)
+        os.replace(tmp, path)
+    except OSError:
+        pass   # a read-only cache only costs compiles in the next process
+    return cubin
+
+
 def _batches(codes: list[KernelCode]) -> list[list[KernelCode]]:
     """Groups of at most BATCH kernels with distinct names and the same options."""
     batches: list[list[KernelCode]] = []
@@ -78,8 +120,9 @@ def _batches(codes: list[KernelCode]) -> list[list[KernelCode]]:
     return batches
 
 
-def _compile_batch(batch: list[KernelCode]) -> list[Compiled]:
+def _compile_batch(batch: list[KernelCode], arch: str) -> list[Compiled]:
     import cupy
+    from cupy_backends.cuda.api import driver
     if len(batch) == 1:
         source = batch[0].source
     else:
@@ -87,19 +130,26 @@ def _compile_batch(batch: list[KernelCode]) -> list[Compiled]:
                            for i, c in enumerate(batch))
     t0 = time.perf_counter()
     try:
-        module = cupy.RawModule(code=source, options=batch[0].nvrtc_options, backend="nvrtc")
-        functions = [module.get_function(c.name) for c in batch]
-    except cupy.cuda.compiler.CompileException as e:
+        cubin = _cubin(source, batch[0].name, batch[0].nvrtc_options, arch)
+    except CompileError:
         if len(batch) > 1:  # find the kernel at fault, to show its own numbered source
-            return [x for c in batch for x in _compile_batch([c])]
-        raise CompileError(batch[0].name, batch[0].source, _log_of(e)) from None
+            return [x for c in batch for x in _compile_batch([c], arch)]
+        raise
+    try:
+        module = cupy.cuda.function.Module()
+        module.load(cubin)
+        functions = [module.get_function(c.name) for c in batch]
+    except Exception as e:  # noqa: BLE001 - a cubin this driver cannot load
+        raise FuselabRuntimeError(f"the GPU driver could not load the compiled kernels {[c.name for c in batch]}",
+                                  "delete fuselab's cubin cache (~/.cache/fuselab/cubin) and run again; "
+                                  "if it persists, please report the cell", e) from None
     share = (time.perf_counter() - t0) / len(batch)
     out = []
     for c, f in zip(batch, functions):
         if c.shared_mem > 48 * 1024:
             # more than the default 48 KB of dynamic shared memory needs an explicit opt-in
             try:
-                f.max_dynamic_shared_size_bytes = c.shared_mem
+                driver.funcSetAttribute(f.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, c.shared_mem)
             except Exception as e:  # noqa: BLE001
                 raise FuselabRuntimeError(
                     f"kernel {c.name} needs {c.shared_mem} bytes of shared memory, which this GPU refuses",
