@@ -7,7 +7,7 @@ exactly as it would on the GPU.
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -97,7 +97,24 @@ def eval_nodes(xp: ModuleType, graph: Graph, nodes: Sequence[int], stored: Mappi
     return local
 
 
-def run_graph(graph: Graph, inputs: Mapping[str, Any], xp: ModuleType = np) -> dict[str, Any]:
+FPErrorHook = Callable[[int, str], None]  # (node, "divide by zero" / "overflow" / ...)
+
+
+def evaluate_node(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_error: FPErrorHook | None) -> Any:
+    """eval_node, reporting the floating-point errors NumPy meets (NumPy would warn about
+    them, at the user's line: the caller decides)."""
+    if on_fp_error is None:
+        return eval_node(xp, node, vals)
+    kinds: list[str] = []
+    with np.errstate(all="call", call=lambda kind, flag: kinds.append(kind)):
+        out = eval_node(xp, node, vals)
+    for kind in dict.fromkeys(kinds):
+        on_fp_error(i, kind)
+    return out
+
+
+def run_graph(graph: Graph, inputs: Mapping[str, Any], xp: ModuleType = np,
+              on_fp_error: FPErrorHook | None = None) -> dict[str, Any]:
     """Evaluate every node; return the named outputs."""
     env: list[Any] = [None] * len(graph.nodes)
     with np.errstate(all="ignore"):
@@ -105,11 +122,12 @@ def run_graph(graph: Graph, inputs: Mapping[str, Any], xp: ModuleType = np) -> d
             if n.op == "input":
                 env[i] = inputs[n.args["name"]]
             else:
-                env[i] = eval_node(xp, n, [env[j] for j in n.inputs])
+                env[i] = evaluate_node(xp, i, n, [env[j] for j in n.inputs], on_fp_error)
     return {name: env[i] for name, i in graph.outputs}
 
 
-def run_plan(plan, inputs: Mapping[str, Any], xp: ModuleType = np) -> dict[str, Any]:
+def run_plan(plan, inputs: Mapping[str, Any], xp: ModuleType = np,
+             on_fp_error: FPErrorHook | None = None) -> dict[str, Any]:
     """Evaluate kernel by kernel; only kernel outputs survive a kernel boundary."""
     graph = plan.graph
     stored: dict[int, Any] = {i: inputs[graph.nodes[i].args["name"]] for i in graph.input_ids}
@@ -129,7 +147,7 @@ def run_plan(plan, inputs: Mapping[str, Any], xp: ModuleType = np) -> dict[str, 
                     raise PlanExecutionError(
                         f"kernel {k} ({kern.name}) computes %{i} from %{e.args[0]}, "
                         "which is neither in the kernel nor one of its inputs") from None
-                local[i] = eval_node(xp, n, vals)
+                local[i] = evaluate_node(xp, i, n, vals, on_fp_error)
             for i in kern.outputs:
                 stored[i] = local[i]
     missing = [name for name, i in graph.outputs if i not in stored]

@@ -47,12 +47,16 @@ class KernelInfo:
 
 
 def cuda_status() -> tuple[bool, str]:
-    """Can the CUDA backend run here? (available, reason if not)."""
+    """Can the CUDA backend run here? (available, reason if not, in a user's words)."""
     try:
         from .runtime import cuda_available
     except ImportError as e:  # runtime package missing its dependencies
         return False, f"the CUDA runtime could not be imported ({e})"
-    return cuda_available()
+    ok, why = cuda_available()
+    if not ok and why.startswith("no CUDA device"):
+        # CuPy's own words here are about driver versions even when there is no GPU at all
+        why = "no NVIDIA GPU"
+    return ok, why
 
 
 def resolve_backend(requested: str, array_module: str) -> tuple[str, str]:
@@ -191,7 +195,9 @@ class Session:
         else:
             from .interp import run_plan
             inputs = {k: v.get() if hasattr(v, "get") else v for k, v in self.traced.inputs.items()}
-            outs = run_plan(self.plan, inputs, np)
+            # NumPy inputs: the floating-point errors NumPy would warn about are reported
+            report = self.traced.fp_error if self.traced.array_module == "numpy" else None
+            outs = run_plan(self.plan, inputs, np, on_fp_error=report)
             if self.traced.array_module == "cupy":
                 import cupy
                 outs = {k: cupy.asarray(v) for k, v in outs.items()}
