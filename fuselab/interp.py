@@ -108,9 +108,15 @@ def evaluate_node(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_err
     kinds: list[str] = []
     with np.errstate(all="call", call=lambda kind, flag: kinds.append(kind)):
         out = eval_node(xp, node, vals)
+    if node.op in _INT_ARITHMETIC and out.ndim == 0 and out.dtype.kind in "iu" and \
+            _INT_ARITHMETIC[node.op](*(int(v) for v in vals)) != int(out):
+        kinds.append("overflow")  # NumPy warns about this for integer scalars (not arrays)
     for kind in dict.fromkeys(kinds):
         on_fp_error(i, kind)
     return out
+
+
+_INT_ARITHMETIC = {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b, "multiply": lambda a, b: a * b}
 
 
 def run_graph(graph: Graph, inputs: Mapping[str, Any], xp: ModuleType = np,

@@ -109,6 +109,7 @@ class Binder:
     displays: bool = False
     outputs: dict[int, str] = field(default_factory=dict)       # id(tracer) -> graph output name
     tracers: dict[int, Tracer] = field(default_factory=dict)    # id(tracer) -> tracer needing a value
+    bases: dict[int, Tracer] = field(default_factory=dict)      # id(tracer) -> what its object is made from
 
     # -- what needs a value ---------------------------------------------------
     def request(self, t: Tracer, name: str) -> None:
@@ -123,6 +124,7 @@ class Binder:
             return
         src = self._derivable_from(t)
         if src is not None:
+            self.bases[id(t)] = src
             self.request(src, name + "_base")
             return
         self.outputs[id(t)] = name
@@ -131,16 +133,18 @@ class Binder:
         """The tracer whose bound object t is made from (a view, or a copy of the user's
         array), as NumPy made it; None when t gets its own value from the run."""
         o = t._origin
-        if o is None:
-            return None
-        kind, src, version = o[0], o[1], o[2]
-        if self.ctx.versions.get(id(src), 0) != version:
+        if o is None or self.ctx.versions.get(id(o[1]), 0) != o[2]:
             return None  # the source changed in place after: t keeps its own value
-        if kind == "view" and (isinstance(src, InputTracer) or id(src) in self.tracers) and \
-                self._view_chain(t._node, src._node) is not None:
-            return src
-        if kind == "copy" and isinstance(src, InputTracer):
-            return src
+        if o[0] == "copy":
+            return o[1] if isinstance(o[1], InputTracer) else None
+        a: Tracer | None = o[1]
+        while a is not None:  # a view of a view ... of the user's array, or of a bound one
+            if (isinstance(a, InputTracer) or id(a) in self.tracers) and \
+                    self._view_chain(t._node, a._node) is not None:
+                return a
+            ao = a._origin
+            a = ao[1] if ao is not None and ao[0] == "view" and self.ctx.versions.get(id(ao[1]), 0) == ao[2] \
+                else None
         return None
 
     def _view_chain(self, node: int, base: int) -> list[int] | None:
@@ -159,7 +163,7 @@ class Binder:
         """Apply the bindings with the run's outputs; returns the value to display."""
         made: dict[int, Any] = {}
         handed: set[int] = set()
-        inputs = [t._array for t in self.tracers.values() if isinstance(t, InputTracer)]
+        inputs = list(self.ctx.input_objects.values())
         for t in self.tracers.values():  # updates of the user's arrays first: views see them
             if isinstance(t, InputTracer) and t.mutated:
                 t._array[...] = outputs[self.outputs[id(t)]]
@@ -175,10 +179,12 @@ class Binder:
                                           if type(a) is type(v)):
                     v = v.copy()  # a new array, as NumPy would have made
                 handed.add(id(v))
+                if t._dtype is not None and v.dtype != t._dtype:
+                    v = v.astype(t._dtype)  # NumPy keeps the input's byte order here
                 if t._scalar and isinstance(v, np.ndarray):
                     v = v[()]
             else:
-                src = t._origin[1]
+                src = self.bases[id(t)]
                 base = obj(src)
                 if t._origin[0] == "copy":
                     v = t._origin[3](base)

@@ -206,7 +206,10 @@ class TraceContext:
 
     def _fp_error(self, node: int, kind: str) -> None:
         n = self.builder.nodes[node]
-        self.warnings.fp(node, kind, self.labels.get(node) or fp_label(n), n.loc, self.modes.get(node))
+        label = self.labels.get(node) or fp_label(n)
+        if n.dtype.kind in "iu" and kind == "overflow" and not label.startswith("scalar"):
+            return  # integer arrays wrap around silently; NumPy's integer scalars warn
+        self.warnings.fp(node, kind, label, n.loc, self.modes.get(node))
 
     # -- graph breaks --------------------------------------------------------
     def need(self, node: int, why: str, hint: str = "") -> Any:
@@ -245,7 +248,7 @@ class TraceContext:
 class Tracer:
     """Stands for one array object while a cell is traced; operations record nodes."""
 
-    __slots__ = ("_ctx", "_node", "_scalar", "_origin", "_views", "__weakref__")
+    __slots__ = ("_ctx", "_node", "_scalar", "_origin", "_views", "_dtype", "__weakref__")
     __array_priority__ = 1000  # win operator dispatch against ndarray and cupy.ndarray
 
     def __init__(self, ctx: TraceContext, node: int, *, scalar: bool = False,
@@ -258,6 +261,9 @@ class Tracer:
         # this array from, so that binding gives a real view of, or a real copy of, it
         self._origin = origin
         self._views: list[weakref.ref] | None = None
+        # the dtype plain NumPy gives this array, when it is the node's in the other byte
+        # order (an op that keeps a big-endian array's dtype): the binding converts
+        self._dtype: np.dtype | None = None
         ctx.tracers.append(weakref.ref(self))
         ctx.made(node)
 
@@ -272,7 +278,9 @@ class Tracer:
 
     @property
     def dtype(self) -> np.dtype:
-        return self.aval.dtype
+        """The dtype plain NumPy's array has (byte order included); the graph computes in
+        `aval.dtype`, the same type in the machine's byte order."""
+        return self._dtype if self._dtype is not None else self.aval.dtype
 
     @property
     def ndim(self) -> int:
@@ -385,7 +393,8 @@ class Tracer:
         raise AttributeError(f"'{_type_name(self)}' object has no attribute '{name}'")
 
 
-_SLOTS = frozenset({"_ctx", "_node", "_scalar", "_origin", "_views", "_array", "_name", "_input", "_cur"})
+_SLOTS = frozenset({"_ctx", "_node", "_scalar", "_origin", "_views", "_dtype", "_array", "_name", "_input",
+                    "_cur"})
 
 
 def _type_name(t: Tracer) -> str:
@@ -409,6 +418,7 @@ class InputTracer(Tracer):
         object.__setattr__(self, "_scalar", False)
         object.__setattr__(self, "_origin", None)
         object.__setattr__(self, "_views", None)
+        object.__setattr__(self, "_dtype", None if array.dtype == native(array.dtype) else array.dtype)
         if is_cupy_array(array):
             ctx.uses_cupy = True
             ctx.array_type = type(array)
@@ -422,7 +432,7 @@ class InputTracer(Tracer):
         return self.input_node
 
     @_node.setter
-    def _node(self, node: int) -> None:  # an in-place update (x += 1, x[0] = 1)
+    def _node(self, node: int) -> None:  # an in-place update (x += 1, x[0] = 1): same dtype
         self.input_node  # the value before the update is an input of the graph
         object.__setattr__(self, "_cur", node)
 

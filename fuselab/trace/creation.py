@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..ops import SUPPORTED_DTYPES
-from .core import InputTracer, TraceContext, Tracer, is_array
+from .core import InputTracer, TraceContext, Tracer, is_array, native
 from .operands import RunForReal, node_of, wrap
 from .registry import handles
 from .shapes import broadcast_to
@@ -72,10 +72,12 @@ def full_like(ctx, x, fill_value, dtype=None, order="K", subok=True, shape=None,
 def arange(ctx, start, stop=None, step=None, dtype=None, *, like=None, device=None):
     if any(isinstance(v, Tracer) for v in (start, stop, step)):
         raise RunForReal(start)  # a traced bound: its length depends on the value
+    given = [v for v in (start, stop, step) if v is not None]
     if stop is None:
         start, stop = 0, start
     step = 1 if step is None else step
-    dt = np.arange(start, start + step, step, dtype=dtype).dtype if dtype is None else _dtype(dtype, None)
+    # np.arange's dtype: its arguments promoted (Python scalars weakly), as NumPy 2 does
+    dt = np.result_type(*given) if dtype is None else _dtype(dtype, None)
     if dt not in SUPPORTED_DTYPES:
         raise RunForReal(dt)
     return wrap(ctx, ctx.builder.arange(start, stop, step, dt, ctx.loc()))
@@ -99,14 +101,17 @@ def astype(ctx: TraceContext, x: Any, dtype: Any, order: str = "K", casting: str
     dt = np.dtype(dtype)
     n = node_of(ctx, x)
     if ctx.builder.aval(n).dtype == dt and (not isinstance(x, Tracer) or x.dtype == dt):
+        # the same dtype, byte order included (be.astype(np.float32) converts to native)
         if not copy and isinstance(x, Tracer):
             return x
         return copy_of(ctx, x, order)
-    if casting != "unsafe" and not np.can_cast(ctx.builder.aval(n).dtype, dt, casting):
+    if casting != "unsafe" and not np.can_cast(x.dtype if isinstance(x, Tracer) else ctx.builder.aval(n).dtype,
+                                                dt, casting):
         raise RunForReal(casting)  # NumPy's TypeError
-    if dt not in SUPPORTED_DTYPES:
+    if native(dt) not in SUPPORTED_DTYPES:
         raise RunForReal(dt)
-    return wrap(ctx, ctx.builder.astype(n, dt, ctx.loc()), scalar=isinstance(x, Tracer) and x._scalar)
+    return wrap(ctx, ctx.builder.astype(n, native(dt), ctx.loc()), scalar=isinstance(x, Tracer) and x._scalar,
+                dtype=dt)
 
 
 @handles("copy")

@@ -71,15 +71,16 @@ def round_(ctx: TraceContext, x: Any, decimals: int = 0, out: Any = None):
     n = node_of(ctx, x)
     dt = b.aval(n).dtype
     decimals = int(decimals)
-    if dt.kind == "c":
-        raise RunForReal(x)
-    if dt.kind in "biu" and decimals >= 0:  # integers are already round: a copy
-        return wrap(ctx, n, scalar=True)
-    if decimals == 0:
+    if dt.kind == "c" or (dt.kind == "b" and decimals != 0):
+        raise RunForReal(x)  # complex: the library; bool: NumPy's casting error
+    if dt.kind in "iu" and decimals >= 0:  # integers are already round: a copy
+        return wrap(ctx, n, scalar=True, dtype=getattr(x, "dtype", None))
+    if decimals == 0:  # np.rint (bool rounds to float16, as rint's loops say)
         return wrap(ctx, b.elemwise("rint", [n], loc), scalar=True)
     first, second = ("multiply", "true_divide") if decimals > 0 else ("true_divide", "multiply")
     f_dtype = np.dtype(np.float64) if dt.kind in "biu" else dt
     f = b.const(10.0 ** abs(decimals), f_dtype, loc)
     v = b.astype(n, f_dtype, loc) if f_dtype != dt else n
     r = b.elemwise(second, [b.elemwise("rint", [b.elemwise(first, [v, f], loc)], loc), f], loc)
-    return wrap(ctx, b.astype(r, dt, loc), scalar=True)
+    # NumPy rounds into an array of x's own dtype, byte order included
+    return wrap(ctx, b.astype(r, dt, loc), scalar=True, dtype=getattr(x, "dtype", None))

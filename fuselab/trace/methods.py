@@ -76,7 +76,7 @@ def _unary(ufunc_name: str):
 
     def op(self: Tracer) -> Any:
         name = ufunc_name
-        if name == "invert" and self.dtype == np.bool_:
+        if name == "invert" and self.aval.dtype == np.bool_:
             return call_ufunc(self._ctx, np.logical_not, "logical_not", (self,), {})
         out = call_ufunc(self._ctx, ufunc, opname, (self,), {})
         if self._scalar and isinstance(out, Tracer):
@@ -140,21 +140,21 @@ def _astype(self: Tracer, dtype: Any, order: str = "K", casting: str = "unsafe",
 
 
 def _conj(self: Tracer) -> Any:
-    if self.dtype.kind == "c":
+    if self.aval.dtype.kind == "c":
         return call_function(self._ctx, "conjugate", np.conjugate, (self,), {})
     return wrap(self._ctx, self._node, scalar=self._scalar)  # a new array with the same values
 
 
 def _real(self: Tracer) -> Any:
-    if self.dtype.kind == "c":
+    if self.aval.dtype.kind == "c":
         return call_function(self._ctx, "real", np.real, (self,), {})
     return view_of(self._ctx, self, self._node)
 
 
 def _imag(self: Tracer) -> Any:
-    if self.dtype.kind == "c":
+    if self.aval.dtype.kind == "c":
         return call_function(self._ctx, "imag", np.imag, (self,), {})
-    return wrap(self._ctx, self._ctx.builder.full(self.shape, 0, self.dtype, self._ctx.loc()))
+    return wrap(self._ctx, self._ctx.builder.full(self.shape, 0, self.aval.dtype, self._ctx.loc()))
 
 
 def _sort(self: Tracer, axis: int = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> None:
@@ -171,7 +171,7 @@ def _fill(self: Tracer, value: Any) -> None:
     v = node_of(ctx, value)
     if b.aval(v).shape:
         raise ValueError("Input object to FillWithScalar is not a scalar")
-    node = b.broadcast_to(b.astype(v, self.dtype, loc), self.shape, loc)
+    node = b.broadcast_to(b.astype(v, self.aval.dtype, loc), self.shape, loc)
     update_in_place(ctx, self, node, "a.fill()")
 
 

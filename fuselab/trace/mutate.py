@@ -10,6 +10,10 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable
 
+import numpy as np
+
+from ..interp import slice_key
+from ..ops import OpaqueFn
 from .core import InputTracer, TraceContext, Tracer
 
 
@@ -20,13 +24,24 @@ def add_view(source: Tracer, view: Tracer) -> None:
     source._views.append(weakref.ref(view))
 
 
-def update_in_place(ctx: TraceContext, t: Tracer, node: int, what: str) -> None:
-    """`t` now holds the value of `node` (same shape and dtype as before)."""
-    if t._origin is not None and t._origin[0] == "view":
-        raise ctx.refuse(f"{what} writes into a view of another array; in NumPy the change shows "
-                         "through every array sharing that memory, which %%fuse does not trace",
-                         "update a copy (v = v.copy()) or build the new array with np.where")
-    if t._views and any(r() is not None for r in t._views):
+def update_in_place(ctx: TraceContext, t: Tracer, node: int, what: str, *, through: Tracer | None = None) -> None:
+    """`t` now holds the value of `node` (same shape and dtype as before). An update of
+    a view writes through into the array it views, as NumPy's shared memory does."""
+    o = t._origin
+    if o is not None and o[0] == "view":
+        base = o[1]
+        chain = _chain(ctx, t._node, base._node) if ctx.versions.get(id(base), 0) == o[2] else None
+        new_base = _write_through(ctx, base, chain, node) if chain is not None else None
+        if new_base is None:
+            raise ctx.refuse(f"{what} writes into a view that fuselab cannot map back onto the array it "
+                             "views (NumPy would change that array too)",
+                             "update a copy (v = v.copy()), or the array itself with an index (x[1:3] += 1)")
+        update_in_place(ctx, base, new_base, what, through=t)
+        t._origin = ("view", base, ctx.versions.get(id(base), 0))
+        t._node = _replay(ctx, chain, base._node)
+        ctx.versions[id(t)] = ctx.versions.get(id(t), 0) + 1
+        return
+    if t._views and any(r() is not None and r() is not through for r in t._views):
         raise ctx.refuse(f"{what} writes into an array whose views (x.T, x[1:], x.reshape(...)) are "
                          "still in use; in NumPy they would change too, which %%fuse does not trace",
                          "take the views after the update, or update a copy")
@@ -47,3 +62,58 @@ def update_for_real(ctx: TraceContext, t: Tracer, what: str, fn: Callable[[Any],
     fn(arr)
     update_in_place(ctx, t, ctx.input_for(arr), what)
     return t
+
+
+def _chain(ctx: TraceContext, node: int, base: int) -> list[int] | None:
+    """The view nodes from `base` up to `node`, or None if `node` is not a view of it."""
+    out = []
+    while node != base:
+        n = ctx.builder.nodes[node]
+        if n.op not in ("slice", "reshape", "transpose", "broadcast_to"):
+            return None
+        out.append(node)
+        node = n.inputs[0]
+    return out[::-1]
+
+
+def _replay(ctx: TraceContext, chain: list[int], root: int) -> int:
+    """The same views, taken of another array of the same shape."""
+    b, cur = ctx.builder, root
+    for i in chain:
+        n = ctx.builder.nodes[i]
+        if n.op == "slice":
+            cur = b.slice(cur, n.args["start"], n.args["step"], n.shape, n.loc)
+        elif n.op == "reshape":
+            cur = b.reshape(cur, n.shape, n.loc)
+        elif n.op == "transpose":
+            cur = b.transpose(cur, n.args["perm"], n.loc)
+        else:
+            cur = b.broadcast_to(cur, n.shape, n.loc)
+    return cur
+
+
+def _write_through(ctx: TraceContext, base: Tracer, chain: list[int], value: int) -> int | None:
+    """The base array's new value when its view (`chain` of it) takes `value`: reshapes
+    and transposes map every element back; a slice (basic indexing) is written into a
+    copy of the base. Other views (broadcasts, slices of transposes) are not mapped."""
+    b, loc = ctx.builder, ctx.loc()
+    nodes = [ctx.builder.nodes[i] for i in chain]
+    ops = [n.op for n in nodes]
+    if all(op in ("reshape", "transpose") for op in ops):
+        cur = value
+        for n in reversed(nodes):
+            src_shape = b.aval(n.inputs[0]).shape
+            cur = b.reshape(cur, src_shape, loc) if n.op == "reshape" else \
+                b.transpose(cur, tuple(int(p) for p in np.argsort(n.args["perm"])), loc)
+        return cur
+    if ops and ops[0] == "slice" and all(op == "reshape" for op in ops[1:]):
+        sl = nodes[0]
+        key = slice_key(sl.args["start"], sl.args["step"], sl.shape)
+
+        def call(xp: Any, a: Any, v: Any) -> Any:
+            out = a.copy()
+            out[key] = v
+            return out
+        v = b.reshape(value, sl.shape, loc)
+        return b.opaque(OpaqueFn("setitem", call), [base._node, v], base.aval, (), loc)
+    return None

@@ -109,10 +109,23 @@ def data_dependent(ctx: TraceContext, name: str, fn: Callable[..., Any], args: S
                          False, result)
 
 
-for _path in ("nonzero", "flatnonzero", "argwhere", "unique", "unique_values", "unique_counts",
-              "unique_inverse", "unique_all", "extract", "compress", "bincount", "trim_zeros",
-              "setdiff1d", "intersect1d", "union1d", "setxor1d"):
+def _keeping_dtype(path: str):
+    """A data-dependent op whose values are its operand's elements (so its dtype)."""
+    def h(ctx: TraceContext, *a: Any, **k: Any) -> Any:
+        out = data_dependent(ctx, path, _xp_attr(np, path), a, k)
+        dt = _first_dtype(a)
+        first = out[0] if isinstance(out, tuple) else out
+        if dt is not None and first.aval.dtype == dt.newbyteorder("="):
+            first._dtype = dt if dt != first.aval.dtype else None
+        return out
+    return h
+
+
+for _path in ("nonzero", "flatnonzero", "argwhere", "unique_inverse", "bincount"):
     handles(_path)(lambda ctx, *a, _p=_path, **k: data_dependent(ctx, _p, _xp_attr(np, _p), a, k))
+for _path in ("unique", "unique_values", "unique_counts", "unique_all", "extract", "compress", "trim_zeros",
+              "setdiff1d", "intersect1d", "union1d", "setxor1d"):
+    handles(_path)(_keeping_dtype(_path))
 
 
 # ---------------------------------------------------------------------------
@@ -127,17 +140,29 @@ class ShapeRule:
     rule: Rule                      # (avals, *static args, **static kwargs) -> aval(s)
     scalar: bool = False            # NumPy returns a scalar for a 0-d result
     fallible: bool = False          # can fail on the values (singular matrix...)
+    keeps_dtype: bool = False       # the result has its first operand's dtype, byte order included
 
 
 RULES: dict[str, ShapeRule] = {}
 
 
-def rule(*paths: str, scalar: bool = False, fallible: bool = False):
+def rule(*paths: str, scalar: bool = False, fallible: bool = False, keeps_dtype: bool = False):
     def deco(fn: Rule) -> Rule:
         for p in paths:
-            RULES[p] = ShapeRule(fn, scalar, fallible)
+            RULES[p] = ShapeRule(fn, scalar, fallible, keeps_dtype)
         return fn
     return deco
+
+
+def _first_dtype(args: Sequence[Any]) -> np.dtype | None:
+    for a in args:
+        if isinstance(a, Tracer):
+            return a.dtype
+        if type(a) in (list, tuple):
+            d = _first_dtype(a)
+            if d is not None:
+                return d
+    return None
 
 
 def _args(lifted: Lifted, avals: Sequence[Aval]) -> tuple[list[Any], dict[str, Any]]:
@@ -358,7 +383,7 @@ for _name, _kind in (("fft", "c"), ("ifft", "c"), ("rfft", "rfft"), ("irfft", "i
     RULES[f"fft.{_name}n"] = ShapeRule(_fftn(_kind, None))
 
 
-@rule("fft.fftshift", "fft.ifftshift", "roll", "tril", "triu")
+@rule("fft.fftshift", "fft.ifftshift", "roll", "tril", "triu", keeps_dtype=True)
 def _same(a: Aval, *args: Any, **kw: Any) -> Aval:
     return Aval(a.shape, a.dtype)
 
@@ -372,7 +397,7 @@ def _sorted_shape(a: Aval, axis: Any) -> tuple[int, ...]:
     return a.shape
 
 
-@rule("sort")
+@rule("sort", keeps_dtype=True)
 def _sort(a: Aval, axis: Any = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> Aval:
     return Aval(_sorted_shape(a, axis), a.dtype)
 
@@ -382,7 +407,7 @@ def _argsort(a: Aval, axis: Any = -1, kind: Any = None, order: Any = None, *, st
     return Aval(_sorted_shape(a, axis), np.dtype(np.intp))
 
 
-@rule("partition")
+@rule("partition", keeps_dtype=True)
 def _partition(a: Aval, kth: Any, axis: Any = -1, kind: str = "introselect", order: Any = None) -> Aval:
     return Aval(_sorted_shape(a, axis), a.dtype)
 
@@ -475,7 +500,7 @@ def _diff(a: Aval, n: int = 1, axis: int = -1, **kw: Any) -> Aval:
     return Aval(tuple(shape), dt)
 
 
-@rule("take")
+@rule("take", keeps_dtype=True)
 def _take(a: Aval, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Aval:
     if out is not None or not isinstance(indices, Aval) or indices.dtype.kind not in "iu":
         raise RunForReal(indices)
@@ -485,7 +510,7 @@ def _take(a: Aval, indices: Any, axis: Any = None, out: Any = None, mode: str = 
     return Aval(a.shape[:ax] + indices.shape + a.shape[ax + 1:], a.dtype)
 
 
-@rule("repeat")
+@rule("repeat", keeps_dtype=True)
 def _repeat(a: Aval, repeats: Any, axis: Any = None) -> Aval:
     if not isinstance(repeats, (int, np.integer)) or repeats < 0:
         raise RunForReal(repeats)
@@ -495,7 +520,7 @@ def _repeat(a: Aval, repeats: Any, axis: Any = None) -> Aval:
     return Aval(a.shape[:ax] + (a.shape[ax] * int(repeats),) + a.shape[ax + 1:], a.dtype)
 
 
-@rule("tile")
+@rule("tile", keeps_dtype=True)
 def _tile(a: Aval, reps: Any) -> Aval:
     reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
     if any(not isinstance(r, (int, np.integer)) or r < 0 for r in reps):
@@ -541,7 +566,7 @@ def _real(a: Aval) -> Aval:
     return Aval(a.shape, np.dtype(a.dtype.char.lower()) if a.dtype.kind == "c" else a.dtype)
 
 
-@rule("flip", "fliplr", "flipud")
+@rule("flip", "fliplr", "flipud", keeps_dtype=True)
 def _flip(a: Aval, *args: Any, **kw: Any) -> Aval:
     return Aval(a.shape, a.dtype)
 
@@ -571,7 +596,11 @@ def library_call(ctx: TraceContext, path: str, func: Any, args: Sequence[Any], k
         if lifted.nodes:
             ctx.need(lifted.nodes[0], f"`np.{path}` can fail on the values, inside a `try`")
         values = lifted.call(func, [ctx.evaluator.value(n) for n in lifted.nodes])
-    return _wrap_results(ctx, fn, lifted.nodes, out_avals, r.scalar, values)
+    out = _wrap_results(ctx, fn, lifted.nodes, out_avals, r.scalar, values)
+    dt = _first_dtype(args) if r.keeps_dtype else None
+    if isinstance(out, Tracer) and dt is not None and dt != out.aval.dtype and dt.newbyteorder("=") == out.aval.dtype:
+        out._dtype = dt
+    return out
 
 
 def _library_ufunc(ctx: TraceContext, ufunc: np.ufunc, args: Sequence[Any]) -> Tracer:

@@ -26,9 +26,14 @@ class Weak:
     value: bool | int | float | complex
 
 
-def wrap(ctx: TraceContext, node: int, *, scalar: bool = False, origin: tuple | None = None) -> Tracer:
-    """The tracer for a new array (or, with `scalar`, a NumPy scalar when it is 0-d)."""
-    return Tracer(ctx, node, scalar=scalar and ctx.builder.aval(node).ndim == 0, origin=origin)
+def wrap(ctx: TraceContext, node: int, *, scalar: bool = False, origin: tuple | None = None,
+         dtype: np.dtype | None = None) -> Tracer:
+    """The tracer for a new array (or, with `scalar`, a NumPy scalar when it is 0-d);
+    `dtype`: the dtype plain NumPy gives it when that is the node's in another byte order."""
+    t = Tracer(ctx, node, scalar=scalar and ctx.builder.aval(node).ndim == 0, origin=origin)
+    if dtype is not None and np.dtype(dtype) != t.aval.dtype:
+        t._dtype = np.dtype(dtype)
+    return t
 
 
 def operand(ctx: TraceContext, x: Any) -> int | Weak:

@@ -69,7 +69,9 @@ def _divide_by_count(ctx: TraceContext, s: int, count: int, scalar_result: bool)
         q = b.elemwise("true_divide", [s, b.const(count, dt, loc)], loc)
     else:
         q = b.astype(b.elemwise("true_divide", [s, b.const(count, np.intp, loc)], loc), dt, loc)
-    if scalar_result:  # NumPy divides a full reduction as scalars: its warnings say so
+    if scalar_result and np.can_cast(np.intp, dt, "safe"):
+        # a full reduction is divided as NumPy scalars (np.float64(s) / np.intp(n)), whose
+        # warnings say "scalar divide"; a float32 sum is divided by the ufunc instead
         ctx.labels[q] = "scalar divide"
     return q
 

@@ -298,8 +298,10 @@ def _check_bounds(shape: tuple[int, ...], key: tuple) -> None:
 def _advanced_getitem(ctx: TraceContext, x: Tracer, key: tuple) -> Any:
     if any(_consumes(k) != 1 and not _is_basic(k) for k in key) or \
             any(isinstance(k, (Tracer, np.ndarray)) and np.dtype(k.dtype) == np.bool_ for k in key):
-        return data_dependent(ctx, "boolean mask", lambda a, *k: a[k], (x, *key), {},
-                              what="a boolean mask selects a number of elements that depends on the data")
+        out = data_dependent(ctx, "boolean mask", lambda a, *k: a[k], (x, *key), {},
+                             what="a boolean mask selects a number of elements that depends on the data")
+        out._dtype = x.dtype  # a copy of the elements, in x's byte order
+        return out
     if any(isinstance(k, (Tracer, np.ndarray)) and np.dtype(k.dtype).kind not in "iu" for k in key):
         raise RunForReal(key)  # NumPy's IndexError for float indices
     _check_bounds(x.shape, key)
@@ -310,8 +312,8 @@ def _advanced_getitem(ctx: TraceContext, x: Tracer, key: tuple) -> Any:
     def call(xp, a, *idx):
         return a[_fill_key(slots, (None, *idx))]
 
-    node = b.opaque(OpaqueFn("getitem", call), [x._node, *nodes], Aval(shape, x.dtype), (), ctx.loc())
-    return wrap(ctx, node)
+    node = b.opaque(OpaqueFn("getitem", call), [x._node, *nodes], Aval(shape, x.aval.dtype), (), ctx.loc())
+    return wrap(ctx, node, dtype=x.dtype)  # a copy of the elements, in x's byte order
 
 
 def setitem(ctx: TraceContext, x: Tracer, key: Any, value: Any) -> None:
@@ -320,7 +322,7 @@ def setitem(ctx: TraceContext, x: Tracer, key: Any, value: Any) -> None:
         raise TypeError(f"'numpy.{x.dtype.type.__name__}' object does not support item assignment")
     key = key if isinstance(key, tuple) else (key,)
     b, loc = ctx.builder, ctx.loc()
-    dt = x.dtype
+    dt = x.aval.dtype
     v = operand(ctx, value)
     if isinstance(v, Weak):
         check_fits(v.value, dt)
