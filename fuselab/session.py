@@ -19,6 +19,16 @@ from .runtime.verify import Check  # plain data; importing it loads no CuPy
 from .trace import TraceResult
 
 BACKENDS = ("auto", "cuda", "cpu")
+STRATEGIES = ("auto", "unfused", "max")
+
+
+class PlanChoiceError(FuselabError, ValueError):
+    """A plan change the planner refused; the plan stays as it was. `reason` is the
+    planner's own words (what the explorer shows)."""
+
+    def __init__(self, what: str, reason: str, hint: str) -> None:
+        self.reason = reason
+        super().__init__(what, None, hint)
 
 
 @dataclass(frozen=True)
@@ -44,6 +54,12 @@ class KernelInfo:
     @property
     def source(self) -> str | None:
         return getattr(self.code, "source", None)
+
+    def __repr__(self) -> str:
+        k = self.kernel
+        ids = lambda nodes: ", ".join(f"%{i}" for i in nodes) or "-"  # noqa: E731
+        return (f"<kernel k{self.index} {self.name}: {k.template.value}, {len(k.nodes)} node(s), "
+                f"reads {ids(k.inputs)}, writes {ids(k.outputs)}>")
 
 
 def cuda_status() -> tuple[bool, str]:
@@ -73,7 +89,7 @@ def resolve_backend(requested: str, array_module: str) -> tuple[str, str]:
     if requested == "cuda" or array_module == "cupy":
         raise BackendError(f"the CUDA backend cannot run here: {why}", None,
                            "run on a machine with an NVIDIA GPU and CuPy, or use --backend cpu with NumPy arrays")
-    return "cpu", f"CPU backend (no GPU: {why}): the plan runs with NumPy, kernel by kernel; times are predicted"
+    return "cpu", f"CPU backend ({why}): the plan runs with NumPy, kernel by kernel; times are predicted"
 
 
 class Session:
@@ -151,6 +167,9 @@ class Session:
         return plan
 
     def choose(self, strategy: str) -> Plan:
+        if strategy not in STRATEGIES:
+            raise PlanChoiceError(f"session.choose({strategy!r}): there is no such plan", "no such plan",
+                                  f"choose one of {', '.join(repr(s) for s in STRATEGIES)}")
         plan = self.unfused if strategy == "unfused" else make_plan(self.graph, strategy)
         return self._set(plan, f"{strategy} plan")
 
@@ -167,11 +186,15 @@ class Session:
             new = getattr(self.plan, verb)(*targets)
         except FuselabError:
             raise
-        except ValueError as e:  # PlanError: the plan stays as it was, the reason is shown
+        except (ValueError, KeyError, IndexError, TypeError) as e:
+            # PlanError or a target the plan does not have: the plan stays as it was
             self.message = str(e)
             for cb in self._listeners:
                 cb(self)
-            raise
+            call = f"session.{verb}({', '.join(map(repr, targets))})"
+            raise PlanChoiceError(f"{call}: {e}", str(e),
+                                  "the plan is as it was; targets are node ids (3), kernels (('k', 0)) "
+                                  "or edges ((2, 5)) of session.plan, see session.explain()") from None
         return self._set(new, f"{verb} {', '.join(map(str, targets))}")
 
     def undo(self) -> Plan:
@@ -223,6 +246,12 @@ class Session:
         """Plain-text summary: the listing with kernel boundaries and the plan's totals."""
         from .display import text_summary
         return text_summary(self)
+
+    def explain(self) -> str:
+        """Why the plan is what it is: results and graph breaks, then every kernel with
+        the planner's decisions (each merge's gain, each boundary's reason)."""
+        from .display import text_header
+        return text_header(self) + "\n\n" + self.plan.explain()
 
     def display(self, static: bool = False):
         from .display import show

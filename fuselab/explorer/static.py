@@ -25,6 +25,8 @@ def header_html(session: Any) -> str:
                      + ", ".join(f"<code>{esc(r)}</code>" for r in tr.fused_away))
     for note in getattr(plan, "notes", ()):
         parts.append(f"<span class='fuselab-legend'>{esc(note)}</span>")
+    for b in g.breaks:
+        parts.append(f"<span class='fuselab-break'>{esc(graph_mod.break_text(b))}</span>")
     return "<div class='fuselab-header'>" + "<br>".join(parts) + "</div>"
 
 

@@ -342,7 +342,7 @@ def plan_bindings(ctx: TraceContext, info: CellInfo, namespace: Mapping[str, Any
     held = {id(t) for h in holders for t in _tracers_in(h)}
     if isinstance(last, Tracer):
         held.add(id(last))
-    needed = set(ctx.evaluator.values)  # nodes Python saw the values of
+    needed = {b.node for b in ctx.builder.breaks}  # nodes Python saw the values of
     results, fused = [], []
     for k in info.names.assigned + tuple(k for k in changed if k not in info.names.assigned):
         v = changed.get(k)
