@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, MutableMapping
 
+from .errors import FuselabError, RunError
 from .session import Session
 from .trace import Origin, TraceResult, trace_cell
 
@@ -31,6 +32,12 @@ def execute_cell(ns: MutableMapping[str, Any], cell: str, *, keep=(), backend="a
         session = run_traced(traced, strategy=strategy, backend=backend, repeats=repeats, time=time,
                              fp16=fp16, quiet=True)
         value = binder.commit(ns, session.outputs or {})
+    except FuselabError:
+        binder.abandon()
+        raise
+    except Exception as e:  # running the plan failed (out of memory, a library call's error)
+        binder.abandon()
+        raise run_error(traced, e) from None
     except BaseException:
         binder.abandon()
         raise
@@ -42,6 +49,15 @@ def execute_cell(ns: MutableMapping[str, Any], cell: str, *, keep=(), backend="a
     if not quiet:
         session.display(static=static)
     return CellRun(session, value, binder.displays)
+
+
+def run_error(traced: TraceResult, e: Exception) -> RunError:
+    """An error while the plan ran, at the line of the operation that raised it."""
+    node = getattr(e, "fuselab_node", None)
+    loc = traced.graph.nodes[node].loc if node is not None and node < len(traced.graph.nodes) else None
+    return RunError(f"{type(e).__name__}: {e}", loc,
+                    "no variable changed; with smaller arrays, or this operation in a cell of its own, "
+                    "it may run" if isinstance(e, MemoryError) else "no variable changed")
 
 
 def run_cell(ns: MutableMapping[str, Any], cell: str, **options: Any) -> Session:

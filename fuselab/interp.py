@@ -31,8 +31,10 @@ def slice_key(start: tuple[int, ...], step: tuple[int, ...], shape: tuple[int, .
     return tuple(key)
 
 
-def eval_node(xp: ModuleType, node: Node, vals: list[Any]) -> Any:
-    """The value of one node given its inputs' values."""
+def eval_node(xp: ModuleType, node: Node, vals: list[Any], out: Any = None) -> Any:
+    """The value of one node given its inputs' values. `out`: a dead array of the
+    result's shape and dtype that an element-wise op may write into (the values are the
+    same; NumPy's own expressions reuse their temporaries the same way)."""
     a = node.args
     op = node.op
     kind = OPS[op].kind
@@ -49,6 +51,8 @@ def eval_node(xp: ModuleType, node: Node, vals: list[Any]) -> Any:
     elif kind is Kind.ELEMWISE:
         ufunc = getattr(xp, OPS[op].xp_name)
         vals = [v if v.dtype == ct else v.astype(ct) for v, ct in zip(vals, node.operand_dtypes)]
+        if out is not None and out.shape == node.shape and out.dtype == node.dtype:
+            return ufunc(*vals, out=out)
         out = ufunc(*vals)
     elif op == "transpose":
         return xp.transpose(vals[0], a["perm"])
@@ -100,14 +104,15 @@ def eval_nodes(xp: ModuleType, graph: Graph, nodes: Sequence[int], stored: Mappi
 FPErrorHook = Callable[[int, str], None]  # (node, "divide by zero" / "overflow" / ...)
 
 
-def evaluate_node(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_error: FPErrorHook | None) -> Any:
+def evaluate_node(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_error: FPErrorHook | None,
+                  out: Any = None) -> Any:
     """eval_node, reporting the floating-point errors NumPy meets (NumPy would warn about
     them, at the user's line: the caller decides)."""
     if on_fp_error is None:
-        return eval_node(xp, node, vals)
+        return eval_node(xp, node, vals, out)
     kinds: list[str] = []
     with np.errstate(all="call", call=lambda kind, flag: kinds.append(kind)):
-        out = eval_node(xp, node, vals)
+        out = eval_node(xp, node, vals, out)
     if node.op in _INT_ARITHMETIC and out.ndim == 0 and out.dtype.kind in "iu" and \
             _INT_ARITHMETIC[node.op](*(int(v) for v in vals)) != int(out):
         kinds.append("overflow")  # NumPy warns about this for integer scalars (not arrays)
@@ -132,6 +137,22 @@ def run_graph(graph: Graph, inputs: Mapping[str, Any], xp: ModuleType = np,
     return {name: env[i] for name, i in graph.outputs}
 
 
+def _donor(graph: Graph, kern: Any, i: int, local: Mapping[int, Any], last_use: Mapping[int, int]) -> Any:
+    """A value this kernel computed, read for the last time by node i, whose memory i's
+    element-wise result may take: not stored, not an input, not viewed by another node."""
+    n = graph.nodes[i]
+    if n.kind is not Kind.ELEMWISE or n.op in ("where", "astype"):
+        return None
+    for j in n.inputs:
+        v = local[j]
+        if last_use.get(j) == i and j not in kern.outputs and j not in kern.inputs and \
+                isinstance(v, np.ndarray) and v.base is None and v.flags.writeable and \
+                graph.nodes[j].op not in ("const", "full", "input") and \
+                not any(graph.nodes[u].kind is Kind.INJECTIVE for u in graph.users[j]):
+            return v
+    return None
+
+
 def run_plan(plan, inputs: Mapping[str, Any], xp: ModuleType = np,
              on_fp_error: FPErrorHook | None = None) -> dict[str, Any]:
     """Evaluate kernel by kernel; only kernel outputs survive a kernel boundary."""
@@ -140,6 +161,7 @@ def run_plan(plan, inputs: Mapping[str, Any], xp: ModuleType = np,
     with np.errstate(all="ignore"):
         for k, kern in enumerate(plan.kernels):
             local: dict[int, Any] = {}
+            last_use = {j: i for i in kern.nodes for j in graph.nodes[i].inputs}
             for j in kern.inputs:
                 if j not in stored:
                     raise PlanExecutionError(
@@ -153,7 +175,11 @@ def run_plan(plan, inputs: Mapping[str, Any], xp: ModuleType = np,
                     raise PlanExecutionError(
                         f"kernel {k} ({kern.name}) computes %{i} from %{e.args[0]}, "
                         "which is neither in the kernel nor one of its inputs") from None
-                local[i] = evaluate_node(xp, i, n, vals, on_fp_error)
+                try:
+                    local[i] = evaluate_node(xp, i, n, vals, on_fp_error, _donor(graph, kern, i, local, last_use))
+                except Exception as e:
+                    e.fuselab_node = i  # type: ignore[attr-defined]  (the cell's line, for the error)
+                    raise
             for i in kern.outputs:
                 stored[i] = local[i]
     missing = [name for name, i in graph.outputs if i not in stored]

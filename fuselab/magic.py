@@ -99,7 +99,9 @@ class FuseMagics(Magics):
         """Trace the cell into a graph of array operations, fuse it into kernels, run it, and
         show the graph, the plan and the generated CUDA."""
         args = self._parse(line)
-        keep = tuple(n for group in args.keep for item in group for n in item.replace(",", " ").split())
+        # --keep t,u / --keep t, u / --keep 't, u' (the magic's argument split keeps quotes)
+        keep = tuple(n.strip("'\"") for group in args.keep for item in group
+                     for n in item.replace(",", " ").split() if n.strip("'\""))
         for n in keep:
             if not n.isidentifier():
                 raise _usage(f"--keep needs variable names, got {n!r}")

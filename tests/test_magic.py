@@ -156,3 +156,93 @@ def test_helpers_from_earlier_cells_are_traced_and_cell_functions_see_the_notebo
     assert g.__globals__ is ip.user_ns        # as plain execution would define it
     assert ip.user_ns["helper"].__globals__ is ip.user_ns
     np.testing.assert_allclose(g(np.zeros(2)), [1, 1])
+
+
+def test_config_values_are_checked_when_set(ip, caplog):
+    magics = ip.magics_manager.registry["FuseMagics"]
+    for setting in ("FuseMagics.plan = 'bogus'", "FuseMagics.backend = 'gpu'", "FuseMagics.repeats = 0"):
+        ip.run_line_magic("config", setting)
+    said = caplog.text
+    assert "FuseMagics.plan = 'bogus' is not a choice" in said and "'unfused'" in said
+    assert "FuseMagics.repeats = 0 must be a positive number" in said
+    assert (magics.plan, magics.backend, magics.repeats) == ("auto", "auto", 20)
+    assert run(ip, "-q", "y = x + 1").success  # later cells are unaffected
+
+
+def test_last_line_expression_is_displayed_and_recorded(ip):
+    ip.init_user_ns()  # Out, _ and friends (the fixture clears the namespace)
+    res = ip.run_cell("%%fuse -q\ny = x * 2\ny.sum()", store_history=True)
+    assert res.success and isinstance(res.result, np.float32)
+    assert ip.user_ns["_"] is res.result
+    np.testing.assert_allclose(res.result, (ip.user_ns["x"] * 2).sum(), rtol=1e-6)
+    res = ip.run_cell("%%fuse -q\ny = x * 2\ny.sum();", store_history=True)
+    assert res.success and res.result is None
+
+
+@pytest.mark.parametrize("line", ["--keep t,u", "--keep t, u", "--keep 't, u'", "--keep t --keep u", "--keep t u"])
+def test_keep_spellings(ip, line):
+    assert run(ip, f"-q {line}", "t = x + 1\nu = t * 2\ny = u + t").success
+    assert {"t", "u", "y"} <= set(ip.user_ns)
+
+
+@pytest.mark.parametrize("line, cell, words", [
+    ("-o for", "y = x + 1", ["-o needs a variable name", "'for'"]),
+    ("-o y", "y = x + 1", ["-o y", "binds 'y'"]),
+    ("", "y = x + 1\n%timeit y + 1", ["line 2", "%timeit y + 1", "Python only"]),
+    ("", "y = x + 1\n!ls", ["line 2", "!ls", "Python only"]),
+])
+def test_flag_and_cell_mistakes_are_explained(ip, capsys, line, cell, words):
+    snap = snapshot(ip.user_ns)
+    assert not run(ip, line, cell).success
+    out = capsys.readouterr()
+    text = out.out + out.err
+    for w in words:
+        assert w in text, (w, text)
+    assert "Traceback" not in text
+    assert_unchanged(ip.user_ns, snap)
+
+
+INTERNAL = ("Traceback", "Tracer", "_LazyInput", "__fuselab", "fuselab/", "InputTracer")
+
+
+@pytest.mark.parametrize("cell, words", [
+    ("y = x * 2\nw = nope + 1", ["line 2", "NameError", "nope"]),
+    ("y = x.fill_me()", ["line 1", "'numpy.ndarray' object has no attribute 'fill_me'"]),
+    ("y = x(3)", ["line 1", "'numpy.ndarray' object is not callable"]),
+    ("y = x + m", ["line 1", "could not be broadcast"]),
+    ("y = x + 'a'", ["line 1", "UFuncTypeError"]),
+    ("lst = [x * 2]\nboom", ["line 2", "NameError"]),
+    ("oa = np.array([1, None])\ny = oa * 2", ["line 2", "TypeError"]),
+    ("y = np.ones(10**13)", ["line 1", "MemoryError"]),
+    ("v = x[:4]\nv.shape = (2, 2)", ["line 2", "in place"]),
+])
+def test_every_error_names_the_line_and_shows_no_internals(ip, capsys, cell, words):
+    snap = snapshot(ip.user_ns)
+    assert not run(ip, "-q", cell).success
+    text = capsys.readouterr().out
+    for w in words:
+        assert w in text, (w, text)
+    for bad in INTERNAL:
+        assert bad not in text, (bad, text)
+    assert_unchanged(ip.user_ns, snap)
+
+
+def test_containers_that_existed_before_get_values_not_tracers(ip):
+    ip.run_cell("lst = []\nd = {}\nclass B: pass\nobj = B()", store_history=False)
+    assert run(ip, "-q", "lst.append(x * 2)\nd['a'] = x + 1\nobj.v = x.sum()").success
+    ns = ip.user_ns
+    assert type(ns["lst"][0]) is np.ndarray and type(ns["d"]["a"]) is np.ndarray
+    assert type(ns["obj"].v) is np.float32
+    np.testing.assert_allclose(ns["lst"][0], ns["x"] * 2)
+    # a failing cell leaves values, never tracers, in what existed before
+    assert not run(ip, "-q", "lst.append(x * 3)\nboom").success
+    assert type(ns["lst"][-1]) is np.ndarray
+
+
+def test_without_a_gpu_the_message_says_so(ip, capsys):
+    from fuselab.session import cuda_status
+    if cuda_status()[0]:
+        pytest.skip("a GPU is present")
+    assert not run(ip, "--backend cuda", "y = x + 1").success
+    text = capsys.readouterr().out
+    assert "no NVIDIA GPU" in text and "driver" not in text

@@ -227,3 +227,17 @@ def test_trace_function_with_several_results():
     from fuselab.trace import trace_function
     tr = trace_function(lambda a: (a + 1, a * 2), np.ones(4))
     assert tr.results == ("out0", "out1")
+
+
+def test_tracers_only_in_names_need_no_garbage_collector_scan(monkeypatch):
+    import gc
+
+    def refuse(*a):
+        raise AssertionError("gc.get_referrers called for a cell that keeps tracers in names only")
+    ns = namespace()
+    monkeypatch.setattr(gc, "get_referrers", refuse)
+    tr = fuselab.trace_cell("t = x * x + 1.0\ny = np.exp(t) * 0.5 - np.sin(x)\nw = y\nv = x", ns)
+    assert tr.results == ("y", "w", "v")
+    monkeypatch.undo()
+    tr = fuselab.trace_cell("ys = [x * 2]\nd = {'a': (x + 1, 3)}", ns)  # these need it
+    assert len(tr.graph.outputs) == 2

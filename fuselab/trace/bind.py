@@ -50,20 +50,14 @@ def find_holders(ctx: TraceContext, ns: Mapping[str, Any], *ours: Any) -> tuple[
     reference count shows it, and the garbage collector is not asked. `ours` are other
     dicts of fuselab's own that hold tracers (the namespace before the cell)."""
     live = _live_tracers(ctx)
-    known: Counter[int] = Counter()
-    internal: set[int] = {id(ns), id(ctx._tracer_by_id), id(live), *(id(o) for o in ours)}
-    for d in (ns, *ours):
-        for v in d.values():
-            if isinstance(v, Tracer):
-                known[id(v)] += 1
-    for t in live:
-        if t._origin is not None:
-            known[id(t._origin[1])] += 1
-            internal.add(id(t._origin))
-    for t in ctx._tracer_by_id.values():
-        known[id(t)] += 1
-    # getrefcount's argument and the `live` list hold one reference each
-    suspects = [t for t in live if sys.getrefcount(t) - 2 > known[id(t)]]
+    # (counted in comprehensions: a loop variable would hold a reference of its own)
+    known: Counter[int] = Counter(id(v) for d in (ns, *ours) for v in d.values() if isinstance(v, Tracer))
+    known.update(id(t._origin[1]) for t in live if t._origin is not None)
+    known.update(id(t) for t in ctx._tracer_by_id.values())
+    internal: set[int] = {id(ns), id(ctx._tracer_by_id), id(live), *(id(o) for o in ours),
+                          *(id(t._origin) for t in live if t._origin is not None)}
+    # getrefcount's argument, the `live` list and the comprehension's `t` hold one each
+    suspects = [t for t in live if sys.getrefcount(t) - 3 > known[id(t)]]
     internal.add(id(suspects))
     if not suspects:
         return [], []
