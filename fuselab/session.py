@@ -7,7 +7,7 @@ recomputes what a plan change invalidates. Widgets never compute: they call `cho
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np

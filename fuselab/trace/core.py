@@ -389,7 +389,7 @@ class Tracer:
             return
         if name in ("shape", "dtype", "strides", "data", "flat", "real", "imag"):
             raise self._ctx.refuse(f"setting `.{name}` changes an array in place, which %%fuse does not trace",
-                                   f"make a new array instead (x = x.reshape(...), x = x.astype(...))")
+                                   "make a new array instead (x = x.reshape(...), x = x.astype(...))")
         raise AttributeError(f"'{_type_name(self)}' object has no attribute '{name}'")
 
 

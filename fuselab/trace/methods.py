@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from ..ops import UFUNC_OPS, ShapeError
-from . import elementwise, opaque, reductions  # noqa: F401  (their handlers register themselves)
+# their handlers register themselves when imported
+from . import elementwise as _where_clip_round, opaque as _opaque_rules, reductions as _reductions  # noqa: F401
 from .core import TraceContext, Tracer, register_method
 from .creation import astype, copy_of
 from .mutate import update_for_real, update_in_place

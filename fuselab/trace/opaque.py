@@ -22,7 +22,9 @@ from .registry import FALLBACK, handles
 # ---------------------------------------------------------------------------
 
 
-class _Slot:
+class Slot:
+    """Where the i-th array operand goes in a call's arguments."""
+
     __slots__ = ("i",)
 
     def __init__(self, i: int) -> None:
@@ -32,20 +34,28 @@ class _Slot:
         return f"<array {self.i}>"
 
 
+def fill(v: Any, vals: Sequence[Any]) -> Any:
+    """`v` with every Slot (also inside lists and tuples) replaced by its value."""
+    if isinstance(v, Slot):
+        return vals[v.i]
+    if type(v) in (list, tuple):
+        return type(v)(fill(e, vals) for e in v)
+    return v
+
+
 @dataclass(frozen=True)
 class Lifted:
     nodes: tuple[int, ...]
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
 
+    def substitute(self, vals: Sequence[Any]) -> tuple[list[Any], dict[str, Any]]:
+        """The call's arguments with the array operands taken from `vals`."""
+        return [fill(a, vals) for a in self.args], {k: fill(v, vals) for k, v in self.kwargs.items()}
+
     def call(self, fn: Callable[..., Any], vals: Sequence[Any]) -> Any:
-        def put(v: Any) -> Any:
-            if isinstance(v, _Slot):
-                return vals[v.i]
-            if type(v) in (list, tuple):
-                return type(v)(put(e) for e in v)
-            return v
-        return fn(*[put(a) for a in self.args], **{k: put(v) for k, v in self.kwargs.items()})
+        args, kwargs = self.substitute(vals)
+        return fn(*args, **kwargs)
 
 
 def lift(ctx: TraceContext, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Lifted:
@@ -54,7 +64,7 @@ def lift(ctx: TraceContext, args: Sequence[Any], kwargs: Mapping[str, Any]) -> L
     def one(v: Any) -> Any:
         if isinstance(v, Tracer) or is_array(v):
             nodes.append(node_of(ctx, v))
-            return _Slot(len(nodes) - 1)
+            return Slot(len(nodes) - 1)
         if type(v) in (list, tuple) and any(isinstance(e, Tracer) or is_array(e) for e in v):
             return type(v)(one(e) for e in v)
         return v
@@ -163,17 +173,6 @@ def _first_dtype(args: Sequence[Any]) -> np.dtype | None:
             if d is not None:
                 return d
     return None
-
-
-def _args(lifted: Lifted, avals: Sequence[Aval]) -> tuple[list[Any], dict[str, Any]]:
-    """The call's arguments with array slots replaced by their abstract values."""
-    def put(v: Any) -> Any:
-        if isinstance(v, _Slot):
-            return avals[v.i]
-        if type(v) in (list, tuple):
-            return type(v)(put(e) for e in v)
-        return v
-    return [put(a) for a in lifted.args], {k: put(v) for k, v in lifted.kwargs.items()}
 
 
 def _matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
@@ -586,7 +585,7 @@ def library_call(ctx: TraceContext, path: str, func: Any, args: Sequence[Any], k
                             f"`np.{path}` runs as plain NumPy here: fuselab has no rule for its result's shape")
     lifted = lift(ctx, args, kwargs)
     avals = [ctx.builder.aval(n) for n in lifted.nodes]
-    a, kw = _args(lifted, avals)
+    a, kw = lifted.substitute(avals)
     out_avals = r.rule(*a, **kw)
     fn = OpaqueFn(path, lambda xp, *vals: lifted.call(_xp_attr(xp, path), vals))
     values = None
@@ -608,7 +607,7 @@ def _library_ufunc(ctx: TraceContext, ufunc: np.ufunc, args: Sequence[Any]) -> T
     node; NumPy's broadcasting and loop resolution give its shape and dtype."""
     lifted = lift(ctx, args, {})
     avals = [ctx.builder.aval(n) for n in lifted.nodes]
-    a, _ = _args(lifted, avals)
+    a, _ = lifted.substitute(avals)
     dts = [v.dtype if isinstance(v, Aval) else np.dtype(v.dtype) if isinstance(v, np.generic) else type(v)
            for v in a]
     try:

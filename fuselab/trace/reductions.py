@@ -83,15 +83,21 @@ def _float_acc(dt: np.dtype, dtype: Any) -> np.dtype:
     return np.dtype(np.float64) if dt.kind in "biu" else dt
 
 
+def _counted(ctx: TraceContext, x: Any, axis: Any) -> tuple[int, Any, int]:
+    """mean/var's operand: its node, abstract value and the number of elements reduced
+    (complex values run as plain NumPy)."""
+    n = node_of(ctx, x)
+    a = ctx.builder.aval(n)
+    if a.dtype.kind == "c":
+        raise RunForReal(x)
+    return n, a, _count(a.shape, normalize_axes(axis, a.ndim))
+
+
 @handles("mean")
 def mean(ctx, x, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     _plain_args(out, where)
     b, loc = ctx.builder, ctx.loc()
-    n = node_of(ctx, x)
-    a = b.aval(n)
-    if a.dtype.kind == "c":
-        raise RunForReal(x)
-    count = _count(a.shape, normalize_axes(axis, a.ndim))
+    n, a, count = _counted(ctx, x, axis)
     if count == 0:
         ctx.warn("Mean of empty slice")
     half = dtype is None and a.dtype == np.float16  # float16 is summed in float32
@@ -106,11 +112,7 @@ def mean(ctx, x, axis=None, dtype=None, out=None, keepdims=False, *, where=True)
 def _var_node(ctx, x, axis, dtype, keepdims, ddof) -> int:
     """numpy/_core/_methods.py _var, step by step."""
     b, loc = ctx.builder, ctx.loc()
-    n = node_of(ctx, x)
-    a = b.aval(n)
-    if a.dtype.kind == "c":
-        raise RunForReal(x)
-    count = _count(a.shape, normalize_axes(axis, a.ndim))
+    n, a, count = _counted(ctx, x, axis)
     if ddof >= count:
         ctx.warn("Degrees of freedom <= 0 for slice")
     acc = _float_acc(a.dtype, dtype) if (dtype is not None or a.dtype.kind in "biu") else None

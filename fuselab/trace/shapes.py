@@ -11,7 +11,7 @@ import numpy as np
 from ..ops import Aval, OpaqueFn, ShapeError, broadcast_shapes, normalize_axes
 from .core import TraceContext, Tracer, is_array
 from .mutate import add_view, update_in_place
-from .opaque import data_dependent
+from .opaque import Slot, data_dependent, fill
 from .operands import RunForReal, Weak, check_fits, node_of, operand, wrap
 from .registry import handles
 
@@ -225,28 +225,12 @@ def _index_arrays(ctx: TraceContext, key: tuple) -> tuple[list[int], list[Any]]:
     for k in key:
         if isinstance(k, Tracer) or is_array(k) or isinstance(k, list):
             nodes.append(node_of(ctx, k))
-            slots.append(_Slot(len(nodes)))
+            slots.append(Slot(len(nodes) - 1))
         elif _is_basic(k):
             slots.append(k)
         else:
             raise RunForReal(k)
     return nodes, slots
-
-
-class _Slot:
-    """Where an index array goes in the key (its position among the node's inputs)."""
-
-    __slots__ = ("i",)
-
-    def __init__(self, i: int) -> None:
-        self.i = i
-
-    def __repr__(self) -> str:
-        return f"<index {self.i}>"
-
-
-def _fill_key(slots: Sequence[Any], vals: Sequence[Any]) -> tuple:
-    return tuple(vals[s.i] if isinstance(s, _Slot) else s for s in slots)
 
 
 def advanced_shape(shape: tuple[int, ...], key: tuple, index_avals: Sequence[Aval]) -> tuple[int, ...]:
@@ -261,7 +245,7 @@ def advanced_shape(shape: tuple[int, ...], key: tuple, index_avals: Sequence[Ava
         elif isinstance(k, slice):
             parts.append(("basic", (len(range(*k.indices(shape[dim]))),)))
             dim += 1
-        elif isinstance(k, _Slot):
+        elif isinstance(k, Slot):
             av = next(it)
             parts.append(("adv", av.shape))
             dim += 1
@@ -310,7 +294,7 @@ def _advanced_getitem(ctx: TraceContext, x: Tracer, key: tuple) -> Any:
     shape = advanced_shape(x.shape, tuple(slots), [b.aval(n) for n in nodes])
 
     def call(xp, a, *idx):
-        return a[_fill_key(slots, (None, *idx))]
+        return a[fill(tuple(slots), idx)]
 
     node = b.opaque(OpaqueFn("getitem", call), [x._node, *nodes], Aval(shape, x.aval.dtype), (), ctx.loc())
     return wrap(ctx, node, dtype=x.dtype)  # a copy of the elements, in x's byte order
@@ -348,7 +332,7 @@ def setitem(ctx: TraceContext, x: Tracer, key: Any, value: Any) -> None:
 
         def call(xp, a, val, *idx):
             out = a.copy()
-            out[_fill_key(slots, (None, *idx))] = val
+            out[fill(tuple(slots), idx)] = val
             return out
 
         node = b.opaque(OpaqueFn("setitem", call), [x._node, vnode, *nodes], x.aval, (), loc)

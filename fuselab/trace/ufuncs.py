@@ -8,8 +8,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..ops import OPS, SUPPORTED_DTYPES, Aval, OpaqueFn, ShapeError, broadcast_shapes, ufunc_loop_dtypes
-from ..ops import UFUNC_OPS
+from ..ops import OPS, SUPPORTED_DTYPES, UFUNC_OPS, Aval, OpaqueFn, ShapeError, broadcast_shapes
 from .core import TraceContext, Tracer
 from .mutate import update_for_real, update_in_place
 from .operands import RunForReal, Weak, materialise, operand, resolution_dtypes, wrap
