@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import linecache
+import operator
 import sys
 import weakref
 from types import FrameType
@@ -330,7 +331,6 @@ class Tracer:
         return complex(self._value("complex()"))
 
     def __index__(self) -> int:
-        import operator
         return operator.index(self._value("an index"))
 
     def __str__(self) -> str:
