@@ -111,10 +111,11 @@ def evaluate_node(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_err
     if on_fp_error is None:
         return eval_node(xp, node, vals, out)
     kinds: list[str] = []
+    exact = _INT_ARITHMETIC[node.op](*(int(v) for v in vals)) \
+        if node.op in _INT_ARITHMETIC and not node.shape and node.dtype.kind in "iu" else None
     with np.errstate(all="call", call=lambda kind, flag: kinds.append(kind)):
         out = eval_node(xp, node, vals, out)
-    if node.op in _INT_ARITHMETIC and out.ndim == 0 and out.dtype.kind in "iu" and \
-            _INT_ARITHMETIC[node.op](*(int(v) for v in vals)) != int(out):
+    if exact is not None and exact != int(out):
         kinds.append("overflow")  # NumPy warns about this for integer scalars (not arrays)
     for kind in dict.fromkeys(kinds):
         on_fp_error(i, kind)
@@ -146,7 +147,7 @@ def _donor(graph: Graph, kern: Any, i: int, local: Mapping[int, Any], last_use: 
     for j in n.inputs:
         v = local[j]
         if last_use.get(j) == i and j not in kern.outputs and j not in kern.inputs and \
-                isinstance(v, np.ndarray) and v.base is None and v.flags.writeable and \
+                isinstance(v, np.ndarray) and v.ndim and v.base is None and v.flags.writeable and \
                 graph.nodes[j].op not in ("const", "full", "input") and \
                 not any(graph.nodes[u].kind is Kind.INJECTIVE for u in graph.users[j]):
             return v

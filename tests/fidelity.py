@@ -128,7 +128,7 @@ class Harness:
 
     def run(self, case: Case, fuse: bool, setup: str, fuse_line: str = FUSE_LINE) -> Outcome:
         ip = self.ip
-        ip.reset(new_session=False)
+        self._reset()
         warnings._filters_mutated()  # a fresh once-per-line registry everywhere
         res = ip.run_cell(setup + "\n" + case.setup, store_history=False)
         assert res.success, f"set-up failed: {res.error_in_exec!r}"
@@ -165,6 +165,15 @@ class Harness:
             before=frozenset(before),
             objects=after,
         )
+
+    def _reset(self) -> None:
+        """Every name the user's cells made goes, Out is emptied (ip.reset() does this too,
+        with a full garbage collection that would take most of the suite's time)."""
+        ns, hidden = self.ip.user_ns, self.ip.user_ns_hidden
+        for k in [k for k in ns if k not in hidden or k in ("__warningregistry__", SESSION)]:
+            del ns[k]
+        ns["Out"].clear()
+        ns.update({"_": "", "__": "", "___": ""})
 
     @staticmethod
     def _user_name(k: str) -> bool:
