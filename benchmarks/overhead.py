@@ -8,6 +8,8 @@ time goes (trace, plan, run, bind). Not a test: figures for BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import platform
 import re
@@ -66,16 +68,20 @@ def measure(rounds: int) -> list[dict]:
     stages.wrap(trace_bind.Binder, "commit", "bind")
     rows = []
     for name, cell in CELLS.items():
-        plain, fused = [], []
+        plain, fused, shown = [], [], []
         stages.times.clear()
-        for _ in range(rounds):  # alternating, so both see the same machine
-            for kind, text, acc in (("plain", cell, plain), ("fuse", "%%fuse -q --backend cpu\n" + cell, fused)):
+        for r in range(rounds):  # alternating, so both see the same machine
+            runs = [("plain", cell, plain), ("fuse", "%%fuse -q --backend cpu\n" + cell, fused)]
+            if r < 3:  # the explorer's static view too (Graphviz, code generation, highlighting)
+                runs.append(("shown", "%%fuse --static --backend cpu\n" + cell, shown))
+            for kind, text, acc in runs:
                 t0 = time.perf_counter()
-                assert ip.run_cell(text, store_history=False).success, (kind, name)
+                with contextlib.redirect_stdout(io.StringIO()):
+                    assert ip.run_cell(text, store_history=False).success, (kind, name)
                 acc.append(time.perf_counter() - t0)
-        med = {k: statistics.median(v) for k, v in stages.times.items()}
+        med = {k: statistics.median(v[:rounds]) for k, v in stages.times.items()}
         rows.append({"cell": name, "plain": statistics.median(plain), "fuse": statistics.median(fused),
-                     "plain_min": min(plain), "fuse_min": min(fused), **med})
+                     "plain_min": min(plain), "fuse_min": min(fused), "shown": statistics.median(shown), **med})
     return rows
 
 
@@ -84,13 +90,14 @@ def table(rows: list[dict], rounds: int) -> str:
            f"`x` has {N:,} float32 elements, `m` is {N // 1000:,} x 1,000 float32. "
            f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, NumPy {np.__version__}.",
            "",
-           "| cell | plain NumPy | `%%fuse -q --backend cpu` | ratio | trace | plan | run | bind |",
-           "|---|---|---|---|---|---|---|---|"]
+           "| cell | plain NumPy | `%%fuse -q --backend cpu` | ratio | trace | plan | run | bind | with `--static` view |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ms = lambda v: f"{v * 1e3:.0f} ms"  # noqa: E731
         out.append(f"| {r['cell']} | {ms(r['plain'])} ({ms(r['plain_min'])}) | {ms(r['fuse'])} "
                    f"({ms(r['fuse_min'])}) | {r['fuse'] / r['plain']:.2f} | "
-                   + " | ".join(f"{r.get(k, 0) * 1e3:.1f} ms" for k in ("trace", "plan", "run", "bind")) + " |")
+                   + " | ".join(f"{r.get(k, 0) * 1e3:.1f} ms" for k in ("trace", "plan", "run", "bind"))
+                   + f" | {ms(r['shown'])} |")
     return "\n".join(out)
 
 

@@ -228,3 +228,7 @@ def cases() -> list[Case]:
             seen.add(c.cell)
             out.append(c)
     return out
+HAND += [
+    Case("function kept in a container", "fs = {'double': lambda: x * 2}\nv = fs['double']()"),
+    Case("loop accumulating python float", "tot = 0.0\nfor k in range(3):\n    tot += float((x * k).sum())"),
+]

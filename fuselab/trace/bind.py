@@ -209,7 +209,16 @@ class Binder:
         for name in self.deleted:
             namespace.pop(name, None)
         namespace.update({k: final(v) for k, v in self.names.items()})
-        return final(self.last) if self.displays else None
+        shown = final(self.last) if self.displays else None
+        # functions the cell left inside containers still read the traced namespace as
+        # their globals: it gets values too (fused-away intermediates are dropped)
+        for k, v in list(self.tracing_ns.items()):
+            if isinstance(v, Tracer):
+                if id(v) in self.tracers or (isinstance(v, InputTracer) and not v.mutated):
+                    self.tracing_ns[k] = obj(v)
+                else:
+                    del self.tracing_ns[k]
+        return shown
 
 
 def untraced_value(v: Any, ctx: TraceContext, tracing_ns: dict[str, Any], namespace: MutableMapping[str, Any]) -> Any:
