@@ -189,12 +189,26 @@ class Binder:
             made[id(t)] = v
             return v
 
-        return self._apply(namespace, obj)
+        try:
+            return self._apply(namespace, obj)
+        finally:
+            self.release()
 
     def abandon(self) -> None:
         """The cell failed after tracing: containers that existed before the cell get
         the values plain Python would have put there, computed as NumPy would."""
         scrub(self.ctx, self.holders)
+        self.release()
+
+    def release(self) -> None:
+        """Drop the tracers and the values computed at graph breaks (a session kept in
+        the notebook would otherwise keep them alive)."""
+        self.ctx.evaluator.values.clear()
+        self.tracers.clear()
+        self.bases.clear()
+        self.holders = []
+        self.names = {}
+        self.last = None
 
     def _apply(self, namespace: MutableMapping[str, Any], obj: Any) -> Any:
         rebuilt = replace_in_holders(self.holders, obj)
