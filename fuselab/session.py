@@ -14,7 +14,7 @@ import numpy as np
 
 from .errors import BackendError, FuselabError
 from .ir import Graph
-from .plan import Plan, make_plan, unfused_plan
+from .plan import Plan, PlanError, make_plan, unfused_plan
 from .runtime.verify import Check  # plain data; importing it loads no CuPy
 from .trace import TraceResult
 
@@ -22,9 +22,10 @@ BACKENDS = ("auto", "cuda", "cpu")
 STRATEGIES = ("auto", "unfused", "max")
 
 
-class PlanChoiceError(FuselabError, ValueError):
+class PlanChoiceError(FuselabError, PlanError):
     """A plan change the planner refused; the plan stays as it was. `reason` is the
-    planner's own words (what the explorer shows)."""
+    planner's own words (what the explorer shows). Still a PlanError for code that
+    catches the planner's refusals."""
 
     def __init__(self, what: str, reason: str, hint: str) -> None:
         self.reason = reason

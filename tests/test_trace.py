@@ -241,3 +241,15 @@ def test_tracers_only_in_names_need_no_garbage_collector_scan(monkeypatch):
     monkeypatch.undo()
     tr = fuselab.trace_cell("ys = [x * 2]\nd = {'a': (x + 1, 3)}", ns)  # these need it
     assert len(tr.graph.outputs) == 2
+
+
+def test_values_computed_at_breaks_are_kept_for_the_run():
+    ns = namespace()
+    tr = fuselab.trace_cell("s = x.sum()\nif s > 0:\n    y = x / s\nelse:\n    y = -x", ns)
+    (b,) = tr.graph.breaks
+    assert b.node is None  # `s > 0` itself: no result needs it
+    seen = tr.break_values()
+    (s,) = [i for i, n in enumerate(tr.graph.nodes) if n.op == "sum"]
+    assert set(seen) == {s} and tr.graph.stages[s] == 0
+    np.testing.assert_array_equal(seen[s], ns["x"].sum())
+    assert "(if)" in b.reason and b.loc.line == 2

@@ -58,6 +58,16 @@ class TraceResult:
             out[k] = v
         return out
 
+    def break_values(self) -> dict[int, Any]:
+        """The values computed at graph breaks (until the cell is bound), by graph node:
+        a run that reads these instead of recomputing them computes what follows from
+        exactly the values Python branched on."""
+        if self.binder is None:
+            return {}
+        values = self.binder.ctx.evaluator.values
+        return {i: values[t] for i, t in enumerate(self.trace_nodes)
+                if t in values and self.graph.nodes[i].op != "input"}
+
     def fp_error(self, node: int, kind: str) -> None:
         """The run reports a floating-point error of graph node `node`."""
         if self.binder is not None and node < len(self.trace_nodes):
