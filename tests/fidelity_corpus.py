@@ -149,7 +149,10 @@ HAND = [
     Case("inplace int to float refused", "y = i32.copy()\ny += 1.5"),
     Case("out argument", "y = np.zeros_like(x)\nnp.add(x, 1, out=y)"),
     Case("fill and sort", "y = x.copy()\ny.sort()\nw = x.copy()\nw.fill(3)"),
-    Case("inplace on view refused", "v = x[:4]\nv += 1"),
+    Case("inplace on view", "v = x[:4]\nv += 1"),
+    Case("updates through views", "x[0] = 5\nw = x\nw += 1\nmm = x.reshape(2, 4)\nmm[:, 0] = -1\n"
+                                  "v = x[1:4]\nv *= 10\nt = mm.T"),
+    Case("view of a transpose updated", "t = m.T\nt[0] = 0\ns = m.sum()"),
     # opaque and data-dependent
     Case("unique", "u = np.unique(i8 % 5)\nn = u.shape[0]"),
     Case("flatnonzero", "idx = np.flatnonzero(x > 0)\nn = len(idx)\ny = x[idx] * 2"),

@@ -131,6 +131,10 @@ class Binder:
             return None  # the source changed in place after: t keeps its own value
         if o[0] == "copy":
             return o[1] if isinstance(o[1], InputTracer) else None
+        if len(o) > 3:  # a view updated in place: its view ops are recorded
+            src = o[1]
+            ok = isinstance(src, InputTracer) or id(src) in self.tracers or self._derivable_from(src) is not None
+            return src if ok else None
         a: Tracer | None = o[1]
         while a is not None:  # a view of a view ... of the user's array, or of a bound one
             if (isinstance(a, InputTracer) or id(a) in self.tracers) and \
@@ -183,9 +187,13 @@ class Binder:
                 if t._origin[0] == "copy":
                     v = t._origin[3](base)
                 else:
-                    v = base.view() if t._node == src._node else base
-                    for i in self._view_chain(t._node, src._node) or ():
-                        v = eval_node(_xp(v), self.ctx.builder.nodes[i], [v])
+                    o = t._origin
+                    chain = o[3] if len(o) > 3 and o[1] is src else \
+                        [self.ctx.builder.nodes[i] for i in self._view_chain(t._node, src._node) or ()]
+                    # (recorded ops: the view was refreshed after an in-place update)
+                    v = base.view() if not chain else base
+                    for n in chain:
+                        v = eval_node(_xp(v), n, [v])
             made[id(t)] = v
             return v
 
@@ -365,8 +373,11 @@ def plan_bindings(ctx: TraceContext, info: CellInfo, namespace: Mapping[str, Any
         v = changed.get(k)
         if not isinstance(v, Tracer):
             continue
+        # bound unless a pure intermediate: new, read only by later lines, not an alias,
+        # not held elsewhere, not seen by Python, not updated in place, not a free view
         bound = (k in namespace or k in info.names.results or k in keep or isinstance(v, InputTracer)
-                 or len(names_of[id(v)]) > 1 or id(v) in held or v._node in needed)
+                 or len(names_of[id(v)]) > 1 or id(v) in held or v._node in needed
+                 or ctx.versions.get(id(v), 0) > 0 or _views_user_array(v, ctx))
         if bound:
             results.append(k)
         else:
@@ -383,6 +394,13 @@ def plan_bindings(ctx: TraceContext, info: CellInfo, namespace: Mapping[str, Any
     if isinstance(last, Tracer):
         binder.request(last, _path_name("Out", taken))
     return binder, tuple(results), tuple(fused)
+
+
+def _views_user_array(t: Tracer, ctx: TraceContext) -> bool:
+    """Is t a view (through views) of an array the user had? Binding it costs nothing."""
+    while t._origin is not None and t._origin[0] == "view" and ctx.versions.get(id(t._origin[1]), 0) == t._origin[2]:
+        t = t._origin[1]
+    return isinstance(t, InputTracer)
 
 
 def _tracers_in(h: Any) -> list[Tracer]:

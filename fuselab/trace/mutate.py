@@ -12,7 +12,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..interp import slice_key
+from ..interp import eval_node
+from ..ir import Node
 from ..ops import OpaqueFn
 from .core import InputTracer, TraceContext, Tracer
 
@@ -25,26 +26,22 @@ def add_view(source: Tracer, view: Tracer) -> None:
 
 
 def update_in_place(ctx: TraceContext, t: Tracer, node: int, what: str, *, through: Tracer | None = None) -> None:
-    """`t` now holds the value of `node` (same shape and dtype as before). An update of
-    a view writes through into the array it views, as NumPy's shared memory does."""
+    """`t` now holds the value of `node` (same shape and dtype as before). As NumPy's
+    shared memory would: an update of a view writes through into the array it views, and
+    the other live views of an updated array (`x.T`, `x[1:]`) see the new values."""
     o = t._origin
     if o is not None and o[0] == "view":
         base = o[1]
-        chain = _chain(ctx, t._node, base._node) if ctx.versions.get(id(base), 0) == o[2] else None
+        chain = view_ops(ctx, t, base) if ctx.versions.get(id(base), 0) == o[2] else None
         new_base = _write_through(ctx, base, chain, node) if chain is not None else None
         if new_base is None:
             raise ctx.refuse(f"{what} writes into a view that fuselab cannot map back onto the array it "
                              "views (NumPy would change that array too)",
                              "update a copy (v = v.copy()), or the array itself with an index (x[1:3] += 1)")
         update_in_place(ctx, base, new_base, what, through=t)
-        t._origin = ("view", base, ctx.versions.get(id(base), 0))
-        t._node = _replay(ctx, chain, base._node)
-        ctx.versions[id(t)] = ctx.versions.get(id(t), 0) + 1
+        _refresh(ctx, t, base, chain)
         return
-    if t._views and any(r() is not None and r() is not through for r in t._views):
-        raise ctx.refuse(f"{what} writes into an array whose views (x.T, x[1:], x.reshape(...)) are "
-                         "still in use; in NumPy they would change too, which %%fuse does not trace",
-                         "take the views after the update, or update a copy")
+    stale = _live_views(ctx, t, skip=through)
     if isinstance(t, InputTracer):
         flags = getattr(t._array, "flags", None)
         if flags is not None and not flags.writeable:
@@ -52,6 +49,46 @@ def update_in_place(ctx: TraceContext, t: Tracer, node: int, what: str, *, throu
     t._origin = None  # no longer a copy of anything: its value is its own
     ctx.versions[id(t)] = ctx.versions.get(id(t), 0) + 1
     t._node = node
+    for view, parent, chain in stale:  # parents come before their own views
+        _refresh(ctx, view, parent, chain)
+
+
+def view_ops(ctx: TraceContext, view: Tracer, base: Tracer) -> tuple[Node, ...] | None:
+    """The view nodes that make `view` from `base`: recorded when the view was refreshed
+    after an update (the builder may fold a reshape of a reshape), else read off the graph."""
+    o = view._origin
+    if o is not None and len(o) > 3 and o[1] is base:
+        return o[3]
+    chain = _chain(ctx, view._node, base._node)
+    return None if chain is None else tuple(ctx.builder.nodes[i] for i in chain)
+
+
+def _refresh(ctx: TraceContext, view: Tracer, base: Tracer, chain: tuple[Node, ...]) -> None:
+    """`view` is again the same view of its (updated) base; the binding repeats its ops."""
+    view._origin = ("view", base, ctx.versions.get(id(base), 0), chain)
+    view._node = _replay(ctx, chain, base._node)
+    ctx.versions[id(view)] = ctx.versions.get(id(view), 0) + 1
+
+
+def _live_views(ctx: TraceContext, t: Tracer, skip: Tracer | None) -> list[tuple[Tracer, Tracer, tuple[Node, ...]]]:
+    """The live views of t (and of those, recursively) with their view ops, or a
+    refusal when one of them is not a view fuselab can take again."""
+    out: list[tuple[Tracer, Tracer, tuple[Node, ...]]] = []
+    todo = [t]
+    while todo:
+        parent = todo.pop(0)
+        for r in parent._views or ():
+            view = r()
+            if view is None or view is skip or view._origin is None or view._origin[1] is not parent:
+                continue
+            chain = view_ops(ctx, view, parent)
+            if chain is None:
+                raise ctx.refuse("this update changes an array whose views are still in use, and one of them "
+                                 "is not a view fuselab can take again", "take the views after the update, "
+                                 "or update a copy")
+            out.append((view, parent, chain))
+            todo.append(view)
+    return out
 
 
 def update_for_real(ctx: TraceContext, t: Tracer, what: str, fn: Callable[[Any], Any]) -> Tracer:
@@ -76,11 +113,10 @@ def _chain(ctx: TraceContext, node: int, base: int) -> list[int] | None:
     return out[::-1]
 
 
-def _replay(ctx: TraceContext, chain: list[int], root: int) -> int:
+def _replay(ctx: TraceContext, chain: tuple[Node, ...], root: int) -> int:
     """The same views, taken of another array of the same shape."""
     b, cur = ctx.builder, root
-    for i in chain:
-        n = ctx.builder.nodes[i]
+    for n in chain:
         if n.op == "slice":
             cur = b.slice(cur, n.args["start"], n.args["step"], n.shape, n.loc)
         elif n.op == "reshape":
@@ -92,28 +128,38 @@ def _replay(ctx: TraceContext, chain: list[int], root: int) -> int:
     return cur
 
 
-def _write_through(ctx: TraceContext, base: Tracer, chain: list[int], value: int) -> int | None:
-    """The base array's new value when its view (`chain` of it) takes `value`: reshapes
-    and transposes map every element back; a slice (basic indexing) is written into a
-    copy of the base. Other views (broadcasts, slices of transposes) are not mapped."""
-    b, loc = ctx.builder, ctx.loc()
-    nodes = [ctx.builder.nodes[i] for i in chain]
-    ops = [n.op for n in nodes]
-    if all(op in ("reshape", "transpose") for op in ops):
-        cur = value
-        for n in reversed(nodes):
-            src_shape = b.aval(n.inputs[0]).shape
-            cur = b.reshape(cur, src_shape, loc) if n.op == "reshape" else \
-                b.transpose(cur, tuple(int(p) for p in np.argsort(n.args["perm"])), loc)
-        return cur
-    if ops and ops[0] == "slice" and all(op == "reshape" for op in ops[1:]):
-        sl = nodes[0]
-        key = slice_key(sl.args["start"], sl.args["step"], sl.shape)
+def _write_through(ctx: TraceContext, base: Tracer, chain: tuple[Node, ...], value: int) -> int | None:
+    """The base array's new value when its view (`chain` of it) takes `value`, or None
+    for views not mapped back (broadcasts, reshapes that would copy).
 
+    As NumPy does it: a copy of the base with the value written through the same view
+    ops, so the base keeps its layout (a reduction over it then adds in NumPy's order).
+    A reshape that may copy instead of viewing only maps back by inverse reshapes and
+    transposes of the whole value."""
+    b, loc = ctx.builder, ctx.loc()
+    ops = [n.op for n in chain]
+    if not chain or any(op not in ("slice", "reshape", "transpose") for op in ops):
+        return None
+    if all(n.op != "reshape" or k == 0 or _unit_dims_only(b.aval(n.inputs[0]).shape, n.shape)
+           for k, n in enumerate(chain)):
         def call(xp: Any, a: Any, v: Any) -> Any:
             out = a.copy()
-            out[key] = v
+            w = out
+            for n in chain:
+                w = eval_node(xp, n, [w])
+            w[...] = v
             return out
-        v = b.reshape(value, sl.shape, loc)
-        return b.opaque(OpaqueFn("setitem", call), [base._node, v], base.aval, (), loc)
-    return None
+        return b.opaque(OpaqueFn("setitem", call), [base._node, value], base.aval, (), loc)
+    if "slice" in ops:
+        return None
+    cur = value
+    for n in reversed(chain):
+        src_shape = b.aval(n.inputs[0]).shape
+        cur = b.reshape(cur, src_shape, loc) if n.op == "reshape" else \
+            b.transpose(cur, tuple(int(p) for p in np.argsort(n.args["perm"])), loc)
+    return cur
+
+
+def _unit_dims_only(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """A reshape that only adds or removes dimensions of length 1 (always a view)."""
+    return tuple(d for d in a if d != 1) == tuple(d for d in b if d != 1)
