@@ -76,3 +76,53 @@ def test_results_are_numpys_bit_for_bit(source):
         assert type(got) is type(want), (strategy, type(got), type(want))
         assert np.shape(got) == np.shape(want) and got.dtype == want.dtype, (strategy, got.dtype, want.dtype)
         assert np.array_equal(got, want, equal_nan=got.dtype.kind == "f"), (strategy, got, want)
+
+
+OPAQUE = [
+    "y = m @ m.T", "y = m @ v6", "y = v4 @ m", "y = np.dot(m, m.T)", "y = np.dot(v6, v6)", "y = np.dot(i8, i8)",
+    "y = np.outer(v4, v6)", "y = np.inner(v6, v6)", "y = np.einsum('ij,kj->ik', m, m)", "y = np.einsum('ij->j', m)",
+    "y = np.linalg.inv(sq)", "y = np.linalg.inv(isq)", "y = np.linalg.solve(sq, v3)", "y = np.linalg.solve(sq, sq)",
+    "y = np.linalg.det(sq)", "y = np.linalg.det(fsq)", "y = np.linalg.slogdet(sq)[1]", "y = np.linalg.eigh(sym)[0]",
+    "y = np.linalg.eigvalsh(fsym)", "y = np.linalg.pinv(m)", "y = np.linalg.matrix_power(isq, 2)",
+    "y = np.linalg.cholesky(sym)",
+    "y = np.fft.fft(v6)", "y = np.fft.fft(f32, 16)", "y = np.fft.ifft(m, axis=0)", "y = np.fft.rfft(v6)",
+    "y = np.fft.irfft(np.fft.rfft(v6))", "y = np.fft.irfft(np.fft.rfft(f32), 9)", "y = np.fft.fft2(m)",
+    "y = np.fft.rfftn(m)", "y = np.fft.fftshift(m)", "y = np.fft.fft(i8)",
+    "y = np.sort(m, axis=0)", "y = np.sort(m, axis=None)", "y = np.argsort(v6)", "y = np.partition(v6, 2)",
+    "y = np.concatenate([m, m])", "y = np.concatenate([m, m], axis=1)", "y = np.concatenate([v6, i8])",
+    "y = np.concatenate([m, m], axis=None)", "y = np.stack([v6, v6], axis=1)", "y = np.vstack([v6, v6])",
+    "y = np.hstack([v6, v6])", "y = np.dstack([m, m])", "y = np.column_stack([v6, v6])",
+    "y = np.cumsum(i8)", "y = np.cumsum(m, axis=1)", "y = np.cumprod(u8)", "y = np.diff(m)", "y = np.diff(b)",
+    "y = np.diff(v6, n=2)", "y = np.take(v6, [0, 2])", "y = np.take(m, [0, 1], axis=1)", "y = np.repeat(v6, 2)",
+    "y = np.repeat(m, 3, axis=0)", "y = np.tile(v6, (2, 2))", "y = np.trace(m)", "y = np.trace(isq)",
+    "y = np.median(m, axis=0)", "y = np.median(i8)", "y = np.searchsorted(np.sort(v6), v4)", "y = np.isin(i8, [1, 2])",
+    "y = np.flip(m)", "y = np.roll(v6, 2)", "y = np.tril(m)", "y = np.logaddexp(v6, 1.0)",
+]
+
+
+def opaque_namespace():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 3))
+    return {"np": np, "m": rng.standard_normal((4, 6)), "v6": rng.standard_normal(6), "v4": rng.standard_normal(4),
+            "v3": rng.standard_normal(3), "sq": a + 3 * np.eye(3), "fsq": (a + 3 * np.eye(3)).astype(np.float32),
+            "isq": np.array([[2, 1, 0], [1, 3, 1], [0, 1, 4]]), "sym": a @ a.T + np.eye(3),
+            "fsym": (a @ a.T).astype(np.float32), "f32": rng.standard_normal(12).astype(np.float32),
+            "i8": rng.integers(-9, 9, 6).astype(np.int8), "u8": rng.integers(0, 9, 5).astype(np.uint8),
+            "b": rng.random(6) > 0.5}
+
+
+@pytest.mark.parametrize("source", OPAQUE)
+def test_opaque_shape_rules_give_numpys_shapes_and_dtypes(source):
+    """Each opaque op's shape rule, against NumPy running it (no graph break: the rule
+    decided the shape), and the run's values against NumPy's."""
+    import fuselab
+    ns = opaque_namespace()
+    want = _plain(source, ns)["y"]
+    traced = fuselab.trace_cell(source, ns)
+    assert not traced.graph.breaks, traced.graph.breaks
+    got_env = dict(ns)
+    run_cell(got_env, source, backend="cpu", quiet=True, time=False)
+    got = got_env["y"]
+    assert type(got) is type(want) and np.shape(got) == np.shape(want) and got.dtype == want.dtype, \
+        (type(got), np.shape(got), got.dtype, type(want), np.shape(want), want.dtype)
+    np.testing.assert_allclose(got, want, rtol=1e-12 if want.dtype.itemsize >= 8 else 1e-6)

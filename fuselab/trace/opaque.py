@@ -192,7 +192,13 @@ def _matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _mul_dtype(*dts: np.dtype) -> np.dtype:
-    return np.dtype(np.multiply.resolve_dtypes((*dts, None))[-1])
+    """The dtype of products of these operands (one operand: its own)."""
+    if len(dts) == 1:
+        return np.dtype(dts[0])
+    out = dts[0]
+    for d in dts[1:]:
+        out = np.multiply.resolve_dtypes((out, d, None))[-1]
+    return np.dtype(out)
 
 
 @rule("matmul", scalar=True)
@@ -501,7 +507,14 @@ def _diff(a: Aval, n: int = 1, axis: int = -1, **kw: Any) -> Aval:
 
 @rule("take", keeps_dtype=True)
 def _take(a: Aval, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Aval:
-    if out is not None or not isinstance(indices, Aval) or indices.dtype.kind not in "iu":
+    if not isinstance(indices, Aval):  # indices known now (a list): NumPy's bounds checked now
+        idx = np.asarray(indices)
+        size = a.size if axis is None else a.shape[normalize_axes(axis, a.ndim)[0]]
+        if idx.dtype.kind not in "iu" or (idx.size and mode == "raise" and
+                                          not (-size <= idx.min() and idx.max() < size)):
+            raise RunForReal(indices)
+        indices = Aval(idx.shape, idx.dtype)
+    if out is not None or indices.dtype.kind not in "iu":
         raise RunForReal(indices)
     if axis is None:
         return Aval(indices.shape, a.dtype)
