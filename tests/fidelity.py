@@ -130,6 +130,7 @@ class Harness:
         ip = self.ip
         self._reset()
         warnings._filters_mutated()  # a fresh once-per-line registry everywhere
+        np.random.seed(0)  # NumPy's global generator too: both runs draw the same numbers
         res = ip.run_cell(setup + "\n" + case.setup, store_history=False)
         assert res.success, f"set-up failed: {res.error_in_exec!r}"
         before = {k: v for k, v in ip.user_ns.items() if self._user_name(k)}

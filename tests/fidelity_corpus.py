@@ -222,6 +222,47 @@ HAND = [
     Case("ambiguous truth", "if x > 0:\n    y = 1"),
 ]
 
+# more notebook habits: writers, splits, fancy and mask indexing, builtins on arrays
+HAND += [
+    Case('habit: x.sort()', 'x.sort()\ny = x[0]'),
+    Case('habit: y = np.empty_like(x)', 'y = np.empty_like(x)\nnp.copyto(y, x * 2)'),
+    Case('habit: y = x[::2]', 'y = x[::2]\ny[:] = 0'),
+    Case('habit: a, b2 = np.split(x, 2)', 'a, b2 = np.split(x, 2)'),
+    Case('habit: s = x.sum()', 's = x.sum()\ns2 = s.item()\nt = s * 2'),
+    Case("habit: msg = f'{x}'", "msg = f'{x}'"),
+    Case('habit: g = x.T @ x', 'g = x.T @ x'),
+    Case('habit: def setg():', 'def setg():\n    global G\n    G = x * 2\nsetg()'),
+    Case('habit: import numpy as np2', 'import numpy as np2\ny = np2.exp(x)\nz = np2.zeros(3)'),
+    Case('habit: y = x.astype(np.float64).sum()', 'y = x.astype(np.float64).sum()'),
+    Case('habit: y = np.array([x, x])', 'y = np.array([x, x])'),
+    Case('habit: y = np.asarray([1, 2]) + x[:2]', 'y = np.asarray([1, 2]) + x[:2]'),
+    Case('habit: ys = list(map(lambda v: v * 2, [x, m]))', 'ys = list(map(lambda v: v * 2, [x, m]))'),
+    Case('habit: y = x.reshape(2, -1).sum(axis=1).tolist(', 'y = x.reshape(2, -1).sum(axis=1).tolist()'),
+    Case('habit: k = int(np.argmax(x))', 'k = int(np.argmax(x))\ny = x[k]'),
+    Case('habit: y = x.mean() if len(x) > 3 else 0', 'y = x.mean() if len(x) > 3 else 0'),
+    Case('habit: y = np.maximum.accumulate(x)', 'y = np.maximum.accumulate(x)'),
+    Case('habit: y = np.add.outer(x[:3], x[:2])', 'y = np.add.outer(x[:3], x[:2])'),
+    Case('habit: r = np.random.default_rng(0).permutation', 'r = np.random.default_rng(0).permutation(x)'),
+    Case('habit: np.random.shuffle(x)', 'np.random.shuffle(x)'),
+    Case('habit: y = x.copy()', 'y = x.copy()\nz = y.tobytes()'),
+    Case('habit: y = m[m[:, 0] > 0]', 'y = m[m[:, 0] > 0]'),
+    Case('habit: y = m[:, [0, 2]]', 'y = m[:, [0, 2]]'),
+    Case('habit: y = m[[0, 1], [1, 2]]', 'y = m[[0, 1], [1, 2]]'),
+    Case('habit: y = x[np.array([1, 3])]', 'y = x[np.array([1, 3])]'),
+    Case('habit: y = np.where(m > 0)[0]', 'y = np.where(m > 0)[0]'),
+    Case('habit: y = x.nonzero()', 'y = x.nonzero()'),
+    Case('habit: w = x > 0', 'w = x > 0\ny = x[w].sum() / w.sum()'),
+    Case('habit: c = np.cov(m)', 'c = np.cov(m)'),
+    Case("habit: y = np.einsum('i,i->', x, x)", "y = np.einsum('i,i->', x, x)"),
+    Case('habit: y = np.allclose(x, x)', 'y = np.allclose(x, x)\nz = np.array_equal(x, x * 1)'),
+    Case('habit: y = x.max() - x.min()', 'y = x.max() - x.min()\nok = y > 0'),
+    Case('habit: i = 0', 'i = 0\nwhile x[i] < 0.5 and i < 7:\n    i += 1'),
+    Case('habit: y = sorted(x[:4])', 'y = sorted(x[:4])'),
+    Case('habit: y = max(x[:3])', 'y = max(x[:3])'),
+    Case('habit: y = np.float32(x.sum())', 'y = np.float32(x.sum())'),
+    Case('habit: y = round(float(x[0]), 2)', 'y = round(float(x[0]), 2)\nz = round(x[0])'),
+]
+
 
 def cases() -> list[Case]:
     seen: set[str] = set()

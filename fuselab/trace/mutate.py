@@ -16,6 +16,8 @@ from ..interp import eval_node
 from ..ir import Node
 from ..ops import OpaqueFn
 from .core import InputTracer, TraceContext, Tracer
+from .operands import RunForReal
+from .realrun import plain_values
 
 
 def add_view(source: Tracer, view: Tracer) -> None:
@@ -89,6 +91,18 @@ def _live_views(ctx: TraceContext, t: Tracer, skip: Tracer | None) -> list[tuple
             out.append((view, parent, chain))
             todo.append(view)
     return out
+
+
+def writer(path: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A handler for a NumPy function that writes into its first argument
+    (np.copyto, np.put, np.random.shuffle...): the tracer takes the updated value."""
+    def handler(ctx: TraceContext, target: Any, *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(target, Tracer):
+            raise RunForReal(target)
+        update_for_real(ctx, target, f"np.{path}",
+                        lambda arr: fn(arr, *plain_values(ctx, list(args)), **plain_values(ctx, dict(kwargs))))
+        return None
+    return handler
 
 
 def update_for_real(ctx: TraceContext, t: Tracer, what: str, fn: Callable[[Any], Any]) -> Tracer:

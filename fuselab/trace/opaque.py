@@ -13,6 +13,7 @@ import numpy as np
 
 from ..ops import Aval, OpaqueFn, ShapeError, broadcast_shapes, normalize_axes, reduce_dtype
 from .core import TraceContext, Tracer, is_array
+from .mutate import writer
 from .operands import RunForReal, node_of
 from .realrun import run_for_real
 from .registry import FALLBACK, handles
@@ -634,3 +635,7 @@ def _library_ufunc(ctx: TraceContext, ufunc: np.ufunc, args: Sequence[Any]) -> T
 
 
 FALLBACK.append(library_call)
+
+# functions that write into their first argument
+for _path in ("copyto", "put", "place", "putmask", "fill_diagonal", "random.shuffle"):
+    handles(_path)(writer(_path, _xp_attr(np, _path)))

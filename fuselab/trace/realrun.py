@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
+
 from .core import TraceContext, Tracer
 
 
@@ -28,10 +30,18 @@ def tracer_nodes(values: Any) -> list[int]:
 
 
 def plain_values(ctx: TraceContext, value: Any) -> Any:
-    """`value` with tracers replaced by their values (no further graph break)."""
+    """`value` with tracers replaced by their values (no further graph break). NumPy
+    arrays come read-only: they are the user's own arrays or values the trace keeps,
+    which a function that writes into its arguments must not change behind its back
+    (fuselab's known writers go through `mutate.update_for_real`)."""
     if isinstance(value, Tracer):
         v = ctx.evaluator.value(value._node)
-        return v[()] if value._scalar else v
+        if value._scalar:
+            return v[()]
+        if isinstance(v, np.ndarray):
+            v = v.view()
+            v.flags.writeable = False
+        return v
     if type(value) in (list, tuple):
         return type(value)(plain_values(ctx, v) for v in value)
     if type(value) is dict:
