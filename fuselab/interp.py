@@ -155,8 +155,11 @@ def _donor(graph: Graph, kern: Any, i: int, local: Mapping[int, Any], last_use: 
 
 
 def run_plan(plan, inputs: Mapping[str, Any], xp: ModuleType = np,
-             on_fp_error: FPErrorHook | None = None) -> dict[str, Any]:
-    """Evaluate kernel by kernel; only kernel outputs survive a kernel boundary."""
+             on_fp_error: FPErrorHook | None = None, known: Mapping[int, Any] | None = None) -> dict[str, Any]:
+    """Evaluate kernel by kernel; only kernel outputs survive a kernel boundary.
+    `known`: values of nodes already computed by this interpreter (at a graph break),
+    used instead of computing them again."""
+    known = known or {}
     graph = plan.graph
     stored: dict[int, Any] = {i: inputs[graph.nodes[i].args["name"]] for i in graph.input_ids}
     with np.errstate(all="ignore"):
@@ -176,6 +179,9 @@ def run_plan(plan, inputs: Mapping[str, Any], xp: ModuleType = np,
                     raise PlanExecutionError(
                         f"kernel {k} ({kern.name}) computes %{i} from %{e.args[0]}, "
                         "which is neither in the kernel nor one of its inputs") from None
+                if i in known:
+                    local[i] = known[i]
+                    continue
                 try:
                     local[i] = evaluate_node(xp, i, n, vals, on_fp_error, _donor(graph, kern, i, local, last_use))
                 except Exception as e:

@@ -224,7 +224,9 @@ class Session:
             inputs = {k: v.get() if hasattr(v, "get") else v for k, v in self.traced.inputs.items()}
             # NumPy inputs: the floating-point errors NumPy would warn about are reported
             report = self.traced.fp_error if self.traced.array_module == "numpy" else None
-            outs = run_plan(self.plan, inputs, np, on_fp_error=report)
+            # values computed at graph breaks (NumPy inputs) are not computed again
+            known = self.traced.break_values() if self.traced.array_module == "numpy" else {}
+            outs = run_plan(self.plan, inputs, np, on_fp_error=report, known=known)
             if self.traced.array_module == "cupy":
                 import cupy
                 outs = {k: cupy.asarray(v) for k, v in outs.items()}

@@ -373,7 +373,11 @@ class Tracer:
             raise TypeError("Implicit conversion to a NumPy array is not allowed. "
                             "Please use `.get()` to construct a NumPy array explicitly.")
         v = np.asarray(self._value("conversion to a NumPy array (np.asarray, a library call)"))
-        return v if dtype is None else v.astype(dtype, copy=False)
+        if dtype is not None:
+            return v.astype(dtype, copy=False)
+        v = v.view()
+        v.flags.writeable = False  # the trace's own value: a library must not write into it
+        return v
 
     def get(self, *args: Any, **kwargs: Any) -> Any:
         if not self._ctx.uses_cupy:
