@@ -217,6 +217,8 @@ class TraceContext:
         """Python needs the concrete value of `node` for `why`: record a graph break
         (or refuse, with --fullgraph) and return the value, computed as NumPy would."""
         expr, use = self.expression()
+        if expr.startswith("print(") and expr.endswith(")"):  # the printed value, not the call
+            expr, use = expr[len("print("):-1], use or "print"
         what = f"`{expr}`" if expr else "a traced array"
         reason = f"Python needs the value of {what} here ({use or why})"
         self.graph_break(node, reason, hint)
