@@ -5,8 +5,8 @@ One-way layers, bottom to top:
 - `core` (the tracer, the tracing context, graph breaks), `concrete` (values at breaks),
   `warn` (NumPy's warnings, as NumPy words and places them) — no NumPy API here;
 - the NumPy / CuPy layer: `operands`, `ufuncs`, `reductions`, `elementwise`, `shapes`,
-  `creation`, `opaque`, `realrun`, `mutate`, `registry`; `methods` attaches it to the
-  tracer, `modules` gives the `np` / `cp` proxies;
+  `creation`, `opaque` (+ `shape_rules`), `realrun`, `mutate`, `registry`; `methods`
+  attaches it to the tracer, `modules` gives the `np` / `cp` proxies;
 - cells: `cellinfo` (static facts from the syntax tree), `bind` (the cell's bindings,
   as plain execution makes them), `run` (`trace_cell`, `trace_function`).
 """
