@@ -17,8 +17,8 @@ def text_header(session: Any) -> str:
     if session.backend_note:
         lines.append(session.backend_note)
     tr = session.traced
-    if tr.results:
-        lines.append("results: " + ", ".join(tr.results))
+    if tr.bound:
+        lines.append("results: " + ", ".join(tr.bound))
     if tr.fused_away:
         lines.append("fused away (not bound; use --keep NAME to keep): " + ", ".join(tr.fused_away))
     for b in g.breaks:

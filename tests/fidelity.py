@@ -171,6 +171,8 @@ class Harness:
         """Every name the user's cells made goes, Out is emptied (ip.reset() does this too,
         with a full garbage collection that would take most of the suite's time)."""
         ns, hidden = self.ip.user_ns, self.ip.user_ns_hidden
+        if "Out" not in ns:  # another test cleared the shared shell's namespace
+            self.ip.init_user_ns()
         for k in [k for k in ns if k not in hidden or k in ("__warningregistry__", SESSION)]:
             del ns[k]
         ns["Out"].clear()

@@ -18,8 +18,8 @@ def header_html(session: Any) -> str:
     if session.backend_note:
         parts.append(f"<span class='fuselab-predicted'>{esc(session.backend_note)}</span>")
     tr = session.traced
-    if tr.results:
-        parts.append("results: " + ", ".join(f"<code>{esc(r)}</code>" for r in tr.results))
+    if tr.bound:
+        parts.append("results: " + ", ".join(f"<code>{esc(r)}</code>" for r in tr.bound))
     if tr.fused_away:
         parts.append("fused away (not bound; <code>--keep NAME</code> keeps one): "
                      + ", ".join(f"<code>{esc(r)}</code>" for r in tr.fused_away))

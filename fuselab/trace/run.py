@@ -30,7 +30,7 @@ class TraceResult:
     graph: Graph
     inputs: dict[str, Any]                 # input name -> the value the graph reads
     bindings: dict[str, Any]               # plain Python values the cell binds (not arrays)
-    results: tuple[str, ...]               # names bound to arrays the cell computed or made
+    results: tuple[str, ...]               # names bound to arrays the graph computes (its outputs)
     fused_away: tuple[str, ...]            # new names of intermediates that are not bound
     array_module: str                      # "numpy" or "cupy": what outputs should be
     binder: Binder | None = field(default=None, repr=False)
@@ -39,6 +39,9 @@ class TraceResult:
     trace_nodes: tuple[int, ...] = field(default=(), repr=False)
     # the dict the cell's own functions see as globals (plain execution: the namespace)
     tracing_globals: dict[str, Any] | None = field(default=None, repr=False)
+    # every name bound to an array: the results, and aliases, views and copies of the
+    # user's arrays (bound without running anything)
+    bound: tuple[str, ...] = ()
 
     @property
     def breaks(self):
@@ -152,14 +155,15 @@ def trace_cell(source: str, namespace: Mapping[str, Any], keep: Sequence[str] = 
 
 def _result(ctx: TraceContext, info: CellInfo, namespace: Mapping[str, Any], initial: Mapping[str, Any],
             ns: dict[str, Any], keep: Sequence[str]) -> TraceResult:
-    binder, results, fused = plan_bindings(ctx, info, namespace, initial, ns, keep)
+    binder, bound, fused = plan_bindings(ctx, info, namespace, initial, ns, keep)
     outputs = [(name, binder.tracers[tid]._node) for tid, name in binder.outputs.items()]
+    results = tuple(k for k in bound if k in {name for name, _ in outputs})
     graph = ctx.builder.build(outputs)
     used = set(graph.input_names())
     inputs = {k: v for k, v in ctx.inputs.items() if k in used}
     plain = {k: untraced(v, ctx) for k, v in binder.names.items() if not isinstance(v, Tracer)}
     return TraceResult(graph, inputs, plain, results, fused, "cupy" if ctx.uses_cupy else "numpy", binder,
-                       ctx.warnings, _kept_nodes(ctx.builder.nodes, outputs), ns)
+                       ctx.warnings, _kept_nodes(ctx.builder.nodes, outputs), ns, bound)
 
 
 def trace_function(fn: Callable[..., Any], *arrays: Any, names: Sequence[str] | None = None) -> TraceResult:
