@@ -20,12 +20,12 @@ def unload_ipython_extension(ipython) -> None:  # pragma: no cover - IPython kee
     pass
 
 
-def trace_cell(source: str, namespace: dict, keep=()):
+def trace_cell(source: str, namespace: dict, keep=(), *, fullgraph: bool = False):
     """Trace a cell's source against a namespace; returns a TraceResult (graph, inputs...).
-
-    (Named trace_cell because `fuselab.trace` is the tracing module.)"""
+    The namespace is not changed. (Named trace_cell because `fuselab.trace` is the
+    tracing package.)"""
     from .trace import trace_cell as _trace_cell
-    return _trace_cell(source, namespace, keep)
+    return _trace_cell(source, namespace, keep, fullgraph=fullgraph)
 
 
 def explore(fn, *arrays, plan: str = "auto", backend: str = "auto", repeats: int = 20,
@@ -34,8 +34,13 @@ def explore(fn, *arrays, plan: str = "auto", backend: str = "auto", repeats: int
     check, timing and view as a %%fuse cell. Returns the Session."""
     from .cell import run_traced
     from .trace import trace_function
-    return run_traced(trace_function(fn, *arrays), strategy=plan, backend=backend, repeats=repeats,
-                      time=time, static=static, quiet=quiet)
+    traced = trace_function(fn, *arrays)
+    try:
+        return run_traced(traced, strategy=plan, backend=backend, repeats=repeats, time=time, static=static,
+                          quiet=quiet)
+    finally:
+        if traced.warnings is not None:
+            traced.warnings.flush()
 
 
 __all__ = ["Graph", "GraphBuilder", "Node", "Kind", "verify", "trace_cell", "explore", "__version__"]

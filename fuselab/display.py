@@ -5,6 +5,11 @@ from typing import Any
 
 
 def text_summary(session: Any) -> str:
+    return text_header(session) + "\n\n" + str(session.plan)
+
+
+def text_header(session: Any) -> str:
+    """What the cell became: ops and kernels, backend, results, breaks."""
     g, plan = session.graph, session.plan
     n_ops = sum(1 for n in g.nodes if n.op not in ("input", "const"))
     lines = [f"fuselab: {n_ops} ops -> {len(plan.kernels)} kernel(s) ({plan.strategy} plan; "
@@ -12,14 +17,14 @@ def text_summary(session: Any) -> str:
     if session.backend_note:
         lines.append(session.backend_note)
     tr = session.traced
-    if tr.results:
-        lines.append("results: " + ", ".join(tr.results))
+    if tr.bound:
+        lines.append("results: " + ", ".join(tr.bound))
     if tr.fused_away:
         lines.append("fused away (not bound; use --keep NAME to keep): " + ", ".join(tr.fused_away))
+    for b in g.breaks:
+        lines.append(str(b))
     if session.check is not None and not session.check.ok:
         lines.append(f"RESULT CHECK FAILED: {session.check.worst}")
-    lines.append("")
-    lines.append(str(plan))
     return "\n".join(lines)
 
 

@@ -32,6 +32,10 @@ class UnsupportedError(TraceError):
     pass
 
 
+class RunError(FuselabError):
+    """The plan failed while it ran (out of memory, a library call's error)."""
+
+
 class BackendError(FuselabError):
     """The chosen backend cannot run here (no GPU, no CuPy, compile failure...)."""
 

@@ -7,7 +7,7 @@ exactly as it would on the GPU.
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -31,8 +31,10 @@ def slice_key(start: tuple[int, ...], step: tuple[int, ...], shape: tuple[int, .
     return tuple(key)
 
 
-def eval_node(xp: ModuleType, node: Node, vals: list[Any]) -> Any:
-    """The value of one node given its inputs' values."""
+def eval_node(xp: ModuleType, node: Node, vals: list[Any], out: Any = None) -> Any:
+    """The value of one node given its inputs' values. `out`: a dead array of the
+    result's shape and dtype that an element-wise op may write into (the values are the
+    same; NumPy's own expressions reuse their temporaries the same way)."""
     a = node.args
     op = node.op
     kind = OPS[op].kind
@@ -49,6 +51,8 @@ def eval_node(xp: ModuleType, node: Node, vals: list[Any]) -> Any:
     elif kind is Kind.ELEMWISE:
         ufunc = getattr(xp, OPS[op].xp_name)
         vals = [v if v.dtype == ct else v.astype(ct) for v, ct in zip(vals, node.operand_dtypes)]
+        if out is not None and out.shape == node.shape and out.dtype == node.dtype:
+            return ufunc(*vals, out=out)
         out = ufunc(*vals)
     elif op == "transpose":
         return xp.transpose(vals[0], a["perm"])
@@ -97,7 +101,32 @@ def eval_nodes(xp: ModuleType, graph: Graph, nodes: Sequence[int], stored: Mappi
     return local
 
 
-def run_graph(graph: Graph, inputs: Mapping[str, Any], xp: ModuleType = np) -> dict[str, Any]:
+FPErrorHook = Callable[[int, str], None]  # (node, "divide by zero" / "overflow" / ...)
+
+
+def evaluate_node(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_error: FPErrorHook | None,
+                  out: Any = None) -> Any:
+    """eval_node, reporting the floating-point errors NumPy meets (NumPy would warn about
+    them, at the user's line: the caller decides)."""
+    if on_fp_error is None:
+        return eval_node(xp, node, vals, out)
+    kinds: list[str] = []
+    exact = _INT_ARITHMETIC[node.op](*(int(v) for v in vals)) \
+        if node.op in _INT_ARITHMETIC and not node.shape and node.dtype.kind in "iu" else None
+    with np.errstate(all="call", call=lambda kind, flag: kinds.append(kind)):
+        out = eval_node(xp, node, vals, out)
+    if exact is not None and exact != int(out):
+        kinds.append("overflow")  # NumPy warns about this for integer scalars (not arrays)
+    for kind in dict.fromkeys(kinds):
+        on_fp_error(i, kind)
+    return out
+
+
+_INT_ARITHMETIC = {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b, "multiply": lambda a, b: a * b}
+
+
+def run_graph(graph: Graph, inputs: Mapping[str, Any], xp: ModuleType = np,
+              on_fp_error: FPErrorHook | None = None) -> dict[str, Any]:
     """Evaluate every node; return the named outputs."""
     env: list[Any] = [None] * len(graph.nodes)
     with np.errstate(all="ignore"):
@@ -105,17 +134,38 @@ def run_graph(graph: Graph, inputs: Mapping[str, Any], xp: ModuleType = np) -> d
             if n.op == "input":
                 env[i] = inputs[n.args["name"]]
             else:
-                env[i] = eval_node(xp, n, [env[j] for j in n.inputs])
+                env[i] = evaluate_node(xp, i, n, [env[j] for j in n.inputs], on_fp_error)
     return {name: env[i] for name, i in graph.outputs}
 
 
-def run_plan(plan, inputs: Mapping[str, Any], xp: ModuleType = np) -> dict[str, Any]:
-    """Evaluate kernel by kernel; only kernel outputs survive a kernel boundary."""
+def _donor(graph: Graph, kern: Any, i: int, local: Mapping[int, Any], last_use: Mapping[int, int]) -> Any:
+    """A value this kernel computed, read for the last time by node i, whose memory i's
+    element-wise result may take: not stored, not an input, not viewed by another node."""
+    n = graph.nodes[i]
+    if n.kind is not Kind.ELEMWISE or n.op in ("where", "astype"):
+        return None
+    for j in n.inputs:
+        v = local[j]
+        if last_use.get(j) == i and j not in kern.outputs and j not in kern.inputs and \
+                isinstance(v, np.ndarray) and v.ndim and v.base is None and v.flags.writeable and \
+                graph.nodes[j].op not in ("const", "full", "input") and \
+                not any(graph.nodes[u].kind is Kind.INJECTIVE for u in graph.users[j]):
+            return v
+    return None
+
+
+def run_plan(plan, inputs: Mapping[str, Any], xp: ModuleType = np,
+             on_fp_error: FPErrorHook | None = None, known: Mapping[int, Any] | None = None) -> dict[str, Any]:
+    """Evaluate kernel by kernel; only kernel outputs survive a kernel boundary.
+    `known`: values of nodes already computed by this interpreter (at a graph break),
+    used instead of computing them again."""
+    known = known or {}
     graph = plan.graph
     stored: dict[int, Any] = {i: inputs[graph.nodes[i].args["name"]] for i in graph.input_ids}
     with np.errstate(all="ignore"):
         for k, kern in enumerate(plan.kernels):
             local: dict[int, Any] = {}
+            last_use = {j: i for i in kern.nodes for j in graph.nodes[i].inputs}
             for j in kern.inputs:
                 if j not in stored:
                     raise PlanExecutionError(
@@ -129,7 +179,14 @@ def run_plan(plan, inputs: Mapping[str, Any], xp: ModuleType = np) -> dict[str, 
                     raise PlanExecutionError(
                         f"kernel {k} ({kern.name}) computes %{i} from %{e.args[0]}, "
                         "which is neither in the kernel nor one of its inputs") from None
-                local[i] = eval_node(xp, n, vals)
+                if i in known:
+                    local[i] = known[i]
+                    continue
+                try:
+                    local[i] = evaluate_node(xp, i, n, vals, on_fp_error, _donor(graph, kern, i, local, last_use))
+                except Exception as e:
+                    e.fuselab_node = i  # type: ignore[attr-defined]  (the cell's line, for the error)
+                    raise
             for i in kern.outputs:
                 stored[i] = local[i]
     missing = [name for name, i in graph.outputs if i not in stored]

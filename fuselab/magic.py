@@ -6,14 +6,18 @@ and hands the session to the display.
 """
 from __future__ import annotations
 
+import ast
+import keyword
+import sys
 from typing import Any
 
+from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from IPython.core.error import UsageError
-from traitlets import Bool, Int, Unicode
+from traitlets import Bool, Int, TraitError, Unicode, validate
 
-from .cell import run_cell
+from .cell import execute_cell
+from .trace import Origin
 
 _EXAMPLES = """
 Examples
@@ -30,13 +34,17 @@ Examples
 
     %%fuse --backend cpu --static    # NumPy backend, plain HTML/SVG output for saved notebooks
     %%fuse --keep t -n 50            # also bind t; time with 50 repeats
+    %%fuse --fullgraph               # an error, not a graph break, where Python needs a value
 
-After the cell, the names it assigns and does not read again later hold exactly what
-plain execution would give (CuPy arrays for CuPy inputs, NumPy otherwise); names that
-were fused away are listed and removed. On any error no variable changes.
+After the cell, every name it binds holds what plain execution would give (CuPy arrays
+for CuPy inputs, NumPy otherwise), except new intermediates that were fused away, which
+are listed (--keep NAME keeps one). Where Python needs a value (`if`, `print`, `float()`),
+fuselab computes it there (a graph break) and goes on. On any error no variable changes.
 Defaults can be set with ``%config FuseMagics.backend = 'cpu'`` (also ``plan``,
 ``repeats``, ``static``, ``time``, ``fp16``).
 """
+
+_CHOICES = {"backend": ("auto", "cuda", "cpu"), "plan": ("auto", "unfused", "max"), "fp16": ("numpy", "fast")}
 
 
 def _usage(msg: str) -> UsageError:
@@ -53,27 +61,66 @@ class FuseMagics(Magics):
     fp16 = Unicode("numpy", help="float16 math: 'numpy' (op-by-op rounding, equal to NumPy) or "
                                  "'fast' (fp32 inside a kernel)").tag(config=True)
 
+    @validate("backend", "plan", "fp16")
+    def _one_of(self, proposal: Any) -> str:
+        name, value = proposal["trait"].name, proposal["value"]
+        if value not in _CHOICES[name]:
+            raise TraitError(f"FuseMagics.{name} = {value!r} is not a choice: use one of "
+                             f"{', '.join(repr(c) for c in _CHOICES[name])}")
+        return value
+
+    @validate("repeats")
+    def _positive(self, proposal: Any) -> int:
+        if proposal["value"] < 1:
+            raise TraitError(f"FuseMagics.repeats = {proposal['value']} must be a positive number of repeats")
+        return proposal["value"]
+
     @magic_arguments()
-    @argument("--backend", choices=("auto", "cuda", "cpu"), default=None,
+    @argument("--backend", choices=_CHOICES["backend"], default=None,
               help="where to run: cuda (GPU via CuPy), cpu (NumPy reference), auto (GPU if present)")
-    @argument("--plan", choices=("auto", "unfused", "max"), default=None,
+    @argument("--plan", choices=_CHOICES["plan"], default=None,
               help="fusion plan: auto (cost-model optimum), unfused (one kernel per op), max (largest legal kernels)")
     @argument("--static", action="store_true", default=None,
               help="plain HTML/SVG output (renders on GitHub and nbviewer) instead of widgets")
     @argument("-q", "--quiet", action="store_true", help="show nothing; just run the cell")
     @argument("-o", dest="output", metavar="VAR", default=None,
               help="store the session object (graph, plan, kernels, outputs, timings) in VAR")
-    @argument("--keep", metavar="NAMES", action="append", default=[],
-              help="also bind these intermediates (comma-separated; may repeat)")
+    @argument("--keep", metavar="NAMES", action="append", nargs="+", default=[],
+              help="also bind these intermediates (comma- or space-separated; may repeat)")
     @argument("-n", dest="repeats", type=int, default=None, metavar="REPEATS",
               help="timed repeats on the GPU")
     @argument("--no-time", dest="no_time", action="store_true", help="run without timing")
-    @argument("--fp16", choices=("numpy", "fast"), default=None,
+    @argument("--fp16", choices=_CHOICES["fp16"], default=None,
               help="float16 math: numpy (results equal NumPy) or fast (fp32 inside kernels)")
+    @argument("--fullgraph", action="store_true",
+              help="refuse graph breaks: an error where Python needs a value in the middle of the cell")
     @cell_magic
-    def fuse(self, line: str, cell: str) -> None:
+    def fuse(self, line: str, cell: str) -> Any:
         """Trace the cell into a graph of array operations, fuse it into kernels, run it, and
         show the graph, the plan and the generated CUDA."""
+        args = self._parse(line)
+        # --keep t,u / --keep t, u / --keep 't, u' (the magic's argument split keeps quotes)
+        keep = tuple(n.strip("'\"") for group in args.keep for item in group
+                     for n in item.replace(",", " ").split() if n.strip("'\""))
+        for n in keep:
+            if not n.isidentifier():
+                raise _usage(f"--keep needs variable names, got {n!r}")
+        _check_output_name(args.output, cell)
+        _check_python_only(cell)
+        run = execute_cell(self.shell.user_ns, cell, keep=keep,
+                           backend=args.backend or self.backend,
+                           strategy=args.plan or self.plan,
+                           static=self.static if args.static is None else True,
+                           quiet=args.quiet, output=args.output,
+                           repeats=args.repeats or self.repeats,
+                           time=self.time and not args.no_time,
+                           fp16=args.fp16 or self.fp16,
+                           fullgraph=args.fullgraph,
+                           origin=self._origin())
+        # the last line's value, as IPython shows and records it (Out[n], _)
+        return run.value if run.displays else None
+
+    def _parse(self, line: str) -> Any:
         try:
             args = parse_argstring(self.fuse, line)
         except UsageError as e:
@@ -82,21 +129,43 @@ class FuseMagics(Magics):
             raise _usage(f"could not parse flags {line!r}") from None
         if args.repeats is not None and args.repeats < 1:
             raise _usage("-n needs a positive number of repeats")
-        if args.output is not None and not args.output.isidentifier():
-            raise _usage(f"-o needs a variable name, got {args.output!r}")
-        keep = tuple(n.strip() for item in args.keep for n in item.split(",") if n.strip())
-        for n in keep:
-            if not n.isidentifier():
-                raise _usage(f"--keep needs variable names, got {n!r}")
-        run_cell(self.shell.user_ns, cell, keep=keep,
-                        backend=args.backend or self.backend,
-                        strategy=args.plan or self.plan,
-                        static=self.static if args.static is None else True,
-                        quiet=args.quiet, output=args.output,
-                        repeats=args.repeats or self.repeats,
-                        time=self.time and not args.no_time,
-                        fp16=args.fp16 or self.fp16)
-        return None  # results are bound by name; the explorer is displayed, not returned
+        return args
+
+    def _origin(self) -> Origin:
+        """Where IPython compiled this cell: warnings and tracebacks then name its file and
+        lines as they would without %%fuse (the cell's body starts one line down)."""
+        f = sys._getframe(1)
+        while f is not None:
+            if f.f_globals is self.shell.user_ns and f.f_code.co_name == "<module>":
+                return Origin(f.f_code.co_filename, f.f_lineno)
+            f = f.f_back
+        return Origin()
+
+
+def _check_output_name(name: str | None, cell: str) -> None:
+    if name is None:
+        return
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise _usage(f"-o needs a variable name, got {name!r}")
+    try:
+        tree = ast.parse(cell)
+    except SyntaxError:
+        return  # the trace reports it, with the line
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if name in bound:
+        raise _usage(f"-o {name}: the cell itself binds {name!r}; choose another name for the session")
+
+
+def _check_python_only(cell: str) -> None:
+    """IPython expands `%magic` and `!cmd` lines only outside a cell magic's body."""
+    try:
+        ast.parse(cell)
+    except SyntaxError as e:
+        lines = cell.splitlines()
+        text = lines[e.lineno - 1].strip() if e.lineno and 0 < e.lineno <= len(lines) else ""
+        if text.startswith(("%", "!")):
+            raise _usage(f"line {e.lineno}: `{text}` is IPython syntax, and a %%fuse cell holds Python only; "
+                         "run it in a cell of its own") from None
 
 
 FuseMagics.fuse.__doc__ = (FuseMagics.fuse.__doc__ or "") + _EXAMPLES

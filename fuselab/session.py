@@ -7,18 +7,29 @@ recomputes what a plan change invalidates. Widgets never compute: they call `cho
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from .errors import BackendError, FuselabError
 from .ir import Graph
-from .plan import Plan, make_plan, unfused_plan
+from .plan import Plan, PlanError, make_plan, unfused_plan
 from .runtime.verify import Check  # plain data; importing it loads no CuPy
 from .trace import TraceResult
 
 BACKENDS = ("auto", "cuda", "cpu")
+STRATEGIES = ("auto", "unfused", "max")
+
+
+class PlanChoiceError(FuselabError, PlanError):
+    """A plan change the planner refused; the plan stays as it was. `reason` is the
+    planner's own words (what the explorer shows). Still a PlanError for code that
+    catches the planner's refusals."""
+
+    def __init__(self, what: str, reason: str, hint: str) -> None:
+        self.reason = reason
+        super().__init__(what, None, hint)
 
 
 @dataclass(frozen=True)
@@ -45,14 +56,24 @@ class KernelInfo:
     def source(self) -> str | None:
         return getattr(self.code, "source", None)
 
+    def __repr__(self) -> str:
+        k = self.kernel
+        ids = lambda nodes: ", ".join(f"%{i}" for i in nodes) or "-"  # noqa: E731
+        return (f"<kernel k{self.index} {self.name}: {k.template.value}, {len(k.nodes)} node(s), "
+                f"reads {ids(k.inputs)}, writes {ids(k.outputs)}>")
+
 
 def cuda_status() -> tuple[bool, str]:
-    """Can the CUDA backend run here? (available, reason if not)."""
+    """Can the CUDA backend run here? (available, reason if not, in a user's words)."""
     try:
         from .runtime import cuda_available
     except ImportError as e:  # runtime package missing its dependencies
         return False, f"the CUDA runtime could not be imported ({e})"
-    return cuda_available()
+    ok, why = cuda_available()
+    if not ok and why.startswith("no CUDA device"):
+        # CuPy's own words here are about driver versions even when there is no GPU at all
+        why = "no NVIDIA GPU"
+    return ok, why
 
 
 def resolve_backend(requested: str, array_module: str) -> tuple[str, str]:
@@ -69,7 +90,7 @@ def resolve_backend(requested: str, array_module: str) -> tuple[str, str]:
     if requested == "cuda" or array_module == "cupy":
         raise BackendError(f"the CUDA backend cannot run here: {why}", None,
                            "run on a machine with an NVIDIA GPU and CuPy, or use --backend cpu with NumPy arrays")
-    return "cpu", f"CPU backend (no GPU: {why}): the plan runs with NumPy, kernel by kernel; times are predicted"
+    return "cpu", f"CPU backend ({why}): the plan runs with NumPy, kernel by kernel; times are predicted"
 
 
 class Session:
@@ -147,6 +168,9 @@ class Session:
         return plan
 
     def choose(self, strategy: str) -> Plan:
+        if strategy not in STRATEGIES:
+            raise PlanChoiceError(f"session.choose({strategy!r}): there is no such plan", "no such plan",
+                                  f"choose one of {', '.join(repr(s) for s in STRATEGIES)}")
         plan = self.unfused if strategy == "unfused" else make_plan(self.graph, strategy)
         return self._set(plan, f"{strategy} plan")
 
@@ -163,11 +187,15 @@ class Session:
             new = getattr(self.plan, verb)(*targets)
         except FuselabError:
             raise
-        except ValueError as e:  # PlanError: the plan stays as it was, the reason is shown
+        except (ValueError, KeyError, IndexError, TypeError) as e:
+            # PlanError or a target the plan does not have: the plan stays as it was
             self.message = str(e)
             for cb in self._listeners:
                 cb(self)
-            raise
+            call = f"session.{verb}({', '.join(map(repr, targets))})"
+            raise PlanChoiceError(f"{call}: {e}", str(e),
+                                  "the plan is as it was; targets are node ids (3), kernels (('k', 0)) "
+                                  "or edges ((2, 5)) of session.plan, see session.explain()") from None
         return self._set(new, f"{verb} {', '.join(map(str, targets))}")
 
     def undo(self) -> Plan:
@@ -182,6 +210,9 @@ class Session:
     # -- running ----------------------------------------------------------------
     def execute(self) -> dict[str, Any]:
         """Run the current plan; outputs as the cell's array module gives them."""
+        if not self.graph.outputs:  # every result is the user's array, a view or a copy of it
+            self.outputs, self.check = {}, Check(True, "", ("nothing to run",))
+            return {}
         if self.backend == "cuda":
             from . import runtime
             outs, self.check = runtime.execute_checked(self.plan, self.unfused, self.traced.inputs,
@@ -191,7 +222,11 @@ class Session:
         else:
             from .interp import run_plan
             inputs = {k: v.get() if hasattr(v, "get") else v for k, v in self.traced.inputs.items()}
-            outs = run_plan(self.plan, inputs, np)
+            # NumPy inputs: the floating-point errors NumPy would warn about are reported
+            report = self.traced.fp_error if self.traced.array_module == "numpy" else None
+            # values computed at graph breaks (NumPy inputs) are not computed again
+            known = self.traced.break_values() if self.traced.array_module == "numpy" else {}
+            outs = run_plan(self.plan, inputs, np, on_fp_error=report, known=known)
             if self.traced.array_module == "cupy":
                 import cupy
                 outs = {k: cupy.asarray(v) for k, v in outs.items()}
@@ -217,6 +252,12 @@ class Session:
         """Plain-text summary: the listing with kernel boundaries and the plan's totals."""
         from .display import text_summary
         return text_summary(self)
+
+    def explain(self) -> str:
+        """Why the plan is what it is: results and graph breaks, then every kernel with
+        the planner's decisions (each merge's gain, each boundary's reason)."""
+        from .display import text_header
+        return text_header(self) + "\n\n" + self.plan.explain()
 
     def display(self, static: bool = False):
         from .display import show

@@ -1,6 +1,7 @@
-"""End to end in a real browser: JupyterLab (headless server) and Chromium (Playwright)
-run a %%fuse cell, click the Unfused preset and one graph edge, and check that the
-kernel clusters and the code panel changed. Screenshots go to test-artifacts/."""
+"""End to end in a real browser: JupyterLab and Jupyter Notebook 7 (headless servers) and
+Chromium (Playwright) run a %%fuse cell, click the Unfused preset and one graph edge, and
+check that the kernel clusters and the code panel changed. Screenshots go to
+test-artifacts/."""
 from __future__ import annotations
 
 import json
@@ -31,11 +32,18 @@ CELLS = [
 ]
 
 
-def _missing() -> str:
+# how to start each front end, and where it opens a notebook
+APPS = {
+    "lab": (["lab", "--LabApp.expose_app_in_browser=True"], "lab/tree", "jupyterlab"),
+    "notebook": (["notebook", "--JupyterNotebookApp.expose_app_in_browser=True"], "notebooks", "notebook"),
+}
+
+
+def _missing(app: str) -> str:
     if not Path(CHROMIUM).exists():
         return f"Chromium not found at {CHROMIUM} (scripts/setup.sh installs it)"
     try:
-        import jupyterlab  # noqa: F401
+        __import__(APPS[app][2])
         import playwright.sync_api  # noqa: F401
     except ImportError as e:
         return f"{e.name} is not installed (pip install -e '.[dev]')"
@@ -57,12 +65,14 @@ def _notebook(path: Path) -> None:
     nbformat.write(nb, path)
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    why = _missing()
+@pytest.fixture(scope="module", params=list(APPS))
+def lab(request, tmp_path_factory):
+    app = request.param
+    why = _missing(app)
     if why:
         pytest.skip(why)
-    work = tmp_path_factory.mktemp("lab")
+    args, tree, _ = APPS[app]
+    work = tmp_path_factory.mktemp(app)
     _notebook(work / "explorer.ipynb")
     # No "news" pop-up over the page.
     (work / "config" / "labconfig").mkdir(parents=True)
@@ -73,9 +83,9 @@ def lab(tmp_path_factory):
                JUPYTER_CONFIG_DIR=str(work / "config"), IPYTHONDIR=str(work / "ipython"))
     log = open(work / "lab.log", "wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
+        [sys.executable, "-m", "jupyter", args[0], "--no-browser", "--allow-root", "--ip=127.0.0.1",
          f"--port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
-         "--LabApp.expose_app_in_browser=True", "--ServerApp.open_browser=False"],
+         *args[1:], "--ServerApp.open_browser=False"],
         cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -88,9 +98,9 @@ def lab(tmp_path_factory):
             except OSError:
                 if proc.poll() is not None or time.time() > deadline:
                     log.flush()
-                    pytest.fail("JupyterLab did not start:\n" + (work / "lab.log").read_text()[-3000:])
+                    pytest.fail(f"Jupyter {app} did not start:\n" + (work / "lab.log").read_text()[-3000:])
                 time.sleep(0.5)
-        yield base, token, work
+        yield app, base, token, tree
     finally:
         proc.terminate()
         try:
@@ -99,7 +109,7 @@ def lab(tmp_path_factory):
             proc.kill()
         log.close()
         ARTIFACTS.mkdir(exist_ok=True)
-        shutil.copy(work / "lab.log", ARTIFACTS / "browser_lab.log")
+        shutil.copy(work / "lab.log", ARTIFACTS / f"browser_{app}.log")
 
 
 CLUSTERS = ".fuselab-graph-box svg g.cluster"
@@ -120,17 +130,18 @@ def _click_edge(page, selector: str) -> str:
     return point["id"]
 
 
-def test_explorer_in_jupyterlab(lab):
+def test_explorer_in_the_browser(lab):
     from playwright.sync_api import sync_playwright
 
-    base, token, _work = lab
+    app, base, token, tree = lab
+    shot = "" if app == "lab" else f"_{app}"  # JupyterLab's screenshots keep their names
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 2200})
             page.set_default_timeout(60_000)
-            page.goto(f"{base}/lab/tree/explorer.ipynb?token={token}")
+            page.goto(f"{base}/{tree}/explorer.ipynb?token={token}")
             page.wait_for_function("() => window.jupyterapp && document.querySelector('.jp-Notebook')",
                                    timeout=120_000)
             # Wait for the kernel, then run every cell.
@@ -144,7 +155,7 @@ def test_explorer_in_jupyterlab(lab):
             page.wait_for_selector(f"{CODE} pre", timeout=60_000)
             before = page.locator(CLUSTERS).count()
             code_before = page.locator(CODE).inner_text()
-            page.locator(".fuselab-explorer").screenshot(path=str(ARTIFACTS / "browser_explorer_auto.png"))
+            page.locator(".fuselab-explorer").screenshot(path=str(ARTIFACTS / f"browser_explorer{shot}_auto.png"))
 
             page.locator(".fuselab-presets button", has_text="Unfused").click()
             page.wait_for_function(f"(n) => document.querySelectorAll('{CLUSTERS}').length !== n", arg=before)
@@ -160,11 +171,11 @@ def test_explorer_in_jupyterlab(lab):
             assert code_after and code_after != code_before
             message = page.locator(".fuselab-message").inner_text()
             assert "Not changed" not in message, message
-            page.locator(".fuselab-explorer").screenshot(path=str(ARTIFACTS / "browser_explorer.png"))
+            page.locator(".fuselab-explorer").screenshot(path=str(ARTIFACTS / f"browser_explorer{shot}.png"))
             # The same view in the dark theme, for a person to look at.
             page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
             page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
             page.wait_for_timeout(500)
-            page.locator(".fuselab-explorer").screenshot(path=str(ARTIFACTS / "browser_explorer_dark.png"))
+            page.locator(".fuselab-explorer").screenshot(path=str(ARTIFACTS / f"browser_explorer{shot}_dark.png"))
         finally:
             browser.close()

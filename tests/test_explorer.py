@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from fuselab.explorer import graph as gv
+from fuselab.explorer import static
 from fuselab.plan import make_plan, unfused_plan
 from fuselab.session import Session
 from fuselab.trace import trace_cell
@@ -305,3 +306,35 @@ def test_importing_fuselab_loads_no_ui_library():
             "bad = [m for m in ('ipywidgets', 'anywidget', 'matplotlib', 'graphviz') if m in sys.modules]\n"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _text_y(svg: str, dom_id: str) -> float:
+    """The vertical position of an element's first text line (SVG y grows downwards)."""
+    m = re.search(rf'<g id="{dom_id}".*?<text[^>]* y="([-\d.]+)"', svg, re.S)
+    assert m, dom_id
+    return float(m.group(1))
+
+
+def test_graph_breaks_are_drawn_between_the_stages_with_reason_and_line():
+    src = "y = x * 2\nif y.sum() > 3:\n    z = np.exp(y) + 1\nw = z / z.sum(axis=1, keepdims=True)"
+    s = session_of(src, "unfused", x=x2d())
+    g = s.graph
+    assert len(g.breaks) == 1
+    svg = gv.render_svg(s.plan)
+    assert 'id="fl_b0"' in svg and "fl-break" in classes(svg, "fl_b0")
+    assert "y.sum() &gt; 3" in svg and "(if)" in svg and "line 2: if y.sum() &gt; 3:" in svg
+    before = [i for i in range(len(g.nodes)) if g.stages[i] == 0 and g.nodes[i].op not in ("input", "const")]
+    after = [i for i in range(len(g.nodes)) if g.stages[i] == 1 and g.nodes[i].op not in ("input", "const")]
+    assert before and after
+    barrier = _text_y(svg, "fl_b0")
+    assert all(_text_y(svg, f"fl_n{i}") < barrier for i in before)
+    assert all(_text_y(svg, f"fl_n{i}") > barrier for i in after)
+    html = static.static_html(s)
+    assert "graph break" in html and "y.sum() &gt; 3" in html and "line 2" in html
+    assert "graph break" in s.summary()
+
+
+def test_graph_breaks_in_the_listing_without_graphviz():
+    s = session_of("y = x * 2\nprint(y.max())\nw = y + 1", "unfused", x=x2d())
+    html = gv.listing_html(s.plan)
+    assert "fuselab-break" in html and "print(y.max())" in html

@@ -161,6 +161,7 @@ CSS = r"""
 .fuselab-graph-box tr.fl-kernel { cursor: pointer; }
 .fuselab-notice { border-left: 4px solid #e8590c; padding: 4px 8px; margin: 4px 0; background: var(--fl-bg2); }
 .fuselab-legend { color: var(--fl-muted); font-size: 12px; }
+.fuselab-break { display: block; color: #c92a2a; border-left: 4px dashed #c92a2a; padding: 2px 8px; margin: 2px 0; }
 .fuselab-legend span { margin-right: 12px; }
 .fuselab-kernels .fuselab-kernel-row { gap: 4px; align-items: center; }
 .fuselab-kernels .fuselab-kernel-row .widget-button { height: 24px; }

@@ -6,6 +6,10 @@ labelled with their bytes. Scalar constants are folded into their consumer's lab
 free node (view, generator) the planner recomputes in several kernels is drawn once,
 outside the clusters, and says where it is recomputed.
 
+Graph breaks (where Python needed a value in the middle of the cell) are drawn as a
+barrier across the drawing between the nodes traced before and after, labelled with the
+reason and the user's line, with a dotted edge from the value Python read.
+
 Every SVG element a click can hit carries an id that maps back to the plan:
 `fl_n<i>` (node i), `fl_e<u>_<v>` (edge u -> v), `fl_k<k>` (kernel k). The colours are
 mid-tones on light fills, so the drawing reads on light and dark backgrounds alike.
@@ -26,6 +30,7 @@ from .format import esc, fmt_bytes
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
            "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 CUT_COLOR = "#e8590c"
+BREAK_COLOR = "#c92a2a"
 EDGE_COLOR = "#8c8c8c"
 IO_FILL = "#eeeeee"
 FONT = "Helvetica,Arial,sans-serif"
@@ -261,6 +266,7 @@ def to_digraph(plan: Plan):
             attrs.update(tooltip=f"kernel reads input {g.nodes[u].label}")
         d.edge(f"n{u}", f"n{v}", **attrs)
 
+    _draw_breaks(d, g, lay)
     for name, i in g.outputs:
         a = g.nodes[i].aval
         d.node(f"out_{name}", label=f"{name}\n{a}  {fmt_bytes(a.nbytes)}", shape="box",
@@ -269,6 +275,34 @@ def to_digraph(plan: Plan):
                **{"class": "fl-output"})
         d.edge(f"n{i}", f"out_{name}", id=f"fl_w{i}_{name}", **{"class": "fl-edge fl-write"})
     return d
+
+
+def break_text(b) -> str:
+    """A graph break in a sentence: why Python needed a value, and on which line."""
+    where = f"line {b.loc.line}: {b.loc.text.strip()}" if b.loc is not None else ""
+    return f"graph break — {b.reason}" + (f"\n{where}" if where else "")
+
+
+def _draw_breaks(d, g: Graph, lay: Layout) -> None:
+    """Each break is a wide barrier: the nodes traced before it are drawn above, those
+    traced after below (invisible edges rank them), the device finishes there."""
+    stages = g.stages
+    drawn = sorted(lay.home)
+    for k, b in enumerate(g.breaks):
+        bid = f"break{k}"
+        d.node(bid, label=break_text(b), id=f"fl_b{k}", shape="box", style="dashed,filled",
+               fillcolor=BREAK_COLOR + "14", color=BREAK_COLOR, fontcolor=BREAK_COLOR, penwidth="1.6",
+               tooltip=f"{b.reason}: everything above runs, and the GPU finishes, before Python goes on",
+               **{"class": "fl-break"})
+        before = [i for i in drawn if stages[i] == k]
+        after = [i for i in drawn if stages[i] == k + 1]
+        for i in before:
+            d.edge(f"n{i}", bid, style="invis", weight="2")
+        for i in after:
+            d.edge(bid, f"n{i}", style="invis", weight="2")
+        if b.node is not None and b.node in lay.home:
+            d.edge(f"n{b.node}", bid, style="dotted", color=BREAK_COLOR, arrowhead="none",
+                   tooltip="Python read this value", **{"class": "fl-edge fl-break-read"})
 
 
 class GraphvizUnavailable(RuntimeError):
@@ -306,9 +340,10 @@ def listing_html(plan: Plan) -> str:
                     f"<td>{esc(kern.template.value)}</td><td>{reads}</td><td>{writes}</td>"
                     f"<td><code>{ops}</code></td></tr>")
     inputs = ", ".join(esc(format_node(g, i)) for i in g.input_ids)
+    breaks = "".join(f"<div class='fuselab-break'>{esc(break_text(b))}</div>" for b in g.breaks)
     return ("<table class='fuselab-listing'><thead><tr><th>kernel</th><th>template</th><th>reads</th>"
             "<th>writes</th><th>ops</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
-            f"<div class='fuselab-inputs'>inputs: <code>{inputs}</code></div>")
+            f"<div class='fuselab-inputs'>inputs: <code>{inputs}</code></div>{breaks}")
 
 
 @dataclass(frozen=True)
@@ -337,5 +372,6 @@ LEGEND_HTML = (
     "<div class='fuselab-legend'>"
     "<span><b style='color:#8c8c8c'>──</b> fused: stays in registers</span> "
     f"<span><b style='color:{CUT_COLOR}'>╌╌</b> materialised: written to memory and read back (bytes)</span> "
+    f"<span><b style='color:{BREAK_COLOR}'>┄┄</b> graph break: Python needed a value there</span> "
     "<span>▭ kernel = coloured box · ■ square corners: reduction · ┅ dashed box: view/generator, recomputed where read · "
     "▣ opaque library call</span></div>")

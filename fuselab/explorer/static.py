@@ -18,13 +18,15 @@ def header_html(session: Any) -> str:
     if session.backend_note:
         parts.append(f"<span class='fuselab-predicted'>{esc(session.backend_note)}</span>")
     tr = session.traced
-    if tr.results:
-        parts.append("results: " + ", ".join(f"<code>{esc(r)}</code>" for r in tr.results))
+    if tr.bound:
+        parts.append("results: " + ", ".join(f"<code>{esc(r)}</code>" for r in tr.bound))
     if tr.fused_away:
         parts.append("fused away (not bound; <code>--keep NAME</code> keeps one): "
                      + ", ".join(f"<code>{esc(r)}</code>" for r in tr.fused_away))
     for note in getattr(plan, "notes", ()):
         parts.append(f"<span class='fuselab-legend'>{esc(note)}</span>")
+    for b in g.breaks:
+        parts.append(f"<span class='fuselab-break'>{esc(graph_mod.break_text(b))}</span>")
     return "<div class='fuselab-header'>" + "<br>".join(parts) + "</div>"
 
 

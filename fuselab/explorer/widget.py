@@ -220,7 +220,7 @@ class Explorer:
         try:
             action(*args)
         except Exception as e:  # noqa: BLE001 - every refusal is shown with its reason
-            self._say_refused(str(e) or type(e).__name__)
+            self._say_refused(getattr(e, "reason", None) or str(e) or type(e).__name__)
 
     def _say_refused(self, reason: str) -> None:
         self._set_message(f"<span class='fuselab-refused'>Not changed:</span> {esc(reason)} "

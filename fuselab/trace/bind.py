@@ -1,0 +1,425 @@
+"""After a traced cell: which names it binds, with what values, and where tracers ended up.
+
+Plain execution is the rule. Every name the cell binds is bound to the value plain Python
+gives it, except pure intermediates (new names whose arrays are only read by later array
+operations), which may be fused away and are listed. Each tracer stands for one array
+object, so aliases stay aliases; views of the user's arrays are real views of them,
+copies real copies; NumPy scalars where NumPy gives scalars. A tracer that the cell left
+anywhere else (a list, a dict, an object's attribute, a closure) is found through the
+garbage collector's referrers and replaced by its value; where it cannot be replaced,
+the cell is refused with the namespace untouched.
+"""
+from __future__ import annotations
+
+import gc
+import re
+import sys
+import types
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, MutableMapping
+
+import numpy as np
+
+from ..errors import TraceError
+from ..interp import eval_node
+from .cellinfo import LAST_VALUE, CellInfo
+from .core import InputTracer, TraceContext, Tracer, is_cupy_array
+from .modules import untraced, with_globals
+
+_VIEW_OPS = frozenset({"transpose", "slice", "reshape", "broadcast_to"})
+_CONTAINERS = (list, dict, set)
+
+
+def _xp(value: Any) -> Any:
+    return sys.modules["cupy"] if is_cupy_array(value) else np
+
+
+# ---------------------------------------------------------------------------
+# Where did tracers go?
+# ---------------------------------------------------------------------------
+
+def _live_tracers(ctx: TraceContext) -> list[Tracer]:
+    return [t for t in (r() for r in ctx.tracers) if t is not None]
+
+
+def find_holders(ctx: TraceContext, ns: Mapping[str, Any], *ours: Any) -> tuple[list[Any], list[str]]:
+    """Objects other than the traced namespace that hold tracers (lists, dicts, sets,
+    tuples, closure cells, objects), and a description of each holder fuselab cannot
+    update. Cheap when tracers are held by the namespace only (the usual cell): a
+    reference count shows it, and the garbage collector is not asked. `ours` are other
+    dicts of fuselab's own that hold tracers (the namespace before the cell)."""
+    live = _live_tracers(ctx)
+    # (counted in comprehensions: a loop variable would hold a reference of its own)
+    known: Counter[int] = Counter(id(v) for d in (ns, *ours) for v in d.values() if isinstance(v, Tracer))
+    known.update(id(t._origin[1]) for t in live if t._origin is not None)
+    known.update(id(t) for t in ctx._tracer_by_id.values())
+    internal: set[int] = {id(ns), id(ctx._tracer_by_id), id(live), *(id(o) for o in ours),
+                          *(id(t._origin) for t in live if t._origin is not None)}
+    # getrefcount's argument, the `live` list and the comprehension's `t` hold one each
+    suspects = [t for t in live if sys.getrefcount(t) - 3 > known[id(t)]]
+    internal.add(id(suspects))
+    if not suspects:
+        return [], []
+    holders: list[Any] = []
+    refused: list[str] = []
+    seen: set[int] = set()
+    todo: list[Any] = list(suspects)
+    while todo:
+        batch, todo = todo, []
+        internal.add(id(batch))
+        for r in gc.get_referrers(*batch):
+            if id(r) in internal or id(r) in seen or isinstance(r, (types.FrameType, Tracer)):
+                continue
+            seen.add(id(r))
+            if isinstance(r, _CONTAINERS) or isinstance(r, types.CellType):
+                holders.append(r)
+            elif isinstance(r, (tuple, frozenset)):
+                holders.append(r)
+                todo.append(r)  # rebuilt: whoever holds it gets the new one
+            elif hasattr(r, "__dict__") and not isinstance(r, (type, types.ModuleType)):
+                holders.append(r)
+            else:
+                refused.append(type(r).__name__)
+    del todo
+    return holders, refused
+
+
+# ---------------------------------------------------------------------------
+# The plan of bindings
+# ---------------------------------------------------------------------------
+
+@dataclass
+class Binder:
+    """Everything needed to leave the namespace as plain execution would, once the
+    run's outputs exist: `commit` applies it, `abandon` cleans up after a failure."""
+
+    ctx: TraceContext
+    tracing_ns: dict[str, Any]
+    names: dict[str, Any]                      # name -> final value (tracers inside)
+    deleted: tuple[str, ...]
+    holders: list[Any]
+    last: Any = None
+    displays: bool = False
+    outputs: dict[int, str] = field(default_factory=dict)       # id(tracer) -> graph output name
+    tracers: dict[int, Tracer] = field(default_factory=dict)    # id(tracer) -> tracer needing a value
+    bases: dict[int, Tracer] = field(default_factory=dict)      # id(tracer) -> what its object is made from
+
+    # -- what needs a value ---------------------------------------------------
+    def request(self, t: Tracer, name: str) -> None:
+        """`t` will be bound (under `name`, or inside a container)."""
+        if id(t) in self.tracers:
+            return
+        self.tracers[id(t)] = t
+        if isinstance(t, InputTracer) and not t.mutated:
+            return
+        if isinstance(t, InputTracer):  # written back into the user's array
+            self.outputs[id(t)] = name
+            return
+        src = self._derivable_from(t)
+        if src is not None:
+            self.bases[id(t)] = src
+            self.request(src, name + "_base")
+            return
+        self.outputs[id(t)] = name
+
+    def _derivable_from(self, t: Tracer) -> Tracer | None:
+        """The tracer whose bound object t is made from (a view, or a copy of the user's
+        array), as NumPy made it; None when t gets its own value from the run."""
+        o = t._origin
+        if o is None or self.ctx.versions.get(id(o[1]), 0) != o[2]:
+            return None  # the source changed in place after: t keeps its own value
+        if o[0] == "copy":
+            return o[1] if isinstance(o[1], InputTracer) else None
+        if len(o) > 3:  # a view updated in place: its view ops are recorded
+            src = o[1]
+            ok = isinstance(src, InputTracer) or id(src) in self.tracers or self._derivable_from(src) is not None
+            return src if ok else None
+        a: Tracer | None = o[1]
+        while a is not None:  # a view of a view ... of the user's array, or of a bound one
+            if (isinstance(a, InputTracer) or id(a) in self.tracers) and \
+                    self._view_chain(t._node, a._node) is not None:
+                return a
+            ao = a._origin
+            a = ao[1] if ao is not None and ao[0] == "view" and self.ctx.versions.get(id(ao[1]), 0) == ao[2] \
+                else None
+        return None
+
+    def _view_chain(self, node: int, base: int) -> list[int] | None:
+        nodes = self.ctx.builder.nodes
+        chain = []
+        while node != base:
+            n = nodes[node]
+            if n.op not in _VIEW_OPS:
+                return None
+            chain.append(node)
+            node = n.inputs[0]
+        return chain[::-1]
+
+    # -- after the run ------------------------------------------------------------
+    def commit(self, namespace: MutableMapping[str, Any], outputs: Mapping[str, Any]) -> Any:
+        """Apply the bindings with the run's outputs; returns the value to display."""
+        made: dict[int, Any] = {}
+        handed: set[int] = set()
+        inputs = list(self.ctx.input_objects.values())
+        for t in self.tracers.values():  # updates of the user's arrays first: views see them
+            if isinstance(t, InputTracer) and t.mutated:
+                t._array[...] = outputs[self.outputs[id(t)]]
+
+        def obj(t: Tracer) -> Any:
+            if id(t) in made:
+                return made[id(t)]
+            if isinstance(t, InputTracer):
+                v = t._array
+            elif id(t) in self.outputs:
+                v = outputs[self.outputs[id(t)]]
+                if id(v) in handed or any(_xp(v).may_share_memory(v, a) for a in inputs
+                                          if type(a) is type(v)):
+                    v = v.copy()  # a new array, as NumPy would have made
+                handed.add(id(v))
+                if t._dtype is not None and v.dtype != t._dtype:
+                    v = v.astype(t._dtype)  # NumPy keeps the input's byte order here
+                if t._scalar and isinstance(v, np.ndarray):
+                    v = v[()]
+            else:
+                src = self.bases[id(t)]
+                base = obj(src)
+                if t._origin[0] == "copy":
+                    v = t._origin[3](base)
+                else:
+                    o = t._origin
+                    chain = o[3] if len(o) > 3 and o[1] is src else \
+                        [self.ctx.builder.nodes[i] for i in self._view_chain(t._node, src._node) or ()]
+                    # (recorded ops: the view was refreshed after an in-place update)
+                    v = base.view() if not chain else base
+                    for n in chain:
+                        v = eval_node(_xp(v), n, [v])
+            made[id(t)] = v
+            return v
+
+        try:
+            return self._apply(namespace, obj)
+        finally:
+            self.release()
+
+    def abandon(self) -> None:
+        """The cell failed after tracing: containers that existed before the cell get
+        the values plain Python would have put there, computed as NumPy would."""
+        scrub(self.ctx, self.holders)
+        self.release()
+
+    def release(self) -> None:
+        """Drop the tracers and the values computed at graph breaks (a session kept in
+        the notebook would otherwise keep them alive)."""
+        self.ctx.evaluator.values.clear()
+        self.tracers.clear()
+        self.bases.clear()
+        self.holders = []
+        self.names = {}
+        self.last = None
+
+    def _apply(self, namespace: MutableMapping[str, Any], obj: Any) -> Any:
+        rebuilt = replace_in_holders(self.holders, obj)
+
+        def final(v: Any) -> Any:
+            if isinstance(v, Tracer):
+                return obj(v)
+            if isinstance(v, (tuple, frozenset)) and id(v) in rebuilt:
+                return rebuilt[id(v)]
+            return untraced_value(v, self.ctx, self.tracing_ns, namespace)
+
+        for name in self.deleted:
+            namespace.pop(name, None)
+        namespace.update({k: final(v) for k, v in self.names.items()})
+        shown = final(self.last) if self.displays else None
+        # functions the cell left inside containers still read the traced namespace as
+        # their globals: it gets values too (fused-away intermediates are dropped)
+        for k, v in list(self.tracing_ns.items()):
+            if isinstance(v, Tracer):
+                if id(v) in self.tracers or (isinstance(v, InputTracer) and not v.mutated):
+                    self.tracing_ns[k] = obj(v)
+                else:
+                    del self.tracing_ns[k]
+        return shown
+
+
+def untraced_value(v: Any, ctx: TraceContext, tracing_ns: dict[str, Any], namespace: MutableMapping[str, Any]) -> Any:
+    """A plain value the cell bound, as plain execution would have it: proxies are the
+    real modules, and functions (and methods of classes) defined in the cell read the
+    notebook's globals."""
+    v = untraced(v, ctx)
+    if isinstance(v, types.FunctionType) and v.__globals__ is tracing_ns:
+        return with_globals(v, namespace)  # type: ignore[arg-type]
+    if isinstance(v, type) and v.__module__ == tracing_ns.get("__name__", "__main__"):
+        for k, f in list(vars(v).items()):
+            if isinstance(f, types.FunctionType) and f.__globals__ is tracing_ns:
+                setattr(v, k, with_globals(f, namespace))  # type: ignore[arg-type]
+    return v
+
+
+def replace_in_holders(holders: Iterable[Any], value: Any) -> dict[int, Any]:
+    """Replace every tracer in the holders by value(tracer), in place; tuples and
+    frozensets are rebuilt (returned by id, and put where their holders had them)."""
+    rebuilt: dict[int, Any] = {}
+
+    def sub(v: Any) -> Any:
+        if isinstance(v, Tracer):
+            return value(v)
+        if isinstance(v, (tuple, frozenset)) and id(v) in rebuilt:
+            return rebuilt[id(v)]
+        return v
+
+    holders = list(holders)
+    # tuples first, innermost first: a holder of a tuple then gets the rebuilt one
+    tuples = [h for h in holders if isinstance(h, (tuple, frozenset))]
+    for _ in range(len(tuples)):
+        for h in tuples:
+            new = type(h)(sub(e) for e in h)
+            if isinstance(h, tuple) and type(h) is not tuple and hasattr(h, "_make"):
+                new = h._make(sub(e) for e in h)  # namedtuple
+            rebuilt[id(h)] = new
+    for h in holders:
+        if isinstance(h, list):
+            h[:] = [sub(e) for e in h]
+        elif isinstance(h, dict):
+            for k, v in list(h.items()):
+                nk = sub(k)
+                if nk is not k:
+                    del h[k]
+                h[nk] = sub(v)
+        elif isinstance(h, set):
+            items = [sub(e) for e in h]
+            h.clear()
+            h.update(items)
+        elif isinstance(h, types.CellType):
+            try:
+                h.cell_contents = sub(h.cell_contents)
+            except ValueError:
+                pass
+        elif not isinstance(h, (tuple, frozenset)) and hasattr(h, "__dict__"):
+            for k, v in list(vars(h).items()):
+                nv = sub(v)
+                if nv is not v:
+                    setattr(h, k, nv)
+    return rebuilt
+
+
+def scrub(ctx: TraceContext, holders: Iterable[Any]) -> None:
+    """Replace tracers in `holders` with their values computed as NumPy computes them
+    (after a failure, when there is no run)."""
+    def value(t: Tracer) -> Any:
+        if isinstance(t, InputTracer) and not t.mutated:
+            return t._array
+        try:
+            v = ctx.evaluator.value(t._node)
+        except Exception:  # the value itself cannot be computed: nothing better to leave
+            return None
+        return v[()] if t._scalar else v
+    replace_in_holders(holders, value)
+
+
+# ---------------------------------------------------------------------------
+# Building the plan from the traced namespace
+# ---------------------------------------------------------------------------
+
+_IDENT = re.compile(r"\W+")
+# names of the traced namespace that are fuselab's, not the cell's
+_NOT_BOUND = frozenset({"__builtins__", "__warningregistry__", LAST_VALUE})
+
+
+def _path_name(base: str, taken: set[str]) -> str:
+    name = _IDENT.sub("_", base).strip("_") or "value"
+    if name[0].isdigit():
+        name = "v" + name
+    out, k = name, 1
+    while out in taken:
+        out, k = f"{name}_{k}", k + 1
+    taken.add(out)
+    return out
+
+
+def plan_bindings(ctx: TraceContext, info: CellInfo, namespace: Mapping[str, Any], initial: Mapping[str, Any],
+                  ns: dict[str, Any], keep: Iterable[str]) -> tuple[Binder, tuple[str, ...], tuple[str, ...]]:
+    """The binder for a traced cell, with its result names and fused-away names."""
+    keep = tuple(keep)
+    holders, refused = find_holders(ctx, ns, initial)
+    for k in keep:
+        if k not in ns or (k in initial and initial[k] is ns[k]):
+            raise TraceError(f"--keep {k}: the cell does not define {k!r}", None, "name a variable the cell assigns")
+    # names the cell rebound, and names of the user's arrays it changed in place
+    changed = {k: v for k, v in ns.items()
+               if k not in _NOT_BOUND and (k not in initial or initial[k] is not v or
+                                           (isinstance(v, InputTracer) and v.mutated))}
+    deleted = tuple(k for k in initial if k not in ns and k in namespace)
+    if refused:
+        scrub(ctx, holders)
+        raise TraceError(f"a traced array was left inside a {refused[0]}, where fuselab cannot replace it by its "
+                         "value after the run", None,
+                         "keep arrays in names, lists, tuples, dicts, sets or object attributes, "
+                         "or compute that part after the %%fuse cell")
+    last = ns.get(LAST_VALUE) if info.displays else None
+    binder = Binder(ctx, ns, changed, deleted, holders, last, info.displays)
+    taken = set(namespace) | set(ns)
+    names_of: dict[int, list[str]] = {}
+    for k, v in changed.items():
+        if isinstance(v, Tracer):
+            names_of.setdefault(id(v), []).append(k)
+    held = {id(t) for h in holders for t in _tracers_in(h)}
+    if isinstance(last, Tracer):
+        held.add(id(last))
+    needed = {b.node for b in ctx.builder.breaks}  # nodes Python saw the values of
+    results, fused = [], []
+    for k in info.names.assigned + tuple(k for k in changed if k not in info.names.assigned):
+        v = changed.get(k)
+        if not isinstance(v, Tracer):
+            continue
+        # bound unless a pure intermediate: new, read only by later lines, not an alias,
+        # not held elsewhere, not seen by Python, not updated in place, not a free view
+        bound = (k in namespace or k in info.names.results or k in keep or isinstance(v, InputTracer)
+                 or len(names_of[id(v)]) > 1 or id(v) in held or v._node in needed
+                 or ctx.versions.get(id(v), 0) > 0 or _views_user_array(v, ctx))
+        if bound:
+            results.append(k)
+        else:
+            fused.append(k)
+            del binder.names[k]
+    for k in results:
+        binder.request(changed[k], k)
+    for t in ctx._tracer_by_id.values():  # every array of the user's changed in place
+        if t.mutated:
+            binder.request(t, _path_name(t._name or "updated", taken))
+    for h in holders:
+        for t in _tracers_in(h):
+            binder.request(t, _path_name(f"{_holder_label(h, changed)}", taken))
+    if isinstance(last, Tracer):
+        binder.request(last, _path_name("Out", taken))
+    return binder, tuple(results), tuple(fused)
+
+
+def _views_user_array(t: Tracer, ctx: TraceContext) -> bool:
+    """Is t a view (through views) of an array the user had? Binding it costs nothing."""
+    while t._origin is not None and t._origin[0] == "view" and ctx.versions.get(id(t._origin[1]), 0) == t._origin[2]:
+        t = t._origin[1]
+    return isinstance(t, InputTracer)
+
+
+def _tracers_in(h: Any) -> list[Tracer]:
+    if isinstance(h, dict):
+        items: Iterable[Any] = list(h.keys()) + list(h.values())
+    elif isinstance(h, (list, tuple, set, frozenset)):
+        items = h
+    elif isinstance(h, types.CellType):
+        try:
+            items = [h.cell_contents]
+        except ValueError:
+            items = []
+    else:
+        items = list(vars(h).values())
+    return [t for t in items if isinstance(t, Tracer)]
+
+
+def _holder_label(h: Any, changed: Mapping[str, Any]) -> str:
+    for k, v in changed.items():
+        if v is h:
+            return f"{k}_item"
+    return f"{type(h).__name__}_item"

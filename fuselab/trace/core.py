@@ -1,0 +1,507 @@
+"""The bottom of tracing: the tracer array, the tracing context, graph breaks.
+
+A `Tracer` stands for one array object of the plain run: every operation records a node,
+and the tracer object itself plays the role of the array object NumPy would have made
+(so `z = y` is the same array, `y.copy()` a new one, `x.T` a view of `x`). Python control
+flow runs as usual; when Python needs a value (`if`, `print`, `float()`, iteration of a
+long array...), that is a graph break: the value is computed exactly as NumPy would,
+Python gets it, and tracing goes on.
+
+This module knows nothing about NumPy's API: operators, methods and `__array_ufunc__` are
+attached to `Tracer` by the NumPy layer above (`numpy_api`), as JAX's NumPy layer does.
+The tracing state lives in a ContextVar, so nested or concurrent traces cannot mix.
+"""
+from __future__ import annotations
+
+import contextvars
+import linecache
+import operator
+import sys
+import weakref
+from types import FrameType
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ..errors import TraceError
+from ..ir import GraphBuilder, SourceLoc
+from ..ops import SUPPORTED_DTYPES, Aval
+from .concrete import Evaluator
+from .warn import CellWarnings, Origin, fp_label
+
+_CTX: contextvars.ContextVar["TraceContext | None"] = contextvars.ContextVar("fuselab_trace", default=None)
+
+# Arrays of these dtypes are traced; others (object, structured, strings, dates) and
+# ndarray subclasses (np.matrix, masked arrays) stay real objects and run as plain Python.
+TRACED_DTYPES = SUPPORTED_DTYPES | {np.dtype(np.complex64), np.dtype(np.complex128)}
+
+# Iterating over a traced array with at most this many rows unrolls into one node per
+# row (no graph break), like a Python loop over range(); longer arrays are iterated by
+# value at a graph break.
+SYMBOLIC_ITERATION_MAX = 32
+
+
+class Refused(BaseException):
+    """fuselab cannot trace this. A BaseException, so that a cell's own
+    `try/except Exception` cannot mistake it for the user's error and take another
+    branch than plain Python would; the cell runner shows `error`."""
+
+    def __init__(self, error: TraceError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def is_cupy_array(x: Any) -> bool:
+    t = type(x)
+    return t.__module__.startswith("cupy") and hasattr(t, "__cuda_array_interface__")
+
+
+def is_array(x: Any) -> bool:
+    """A concrete NumPy or CuPy array (subclasses included), never a tracer."""
+    return not isinstance(x, Tracer) and (isinstance(x, np.ndarray) or is_cupy_array(x))
+
+
+def native(dtype: np.dtype) -> np.dtype:
+    """The same dtype in the machine's byte order (what NumPy computes in)."""
+    return dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype
+
+
+def traceable(x: Any) -> bool:
+    """An array fuselab records operations on: a plain ndarray / cupy.ndarray (no
+    subclass) of a numeric dtype, in either byte order."""
+    if type(x) is np.ndarray:
+        return native(x.dtype) in TRACED_DTYPES
+    return is_cupy_array(x) and x.dtype in TRACED_DTYPES
+
+
+def current() -> "TraceContext":
+    ctx = _CTX.get()
+    if ctx is None:
+        raise RuntimeError("no %%fuse trace is active")
+    return ctx
+
+
+class TraceContext:
+    """Everything one trace accumulates: the graph builder, the concrete inputs, the
+    values computed at graph breaks, and the warnings to give."""
+
+    def __init__(self, source: str, namespace: Mapping[str, Any], *, origin: Origin = Origin(),
+                 fullgraph: bool = False, truth_uses: Mapping[tuple[int, int, int, int], str] | None = None,
+                 try_lines: frozenset[int] = frozenset(), code_files: frozenset[str] = frozenset()) -> None:
+        self.builder = GraphBuilder(source)
+        self.origin = origin
+        self.fullgraph = fullgraph
+        self.lines = source.splitlines()
+        self.truth_uses = dict(truth_uses or {})
+        self.try_lines = try_lines
+        # the files whose frames are "the user's code" (the cell; a traced function's file)
+        self.code_files = code_files or frozenset({origin.filename})
+        self.inputs: dict[str, Any] = {}             # input name -> the value the graph reads
+        self.input_objects: dict[int, Any] = {}      # input node -> the user's array object
+        self._input_by_id: dict[int, int] = {}       # id(array) -> input node
+        self._tracer_by_id: dict[int, InputTracer] = {}  # id(array) -> its one tracer
+        self._names_by_id = {id(v): k for k, v in namespace.items() if is_array(v)}
+        self.uses_cupy = False
+        self.array_type: type = np.ndarray
+        self.tracers: list[weakref.ref] = []          # every tracer made (for the escape check)
+        self.labels: dict[int, str] = {}             # node -> NumPy's word for it in a warning
+        self.modes: dict[int, dict[str, str]] = {}   # node -> np.errstate when not the default
+        self.versions: dict[int, int] = {}           # id(tracer) -> in-place updates so far
+        self.warnings = CellWarnings(origin, namespace)
+        self.evaluator = Evaluator(self.builder.nodes, self._input_value, self._fp_error)
+        self.originals: dict[int, Any] = {}          # id(re-bound helper) -> the user's function
+
+    # -- where are we in the user's code? ------------------------------------
+    def user_frame(self) -> FrameType | None:
+        f: FrameType | None = sys._getframe(1)
+        while f is not None:
+            if f.f_code.co_filename in self.code_files:
+                return f
+            f = f.f_back
+        return None
+
+    def loc(self) -> SourceLoc | None:
+        f = self.user_frame()
+        if f is None:
+            return None
+        if f.f_code.co_filename == self.origin.filename:
+            line = f.f_lineno - self.origin.line_offset
+            text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+            return SourceLoc(line, text)
+        return SourceLoc(f.f_lineno, linecache.getline(f.f_code.co_filename, f.f_lineno).rstrip("\n"))
+
+    def in_try(self) -> bool:
+        """Does the user's code run inside a `try` here (so an error must surface now)?"""
+        f: FrameType | None = sys._getframe(1)
+        while f is not None:
+            if f.f_code.co_filename == self.origin.filename and \
+                    f.f_lineno - self.origin.line_offset in self.try_lines:
+                return True
+            f = f.f_back
+        return False
+
+    def expression(self) -> tuple[str, str | None]:
+        """The source text of the expression the user's code is evaluating right now,
+        and the construct that asks for its truth value there ('if', 'while'...)."""
+        f = self.user_frame()
+        if f is None:
+            return "", None
+        try:
+            pos = list(f.f_code.co_positions())[f.f_lasti // 2]
+        except (IndexError, AttributeError):
+            return "", None
+        l0, l1, c0, c1 = pos
+        if None in pos or f.f_code.co_filename != self.origin.filename:
+            return "", None
+        off = self.origin.line_offset
+        key = (l0 - off, l1 - off, c0, c1)
+        lines = self.lines[l0 - off - 1:l1 - off]
+        if not lines:
+            return "", None
+        if len(lines) == 1:
+            text = lines[0][c0:c1]
+        else:
+            text = " ".join([lines[0][c0:]] + [s.strip() for s in lines[1:-1]] + [lines[-1][:c1].strip()])
+        return " ".join(text.split()), self.truth_uses.get(key)
+
+    # -- inputs --------------------------------------------------------------
+    def tracer_for(self, arr: Any, name: str | None = None) -> "InputTracer":
+        """The one tracer of a concrete array object (its input node is made on first use)."""
+        t = self._tracer_by_id.get(id(arr))
+        if t is None:
+            t = InputTracer(self, arr, name or self._names_by_id.get(id(arr)))
+            self._tracer_by_id[id(arr)] = t
+        return t
+
+    def input_for(self, arr: Any, name: str | None = None) -> int:
+        key = id(arr)
+        if key in self._input_by_id:
+            return self._input_by_id[key]
+        if is_cupy_array(arr):
+            self.uses_cupy = True
+            self.array_type = type(arr)
+            self.evaluator.xp = sys.modules["cupy"]
+        dt = native(np.dtype(arr.dtype))
+        name = name or self._names_by_id.get(key) or f"arr{len(self.inputs)}"
+        while name in self.inputs:
+            name += "_"
+        node = self.builder.input(name, tuple(arr.shape), dt)
+        self._input_by_id[key] = node
+        self.input_objects[node] = arr
+        # the graph computes in native byte order; the user's object is kept for binding
+        self.inputs[name] = arr if arr.dtype == dt else arr.astype(dt)
+        return node
+
+    def _input_value(self, node: int) -> Any:
+        return self.inputs[self.builder.nodes[node].args["name"]]
+
+    # -- nodes ---------------------------------------------------------------
+    def made(self, node: int) -> None:
+        """A tracer for `node` was made at the current line: remember the errstate its
+        warnings follow, and evaluate it now if NumPy is set to raise there."""
+        modes = np.geterr()
+        if modes != self.warnings.default_modes:
+            self.modes.setdefault(node, modes)
+            if "raise" in modes.values() and self.builder.nodes[node].op not in ("input", "const"):
+                self.evaluator.value(node)
+
+    def _fp_error(self, node: int, kind: str) -> None:
+        n = self.builder.nodes[node]
+        label = self.labels.get(node) or fp_label(n)
+        if n.dtype.kind in "iu" and kind == "overflow" and not label.startswith("scalar"):
+            return  # integer arrays wrap around silently; NumPy's integer scalars warn
+        self.warnings.fp(node, kind, label, n.loc, self.modes.get(node))
+
+    # -- graph breaks --------------------------------------------------------
+    def need(self, node: int, why: str, hint: str = "") -> Any:
+        """Python needs the concrete value of `node` for `why`: record a graph break
+        (or refuse, with --fullgraph) and return the value, computed as NumPy would."""
+        expr, use = self.expression()
+        if expr.startswith("print(") and expr.endswith(")"):  # the printed value, not the call
+            expr, use = expr[len("print("):-1], use or "print"
+        what = f"`{expr}`" if expr else "a traced array"
+        reason = f"Python needs the value of {what} here ({use or why})"
+        self.graph_break(node, reason, hint)
+        return self.evaluator.value(node)
+
+    def graph_break(self, node: int | None, reason: str, hint: str = "") -> None:
+        loc = self.loc()
+        if self.fullgraph:
+            raise Refused(TraceError(f"graph break with --fullgraph: {reason}", loc, hint or (
+                "use np.where(condition, a, b) for an element-wise choice, or drop --fullgraph "
+                "to let fuselab compute the value here and go on")))
+        last = self.builder.breaks[-1] if self.builder.breaks else None
+        if last is not None and last.first == len(self.builder.nodes) and self.evaluator.has(node) \
+                and last.loc == loc:
+            return  # nothing traced since the last break on this line: the same sync point
+        self.builder.graph_break(node, reason, loc)
+
+    def refuse(self, what: str, hint: str) -> Refused:
+        return Refused(TraceError(what, self.loc(), hint))
+
+    def warn(self, message: str, category: type = RuntimeWarning) -> None:
+        """A warning NumPy's Python code would give at the current line."""
+        self.warnings.python(len(self.builder.nodes), message, self.loc(), category)
+
+
+# ---------------------------------------------------------------------------
+# The tracer array
+# ---------------------------------------------------------------------------
+
+class Tracer:
+    """Stands for one array object while a cell is traced; operations record nodes."""
+
+    __slots__ = ("_ctx", "_node", "_scalar", "_origin", "_views", "_dtype", "__weakref__")
+    __array_priority__ = 1000  # win operator dispatch against ndarray and cupy.ndarray
+
+    def __init__(self, ctx: TraceContext, node: int, *, scalar: bool = False,
+                 origin: tuple | None = None) -> None:
+        self._ctx = ctx
+        self._node = node
+        # NumPy gives a scalar (np.float64...) here rather than a 0-d array; CuPy never does
+        self._scalar = scalar and not ctx.uses_cupy
+        # ("view", source tracer) or ("copy", source tracer, how): what NumPy would make
+        # this array from, so that binding gives a real view of, or a real copy of, it
+        self._origin = origin
+        self._views: list[weakref.ref] | None = None
+        # the dtype plain NumPy gives this array, when it is the node's in the other byte
+        # order (an op that keeps a big-endian array's dtype): the binding converts
+        self._dtype: np.dtype | None = None
+        ctx.tracers.append(weakref.ref(self))
+        ctx.made(node)
+
+    # -- metadata (static, safe) --------------------------------------------
+    @property
+    def aval(self) -> Aval:
+        return self._ctx.builder.aval(self._node)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The dtype plain NumPy's array has (byte order included); the graph computes in
+        `aval.dtype`, the same type in the machine's byte order."""
+        return self._dtype if self._dtype is not None else self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.aval.shape)
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    @property
+    def itemsize(self) -> int:
+        return self.aval.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.aval.nbytes
+
+    @property
+    def __class__(self) -> type:  # type: ignore[override]
+        """What `isinstance` and `x.__class__` see: the type plain execution would give
+        (np.ndarray, np.float64, cupy.ndarray); `type(x)` still says Tracer."""
+        if self._scalar:
+            return self.dtype.type
+        return self._ctx.array_type
+
+    def __len__(self) -> int:
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object")
+        return self.aval.shape[0]
+
+    # -- where Python needs the value: graph breaks --------------------------
+    def _value(self, why: str) -> Any:
+        """The value plain execution would have here (a NumPy scalar where NumPy gives one)."""
+        v = self._ctx.need(self._node, why)
+        return v[()] if self._scalar else v
+
+    def __bool__(self) -> bool:
+        return bool(self._value("a truth value"))
+
+    def __int__(self) -> int:
+        return int(self._value("int()"))
+
+    def __float__(self) -> float:
+        return float(self._value("float()"))
+
+    def __complex__(self) -> complex:
+        return complex(self._value("complex()"))
+
+    def __index__(self) -> int:
+        return operator.index(self._value("an index"))
+
+    def __str__(self) -> str:
+        if _CTX.get() is not self._ctx:
+            return self.__repr__()
+        return str(self._value("str()/print()"))
+
+    def __repr__(self) -> str:
+        if _CTX.get() is not self._ctx:  # a tracer outside its cell: never a break
+            return f"<fuselab traced array {self.aval} (its value exists only inside its %%fuse cell)>"
+        return repr(self._value("repr()"))
+
+    def __format__(self, spec: str) -> str:
+        return format(self._value("formatting (f-string, format())"), spec)
+
+    def item(self, *args: Any) -> Any:
+        return self._value(".item()").item(*args)
+
+    def tolist(self) -> Any:
+        return self._value(".tolist()").tolist()
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d array")
+        n = self.aval.shape[0]
+        if n <= SYMBOLIC_ITERATION_MAX:
+            return (self[i] for i in range(n))  # type: ignore[index]
+        return iter(self._value("iteration"))
+
+    def __contains__(self, item: Any) -> bool:
+        return concrete(item, "`in`") in self._value("`in`")
+
+    def __hash__(self) -> int:
+        if not self._scalar:
+            raise TypeError(f"unhashable type: '{_type_name(self)}'")
+        return hash(self._value("hash()"))
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if self._ctx.uses_cupy:  # as cupy.ndarray does
+            raise TypeError("Implicit conversion to a NumPy array is not allowed. "
+                            "Please use `.get()` to construct a NumPy array explicitly.")
+        v = np.asarray(self._value("conversion to a NumPy array (np.asarray, a library call)"))
+        if dtype is not None:
+            return v.astype(dtype, copy=False)
+        v = v.view()
+        v.flags.writeable = False  # the trace's own value: a library must not write into it
+        return v
+
+    def get(self, *args: Any, **kwargs: Any) -> Any:
+        if not self._ctx.uses_cupy:
+            raise AttributeError(f"'{_type_name(self)}' object has no attribute 'get'")
+        return self._value(".get()").get(*args, **kwargs)
+
+    def __reduce_ex__(self, protocol: int):
+        return self._value("pickling").__reduce_ex__(protocol)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _SLOTS:
+            object.__setattr__(self, name, value)
+            return
+        if name in ("shape", "dtype", "strides", "data", "flat", "real", "imag"):
+            raise self._ctx.refuse(f"setting `.{name}` changes an array in place, which %%fuse does not trace",
+                                   "make a new array instead (x = x.reshape(...), x = x.astype(...))")
+        raise AttributeError(f"'{_type_name(self)}' object has no attribute '{name}'")
+
+
+_SLOTS = frozenset({"_ctx", "_node", "_scalar", "_origin", "_views", "_dtype", "_array", "_name", "_input",
+                    "_cur"})
+
+
+def _type_name(t: Tracer) -> str:
+    cls = t.__class__
+    return f"{cls.__module__.split('.')[0]}.{cls.__name__}"
+
+
+class InputTracer(Tracer):
+    """The tracer of an array that exists outside the trace (the namespace's arrays,
+    arrays made by untraced code): its input node is recorded only when first used, so
+    arrays a cell never touches are not inputs."""
+
+    __slots__ = ("_array", "_name", "_input", "_cur")
+
+    def __init__(self, ctx: TraceContext, array: Any, name: str | None) -> None:
+        object.__setattr__(self, "_ctx", ctx)
+        object.__setattr__(self, "_array", array)
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_input", None)
+        object.__setattr__(self, "_cur", None)
+        object.__setattr__(self, "_scalar", False)
+        object.__setattr__(self, "_origin", None)
+        object.__setattr__(self, "_views", None)
+        object.__setattr__(self, "_dtype", None if array.dtype == native(array.dtype) else array.dtype)
+        if is_cupy_array(array):
+            ctx.uses_cupy = True
+            ctx.array_type = type(array)
+        ctx.tracers.append(weakref.ref(self))
+
+    @property  # type: ignore[override]
+    def _node(self) -> int:
+        cur = object.__getattribute__(self, "_cur")
+        if cur is not None:
+            return cur
+        return self.input_node
+
+    @_node.setter
+    def _node(self, node: int) -> None:  # an in-place update (x += 1, x[0] = 1): same dtype
+        self.input_node  # the value before the update is an input of the graph
+        object.__setattr__(self, "_cur", node)
+
+    @property
+    def input_node(self) -> int:
+        node = object.__getattribute__(self, "_input")
+        if node is None:
+            node = self._ctx.input_for(self._array, self._name)
+            object.__setattr__(self, "_input", node)
+        return node
+
+    @property
+    def mutated(self) -> bool:
+        return self._cur is not None and self._cur != self._input
+
+    @property
+    def aval(self) -> Aval:
+        if self._cur is not None:
+            return self._ctx.builder.aval(self._cur)
+        arr = self._array
+        return Aval(tuple(arr.shape), native(np.dtype(arr.dtype)))
+
+
+def concrete(value: Any, why: str) -> Any:
+    """`value` with every tracer in it (also inside lists, tuples and dicts) replaced by
+    the value plain execution would have there; a graph break per tracer."""
+    if isinstance(value, Tracer):
+        return value._value(why)
+    if type(value) in (list, tuple):
+        return type(value)(concrete(v, why) for v in value)
+    if type(value) is dict:
+        return {k: concrete(v, why) for k, v in value.items()}
+    return value
+
+
+def mentions_tracer(values: Any) -> bool:
+    for v in values:
+        if isinstance(v, Tracer):
+            return True
+        if type(v) in (list, tuple) and mentions_tracer(v):
+            return True
+        if type(v) is dict and mentions_tracer(v.values()):
+            return True
+    return False
+
+
+def tracing(ctx: TraceContext) -> contextvars.Token:
+    return _CTX.set(ctx)
+
+
+def stop_tracing(token: contextvars.Token) -> None:
+    _CTX.reset(token)
+
+
+def active() -> TraceContext | None:
+    return _CTX.get()
+
+
+# Python's own messages name the type by this ("'numpy.ndarray' object is not callable"),
+# as they would for the array plain execution has there.
+Tracer.__name__ = InputTracer.__name__ = "numpy.ndarray"
+
+
+def register_method(name: str, fn: Callable[..., Any]) -> None:
+    """The NumPy layer attaches operators and methods to the tracer through this."""
+    setattr(Tracer, name, fn)

@@ -1,0 +1,156 @@
+"""Creating arrays, copies and dtype conversions, with NumPy's object identities: `np.asarray(x)`
+is x itself, `x.copy()` / `np.array(x)` / `x.astype(x.dtype)` are new arrays, `np.zeros(...)`
+a generator node the planner can fuse."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ops import SUPPORTED_DTYPES
+from .core import InputTracer, TraceContext, Tracer, is_array, native
+from .operands import RunForReal, node_of, wrap
+from .registry import handles
+from .shapes import broadcast_to
+
+
+def _shape_arg(shape: Any) -> tuple[int, ...]:
+    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+
+
+def _dtype(dtype: Any, default: Any) -> np.dtype:
+    dt = np.dtype(dtype if dtype is not None else default)
+    if dt not in SUPPORTED_DTYPES:
+        raise RunForReal(dt)  # object, string, complex... arrays: NumPy makes them
+    return dt
+
+
+def _filled(value: int):
+    def h(ctx, shape, dtype=float, order="C", *, like=None, device=None):
+        return wrap(ctx, ctx.builder.full(_shape_arg(shape), value, _dtype(dtype, float), ctx.loc()))
+    return h
+
+
+# np.empty's contents are whatever memory held: zeros are as good a value as any
+handles("zeros", "empty")(_filled(0))
+handles("ones")(_filled(1))
+
+
+@handles("full")
+def full(ctx, shape, fill_value, dtype=None, order="C", *, like=None, device=None):
+    if isinstance(fill_value, Tracer) or is_array(fill_value):
+        v = astype(ctx, fill_value, dtype) if dtype is not None else fill_value
+        return copy_of(ctx, broadcast_to(ctx, v, _shape_arg(shape)), "C")
+    if not isinstance(fill_value, (bool, int, float, np.generic)):
+        raise RunForReal(fill_value)
+    dt = _dtype(dtype, np.asarray(fill_value).dtype)
+    return wrap(ctx, ctx.builder.full(_shape_arg(shape), fill_value, dt, ctx.loc()))
+
+
+def _like(value: int):
+    def h(ctx, x, dtype=None, order="K", subok=True, shape=None, *, device=None):
+        a = ctx.builder.aval(node_of(ctx, x))
+        return wrap(ctx, ctx.builder.full(_shape_arg(shape) if shape is not None else a.shape, value,
+                                          _dtype(dtype, a.dtype), ctx.loc()))
+    return h
+
+
+handles("zeros_like", "empty_like")(_like(0))
+handles("ones_like")(_like(1))
+
+
+@handles("full_like")
+def full_like(ctx, x, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    if isinstance(fill_value, Tracer) or is_array(fill_value):
+        raise RunForReal(fill_value)
+    a = ctx.builder.aval(node_of(ctx, x))
+    return wrap(ctx, ctx.builder.full(_shape_arg(shape) if shape is not None else a.shape, fill_value,
+                                      _dtype(dtype, a.dtype), ctx.loc()))
+
+
+@handles("arange")
+def arange(ctx, start, stop=None, step=None, dtype=None, *, like=None, device=None):
+    if any(isinstance(v, Tracer) for v in (start, stop, step)):
+        raise RunForReal(start)  # a traced bound: its length depends on the value
+    given = [v for v in (start, stop, step) if v is not None]
+    if stop is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    # np.arange's dtype: its arguments promoted (Python scalars weakly), as NumPy 2 does
+    dt = np.result_type(*given) if dtype is None else _dtype(dtype, None)
+    if dt not in SUPPORTED_DTYPES:
+        raise RunForReal(dt)
+    return wrap(ctx, ctx.builder.arange(start, stop, step, dt, ctx.loc()))
+
+
+# ---------------------------------------------------------------------------
+# Copies and conversions
+# ---------------------------------------------------------------------------
+
+def copy_of(ctx: TraceContext, x: Any, order: str = "K") -> Tracer:
+    """A new array with x's values: bound as a real copy of whatever x is bound to
+    (so byte order, layout and memory stay NumPy's), or as the run's value."""
+    if isinstance(x, Tracer):
+        return Tracer(ctx, x._node, scalar=x._scalar,
+                      origin=("copy", x, ctx.versions.get(id(x), 0), lambda a: a.copy(order=order)))
+    return wrap(ctx, node_of(ctx, x))
+
+
+def astype(ctx: TraceContext, x: Any, dtype: Any, order: str = "K", casting: str = "unsafe",
+           subok: bool = True, copy: bool = True) -> Any:
+    dt = np.dtype(dtype)
+    n = node_of(ctx, x)
+    if ctx.builder.aval(n).dtype == dt and (not isinstance(x, Tracer) or x.dtype == dt):
+        # the same dtype, byte order included (be.astype(np.float32) converts to native)
+        if not copy and isinstance(x, Tracer):
+            return x
+        return copy_of(ctx, x, order)
+    if casting != "unsafe" and not np.can_cast(x.dtype if isinstance(x, Tracer) else ctx.builder.aval(n).dtype,
+                                                dt, casting):
+        raise RunForReal(casting)  # NumPy's TypeError
+    if native(dt) not in SUPPORTED_DTYPES:
+        raise RunForReal(dt)
+    return wrap(ctx, ctx.builder.astype(n, native(dt), ctx.loc()), scalar=isinstance(x, Tracer) and x._scalar,
+                dtype=dt)
+
+
+@handles("copy")
+def np_copy(ctx, a, order="K", subok=False):
+    return copy_of(ctx, a, order)
+
+
+@handles("array")
+def array(ctx, obj, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
+    if ndmin or not isinstance(obj, Tracer):
+        raise RunForReal(obj)
+    if dtype is not None and np.dtype(dtype) != obj.dtype:
+        return astype(ctx, obj, dtype, order)
+    if copy is False or copy is None:
+        return obj if not obj._scalar else copy_of(ctx, obj, order)
+    t = copy_of(ctx, obj, order)
+    t._scalar = False  # np.array(np.float64(1.0)) is a 0-d array
+    return t
+
+
+@handles("asarray", "asanyarray")
+def asarray(ctx, a, dtype=None, order=None, *, copy=None, device=None, like=None):
+    if not isinstance(a, Tracer):
+        raise RunForReal(a)
+    if dtype is not None and np.dtype(dtype) != a.dtype:
+        return astype(ctx, a, dtype)
+    if copy:
+        return array(ctx, a)
+    if a._scalar:  # np.asarray(np.float64(1.0)) is a new 0-d array
+        return array(ctx, a)
+    return a
+
+
+@handles("ascontiguousarray")
+def ascontiguousarray(ctx, a, dtype=None, *, like=None):
+    if not isinstance(a, Tracer):
+        raise RunForReal(a)
+    if dtype is not None and np.dtype(dtype) != a.dtype:
+        return astype(ctx, a, dtype, "C")
+    contiguous = a._array.flags.c_contiguous if isinstance(a, InputTracer) and not a.mutated else \
+        a._origin is None or a._origin[0] != "view"
+    return a if contiguous and not a._scalar else array(ctx, a, order="C")

@@ -1,0 +1,86 @@
+"""Element-wise functions that are not plain ufunc calls, as NumPy 2 defines them:
+`where` (NEP 50 promotion, weak scalars cast as NumPy casts them), `clip` (one ufunc over
+its three operands; Python integers outside an integer dtype dropped as NumPy drops them),
+`round` (numpy's PyArray_Round: multiply, rint, divide; integers round via float64)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .core import TraceContext
+from .opaque import data_dependent
+from .operands import RunForReal, Weak, materialise, node_of, operand, resolution_dtypes, wrap
+from .registry import handles
+from .ufuncs import elementwise
+
+_CLIP = np._core.umath.clip  # np.clip's ufunc (NumPy 2): one loop over (a, min, max)
+
+
+@handles("where")
+def where(ctx: TraceContext, cond: Any, x: Any = None, y: Any = None):
+    if x is None and y is None:  # indices of the true elements: their number depends on the data
+        return data_dependent(ctx, "nonzero", np.nonzero, (cond,), {})
+    if x is None or y is None:
+        raise RunForReal((x, y))  # NumPy's own error
+    b = ctx.builder
+    ops = [operand(ctx, v) for v in (x, y)]
+    strong = [b.aval(o).dtype for o in ops if not isinstance(o, Weak)]
+    weak = [o.value for o in ops if isinstance(o, Weak)]
+    # np.where promotes as NumPy 2 does (weak Python scalars take the array's dtype)
+    dt = np.result_type(*strong, *weak) if strong else np.result_type(*[np.asarray(v) for v in weak])
+    loc = ctx.loc()
+    xn, yn = (b.const(o.value, dt, loc) if isinstance(o, Weak) else b.astype(o, dt, loc) for o in ops)
+    return wrap(ctx, b.where(node_of(ctx, cond), xn, yn, loc))
+
+
+@handles("clip")
+def clip(ctx: TraceContext, a: Any, a_min: Any = np._NoValue, a_max: Any = np._NoValue, out: Any = None, *,
+         min: Any = np._NoValue, max: Any = np._NoValue, **kwargs: Any):
+    if out is not None or kwargs:
+        raise RunForReal((out, kwargs))
+    lo = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)
+    hi = a_max if a_max is not np._NoValue else (None if max is np._NoValue else max)
+    dt = ctx.builder.aval(node_of(ctx, a)).dtype
+    if dt.kind in "iu":  # numpy/_core/_methods.py _clip: out-of-range Python ints mean "no bound"
+        info = np.iinfo(dt)
+        if type(lo) is int and lo <= info.min:
+            lo = None
+        if type(hi) is int and hi >= info.max:
+            hi = None
+    if lo is None and hi is None:
+        return wrap(ctx, ctx.builder.elemwise("positive", [node_of(ctx, a)], ctx.loc()), scalar=True)
+    if lo is None or hi is None:
+        return wrap(ctx, elementwise(ctx, "minimum" if lo is None else "maximum", [a, hi if lo is None else lo]),
+                    scalar=True)
+    ops = [operand(ctx, v) for v in (a, lo, hi)]
+    try:
+        loop = _CLIP.resolve_dtypes((*resolution_dtypes(ctx, ops), None))
+    except TypeError:
+        raise RunForReal(ops) from None
+    b, loc = ctx.builder, ctx.loc()
+    xn, lon, hin = (b.astype(n, loop[0], loc) for n in materialise(ctx, ops, loop[:3]))
+    return wrap(ctx, b.elemwise("minimum", [b.elemwise("maximum", [xn, lon], loc), hin], loc), scalar=True)
+
+
+@handles("round", "around")
+def round_(ctx: TraceContext, x: Any, decimals: int = 0, out: Any = None):
+    if out is not None:
+        raise RunForReal(out)
+    b, loc = ctx.builder, ctx.loc()
+    n = node_of(ctx, x)
+    dt = b.aval(n).dtype
+    decimals = int(decimals)
+    if dt.kind == "c" or (dt.kind == "b" and decimals != 0):
+        raise RunForReal(x)  # complex: the library; bool: NumPy's casting error
+    if dt.kind in "iu" and decimals >= 0:  # integers are already round: a copy
+        return wrap(ctx, n, scalar=True, dtype=getattr(x, "dtype", None))
+    if decimals == 0:  # np.rint (bool rounds to float16, as rint's loops say)
+        return wrap(ctx, b.elemwise("rint", [n], loc), scalar=True)
+    first, second = ("multiply", "true_divide") if decimals > 0 else ("true_divide", "multiply")
+    f_dtype = np.dtype(np.float64) if dt.kind in "biu" else dt
+    f = b.const(10.0 ** abs(decimals), f_dtype, loc)
+    v = b.astype(n, f_dtype, loc) if f_dtype != dt else n
+    r = b.elemwise(second, [b.elemwise("rint", [b.elemwise(first, [v, f], loc)], loc), f], loc)
+    # NumPy rounds into an array of x's own dtype, byte order included
+    return wrap(ctx, b.astype(r, dt, loc), scalar=True, dtype=getattr(x, "dtype", None))

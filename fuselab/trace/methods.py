@@ -1,0 +1,263 @@
+"""The NumPy surface of the tracer: operators, array methods and attributes, attached to
+`core.Tracer` from here (the core never imports this layer)."""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from ..ops import UFUNC_OPS, ShapeError
+# their handlers register themselves when imported
+from . import elementwise as _where_clip_round, opaque as _opaque_rules, reductions as _reductions  # noqa: F401
+from .core import TraceContext, Tracer, register_method
+from .creation import astype, copy_of
+from .mutate import update_for_real, update_in_place
+from .operands import RunForReal, node_of, wrap
+from .realrun import plain_values, run_for_real
+from .registry import call_function, qualname
+from .shapes import getitem, setitem, swapaxes, transpose, view_of
+from .ufuncs import call_ufunc, dispatch_ufunc, elementwise, inplace
+
+_BINARY = [("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("truediv", "true_divide"),
+           ("floordiv", "floor_divide"), ("mod", "remainder"), ("pow", "power"), ("and", "bitwise_and"),
+           ("or", "bitwise_or"), ("xor", "bitwise_xor"), ("lshift", "left_shift"), ("rshift", "right_shift")]
+_COMPARE = [("eq", "equal"), ("ne", "not_equal"), ("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
+            ("ge", "greater_equal")]
+
+
+def _binop(dunder: str, ufunc_name: str, reflected: bool = False):
+    opname = UFUNC_OPS[ufunc_name]
+    ufunc = getattr(np, ufunc_name)
+    py_op = getattr(operator, dunder if dunder not in ("and", "or") else dunder + "_")
+
+    def op(self: Tracer, other: Any) -> Any:
+        ctx = self._ctx
+        args = (other, self) if reflected else (self, other)
+        try:
+            out = call_ufunc_strict(ctx, opname, args)
+        except (RunForReal, ShapeError):
+            return run_for_real(ctx, f"`{dunder}`", py_op, args, {})
+        if self._scalar and _all_scalars(args):  # NumPy scalar math words its warnings so
+            ctx.labels.setdefault(out._node, f"scalar {ufunc.__name__}")
+        return out
+    return op
+
+
+def call_ufunc_strict(ctx: TraceContext, opname: str, args: tuple) -> Tracer:
+    """A Python operator: the ufunc with the operator's fast paths; RunForReal when
+    fuselab's rules do not apply (the caller runs the operator itself)."""
+    return wrap(ctx, elementwise(ctx, opname, args, None, operator=True), scalar=True)
+
+
+def _all_scalars(args: tuple) -> bool:
+    return all((isinstance(a, Tracer) and a._scalar) or (not isinstance(a, Tracer) and np.ndim(a) == 0
+                                                          and not isinstance(a, np.ndarray)) for a in args)
+
+
+def _ibinop(dunder: str, ufunc_name: str):
+    opname = UFUNC_OPS[ufunc_name]
+    plain = _binop(dunder, ufunc_name)
+    iop = getattr(operator, f"i{dunder}")
+
+    def op(self: Tracer, other: Any) -> Any:
+        if self._scalar:  # NumPy scalars are immutable: `s += 1` makes a new scalar
+            return plain(self, other)
+        ctx = self._ctx
+        try:
+            return inplace(ctx, self, opname, (self, other))
+        except (RunForReal, ShapeError):
+            return update_for_real(ctx, self, f"`{dunder}=`", lambda arr: iop(arr, plain_values(ctx, other)))
+    return op
+
+
+def _unary(ufunc_name: str):
+    opname = UFUNC_OPS[ufunc_name]
+    ufunc = getattr(np, ufunc_name)
+
+    def op(self: Tracer) -> Any:
+        name = ufunc_name
+        if name == "invert" and self.aval.dtype == np.bool_:
+            return call_ufunc(self._ctx, np.logical_not, "logical_not", (self,), {})
+        out = call_ufunc(self._ctx, ufunc, opname, (self,), {})
+        if self._scalar and isinstance(out, Tracer):
+            self._ctx.labels.setdefault(out._node, f"scalar {ufunc.__name__}")
+        return out
+    return op
+
+
+def _method(name: str):
+    """a.name(...) as np.name(a, ...); NumPy's method itself where fuselab has no rule."""
+    def real(a: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(a, name)(*args, **kwargs)
+
+    def m(self: Tracer, *args: Any, **kwargs: Any) -> Any:
+        return call_function(self._ctx, name, real, (self, *args), kwargs)
+    m.__name__ = name
+    return m
+
+
+def _divmod(self: Tracer, other: Any) -> Any:
+    return (self // other, self % other)
+
+
+def _rdivmod(self: Tracer, other: Any) -> Any:
+    return (other // self, other % self)
+
+
+def _round(self: Tracer, ndigits: Any = None) -> Any:
+    if not self._scalar:
+        raise TypeError("type numpy.ndarray doesn't define __round__ method")
+    if ndigits is None:
+        return round(self._value("round()"))
+    return call_function(self._ctx, "round", np.round, (self, ndigits), {})
+
+
+def _view(self: Tracer, *args: Any, **kwargs: Any) -> Any:
+    if args or kwargs:  # a reinterpretation of the bytes: NumPy does it
+        return run_for_real(self._ctx, ".view()", lambda a, *r, **k: a.view(*r, **k), (self, *args), kwargs)
+    return view_of(self._ctx, self, self._node)
+
+
+def _flatten(self: Tracer, order: str = "C") -> Any:
+    t = call_function(self._ctx, "reshape", np.reshape, (self, -1), {})
+    if not isinstance(t, Tracer):
+        return t
+    return Tracer(self._ctx, t._node, origin=("copy", self, self._ctx.versions.get(id(self), 0),
+                                               lambda a: a.flatten(order)))
+
+
+def _copy_method(self: Tracer, order: str = "C") -> Tracer:
+    return copy_of(self._ctx, self, order)
+
+
+def _astype(self: Tracer, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
+            copy: bool = True) -> Any:
+    try:
+        return astype(self._ctx, self, dtype, order, casting, subok, copy)
+    except (RunForReal, ShapeError):
+        return run_for_real(self._ctx, ".astype()", lambda a, *r, **k: a.astype(*r, **k), (self, dtype),
+                            {"order": order, "casting": casting, "copy": copy})
+
+
+def _conj(self: Tracer) -> Any:
+    if self.aval.dtype.kind == "c":
+        return call_function(self._ctx, "conjugate", np.conjugate, (self,), {})
+    return wrap(self._ctx, self._node, scalar=self._scalar)  # a new array with the same values
+
+
+def _real(self: Tracer) -> Any:
+    if self.aval.dtype.kind == "c":
+        return call_function(self._ctx, "real", np.real, (self,), {})
+    return view_of(self._ctx, self, self._node)
+
+
+def _imag(self: Tracer) -> Any:
+    if self.aval.dtype.kind == "c":
+        return call_function(self._ctx, "imag", np.imag, (self,), {})
+    return wrap(self._ctx, self._ctx.builder.full(self.shape, 0, self.aval.dtype, self._ctx.loc()))
+
+
+def _sort(self: Tracer, axis: int = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> None:
+    """a.sort() sorts in place: the tracer takes the sorted values."""
+    new = call_function(self._ctx, "sort", np.sort, (self, axis, kind, order), {"stable": stable})
+    if not isinstance(new, Tracer):
+        raise RunForReal(new)
+    update_in_place(self._ctx, self, new._node, "a.sort()")
+
+
+def _fill(self: Tracer, value: Any) -> None:
+    ctx = self._ctx
+    b, loc = ctx.builder, ctx.loc()
+    v = node_of(ctx, value)
+    if b.aval(v).shape:
+        raise ValueError("Input object to FillWithScalar is not a scalar")
+    node = b.broadcast_to(b.astype(v, self.aval.dtype, loc), self.shape, loc)
+    update_in_place(ctx, self, node, "a.fill()")
+
+
+def _getattr(self: Tracer, name: str) -> Any:
+    """Array attributes fuselab does not trace: the real array's (at a graph break);
+    anything else, NumPy's AttributeError."""
+    cls = self.__class__
+    if name.startswith("__") or not hasattr(cls, name):
+        raise AttributeError(f"'{cls.__module__.split('.')[0]}.{cls.__name__}' object has no attribute '{name}'")
+    ctx = self._ctx
+    attr = getattr(cls, name)
+    if callable(attr):
+        def method(*args: Any, **kwargs: Any) -> Any:
+            return run_for_real(ctx, f".{name}()", lambda a, *r, **k: getattr(a, name)(*r, **k), (self, *args),
+                                kwargs)
+        return method
+    return getattr(self._value(f"`.{name}`"), name)
+
+
+def _install() -> None:
+    for dunder, name in _BINARY:
+        register_method(f"__{dunder}__", _binop(dunder, name))
+        register_method(f"__r{dunder}__", _binop(dunder, name, reflected=True))
+        register_method(f"__i{dunder}__", _ibinop(dunder, name))
+    for dunder, name in _COMPARE:
+        register_method(f"__{dunder}__", _binop(dunder, name))
+    register_method("__hash__", Tracer.__hash__)  # defining __eq__ would unset it
+    register_method("__neg__", _unary("negative"))
+    register_method("__pos__", _unary("positive"))
+    register_method("__abs__", _unary("absolute"))
+    register_method("__invert__", _unary("invert"))
+    register_method("__divmod__", _divmod)
+    register_method("__rdivmod__", _rdivmod)
+    register_method("__round__", _round)
+    register_method("__matmul__", lambda self, o: call_function(self._ctx, "matmul", np.matmul, (self, o), {}))
+    register_method("__rmatmul__", lambda self, o: call_function(self._ctx, "matmul", np.matmul, (o, self), {}))
+    register_method("__getitem__", lambda self, key: _guard(self, lambda: getitem(self._ctx, self, key),
+                                                            lambda a: a[plain_values(self._ctx, key)]))
+    register_method("__setitem__", lambda self, key, value: _setitem(self, key, value))
+    register_method("__copy__", lambda self: copy_of(self._ctx, self, "K"))
+    register_method("__deepcopy__", lambda self, memo: copy_of(self._ctx, self, "K"))
+    register_method("__getattr__", _getattr)
+    register_method("T", property(lambda self: transpose(self._ctx, self)))
+    register_method("mT", property(lambda self: swapaxes(self._ctx, self, -1, -2)))
+    register_method("real", property(_real))
+    register_method("imag", property(_imag))
+    register_method("astype", _astype)
+    register_method("copy", _copy_method)
+    register_method("view", _view)
+    register_method("flatten", _flatten)
+    register_method("conj", _conj)
+    register_method("conjugate", _conj)
+    register_method("sort", _sort)
+    register_method("fill", _fill)
+    register_method("__array_ufunc__", _array_ufunc)
+    register_method("__array_function__", _array_function)
+    for name in ("sum", "prod", "max", "min", "any", "all", "mean", "var", "std", "argmax", "argmin",
+                 "reshape", "transpose", "ravel", "squeeze", "swapaxes", "clip", "round", "nonzero",
+                 "cumsum", "cumprod", "argsort", "take", "repeat", "trace", "diagonal", "dot",
+                 "searchsorted", "partition", "argpartition"):
+        register_method(name, _method(name))
+
+
+def _guard(self: Tracer, traced: Any, real: Any) -> Any:
+    try:
+        return traced()
+    except (RunForReal, ShapeError):
+        return run_for_real(self._ctx, "indexing", real, (self,), {})
+
+
+def _setitem(self: Tracer, key: Any, value: Any) -> None:
+    ctx = self._ctx
+    try:
+        setitem(ctx, self, key, value)
+    except (RunForReal, ShapeError):
+        update_for_real(ctx, self, "item assignment (x[...] = v)",
+                         lambda arr: arr.__setitem__(plain_values(ctx, key), plain_values(ctx, value)))
+
+
+def _array_ufunc(self: Tracer, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    return dispatch_ufunc(self._ctx, ufunc, method, inputs, kwargs)
+
+
+def _array_function(self: Tracer, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+    return call_function(self._ctx, qualname(func), func, args, kwargs)
+
+
+_install()

@@ -1,0 +1,183 @@
+"""What a traced cell sees in place of its namespace: its arrays as tracers, `np` / `cp`
+as proxies whose functions record nodes when given tracers (and are the real module's
+otherwise), the notebook's own functions re-bound to read the traced namespace, and
+`cupy.fuse` functions and CuPy kernels traced through or run as opaque nodes."""
+from __future__ import annotations
+
+from types import FunctionType, ModuleType
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ..ops import UFUNC_OPS
+from .core import TraceContext, current, mentions_tracer, traceable
+from .opaque import data_dependent
+from .registry import call_function
+from .ufuncs import dispatch_ufunc
+
+# creation functions are traced even without tracer arguments (they are fusable sources)
+_CREATION = frozenset({"zeros", "ones", "empty", "full", "arange"})
+
+
+class TracingModule:
+    """Stands in for numpy / cupy (and their submodules) while a cell is traced."""
+
+    def __init__(self, module: ModuleType, path: str = "") -> None:
+        self._module = module
+        self._path = path
+
+    def __repr__(self) -> str:
+        return repr(self._module)
+
+    def __dir__(self) -> list[str]:
+        return dir(self._module)
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self._module, name)
+        path = f"{self._path}.{name}" if self._path else name
+        if isinstance(real, ModuleType):
+            return TracingModule(real, path)
+        if isinstance(real, np.ufunc) or (name in UFUNC_OPS and not self._path and callable(real)):
+            return TracedUfunc(real, name)
+        if not callable(real) or isinstance(real, type):
+            return real
+
+        def traced(*args: Any, **kwargs: Any) -> Any:
+            if not (mentions_tracer(args) or mentions_tracer(kwargs.values())) and path not in _CREATION:
+                return real(*args, **kwargs)
+            if name == "fuse" and not self._path:  # cp.fuse as a decorator inside the cell
+                return real(*args, **kwargs)
+            return call_function(current(), path, real, args, kwargs)
+        traced.__name__ = name
+        traced.__doc__ = getattr(real, "__doc__", None)
+        traced.__wrapped__ = real  # type: ignore[attr-defined]
+        return traced
+
+
+class TracedUfunc:
+    """np.exp / cp.exp inside a traced cell: records when given a tracer; `.reduce` too."""
+
+    def __init__(self, real: Any, name: str) -> None:
+        self._real = real
+        self.__name__ = name
+
+    def __repr__(self) -> str:
+        return repr(self._real)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if mentions_tracer(args) or mentions_tracer(kwargs.values()):
+            return dispatch_ufunc(current(), self._real, "__call__", args, kwargs, self.__name__)
+        return self._real(*args, **kwargs)
+
+    def _method(self, method: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if mentions_tracer(args) or mentions_tracer(kwargs.values()):
+                return dispatch_ufunc(current(), self._real, method, args, kwargs, self.__name__)
+            return getattr(self._real, method)(*args, **kwargs)
+        return call
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr in ("reduce", "accumulate", "outer", "reduceat", "at"):
+            return self._method(attr)
+        return getattr(self._real, attr)
+
+
+def _is_cupy_fusion(v: Any) -> bool:
+    t = type(v)
+    return t.__name__ == "Fusion" and t.__module__.startswith("cupy") and hasattr(v, "func")
+
+
+class TracedFusion:
+    """A cupy.fuse function: traced through its Python body, so two of them composed
+    become one graph fuselab can fuse across."""
+
+    def __init__(self, fusion: Any, func: Callable[..., Any] | None = None) -> None:
+        self._fusion = fusion
+        self.func = func or fusion.func
+        self.__name__ = getattr(fusion, "name", None) or getattr(self.func, "__name__", "fused")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if mentions_tracer(args):
+            return self.func(*args, **kwargs)
+        return self._fusion(*args, **kwargs)
+
+
+def _is_cupy_kernel(v: Any) -> bool:
+    t = type(v)
+    return t.__module__.startswith("cupy") and t.__name__ in ("ElementwiseKernel", "ReductionKernel", "RawKernel")
+
+
+class TracedLibraryKernel:
+    """ElementwiseKernel / ReductionKernel objects: run now (their result's dtype comes
+    from the kernel's own type rules), an opaque node that runs the kernel again."""
+
+    def __init__(self, kernel: Any) -> None:
+        self._kernel = kernel
+        self.__name__ = getattr(kernel, "name", "kernel")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not mentions_tracer(args):
+            return self._kernel(*args, **kwargs)
+        ctx = current()
+        if type(self._kernel).__name__ == "RawKernel":
+            raise ctx.refuse("a RawKernel writes into its arguments, which %%fuse cannot trace",
+                             "launch it in a cell before or after the %%fuse cell")
+        return data_dependent(ctx, self.__name__, lambda *a: self._kernel(*a, **kwargs), args, {},
+                              f"the CuPy kernel `{self.__name__}` runs here (fuselab does not read its code)")
+
+
+def with_globals(fn: FunctionType, globals_: dict[str, Any]) -> FunctionType:
+    """The same function reading its globals from another dict."""
+    new = FunctionType(fn.__code__, globals_, fn.__name__, fn.__defaults__, fn.__closure__)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    new.__dict__.update(fn.__dict__)
+    new.__qualname__ = fn.__qualname__
+    new.__doc__ = fn.__doc__
+    new.__module__ = fn.__module__
+    return new
+
+
+def _is_array_module(v: Any) -> bool:
+    return isinstance(v, ModuleType) and (v.__name__ in ("numpy", "cupy") or
+                                           v.__name__.startswith(("numpy.", "cupy.")))
+
+
+def tracing_namespace(ctx: TraceContext, namespace: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of the user's namespace with arrays as tracers and np/cp as proxies.
+
+    Functions defined in the notebook (their globals are the namespace) are re-bound to
+    this copy, so a helper from an earlier cell traces exactly like one defined in the
+    cell: its `cp.exp(a)` and the global arrays it reads are traced too."""
+    ns: dict[str, Any] = {}
+    for k, v in namespace.items():
+        if traceable(v):
+            ns[k] = ctx.tracer_for(v, k)  # one tracer per array object: aliases stay aliases
+        elif _is_array_module(v):
+            ns[k] = TracingModule(v, v.__name__.partition(".")[2])
+        elif isinstance(v, FunctionType) and v.__globals__ is namespace:
+            ns[k] = with_globals(v, ns)
+            ctx.originals[id(ns[k])] = v
+        elif _is_cupy_fusion(v):
+            f = v.func
+            ns[k] = TracedFusion(v, with_globals(f, ns) if getattr(f, "__globals__", None) is namespace else f)
+        elif _is_cupy_kernel(v):
+            ns[k] = TracedLibraryKernel(v)
+        else:
+            ns[k] = v
+    ns.setdefault("__builtins__", __builtins__)
+    return ns
+
+
+def untraced(value: Any, ctx: TraceContext) -> Any:
+    """The real object behind a proxy, for binding back into the user's namespace."""
+    if id(value) in ctx.originals:
+        return ctx.originals[id(value)]
+    if isinstance(value, TracingModule):
+        return value._module
+    if isinstance(value, TracedUfunc):
+        return value._real
+    if isinstance(value, TracedFusion):
+        return value._fusion
+    if isinstance(value, TracedLibraryKernel):
+        return value._kernel
+    return value

@@ -1,0 +1,179 @@
+"""In-place updates (`x += 1`, `x[i] = v`, `np.add(a, b, out=x)`, `x.fill(0)`): the tracer
+takes the updated value's node, so every name bound to the same array object sees the
+change, as in NumPy. An array the user had before the cell is written back after a
+successful run, as plain execution would have changed it.
+
+Updates NumPy would make visible through other arrays sharing the memory (a view, or an
+array with live views) are refused: fuselab keeps values, not memory."""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable
+
+import numpy as np
+
+from ..interp import eval_node
+from ..ir import Node
+from ..ops import OpaqueFn
+from .core import InputTracer, TraceContext, Tracer
+from .operands import RunForReal
+from .realrun import plain_values
+
+
+def add_view(source: Tracer, view: Tracer) -> None:
+    """Remember that `view` shares `source`'s memory (an update of `source` would show)."""
+    if source._views is None:
+        source._views = []
+    source._views.append(weakref.ref(view))
+
+
+def update_in_place(ctx: TraceContext, t: Tracer, node: int, what: str, *, through: Tracer | None = None) -> None:
+    """`t` now holds the value of `node` (same shape and dtype as before). As NumPy's
+    shared memory would: an update of a view writes through into the array it views, and
+    the other live views of an updated array (`x.T`, `x[1:]`) see the new values."""
+    o = t._origin
+    if o is not None and o[0] == "view":
+        base = o[1]
+        chain = view_ops(ctx, t, base) if ctx.versions.get(id(base), 0) == o[2] else None
+        new_base = _write_through(ctx, base, chain, node) if chain is not None else None
+        if new_base is None:
+            raise ctx.refuse(f"{what} writes into a view that fuselab cannot map back onto the array it "
+                             "views (NumPy would change that array too)",
+                             "update a copy (v = v.copy()), or the array itself with an index (x[1:3] += 1)")
+        update_in_place(ctx, base, new_base, what, through=t)
+        _refresh(ctx, t, base, chain)
+        return
+    stale = _live_views(ctx, t, skip=through)
+    if isinstance(t, InputTracer):
+        flags = getattr(t._array, "flags", None)
+        if flags is not None and not flags.writeable:
+            raise ValueError("assignment destination is read-only")
+    t._origin = None  # no longer a copy of anything: its value is its own
+    ctx.versions[id(t)] = ctx.versions.get(id(t), 0) + 1
+    t._node = node
+    for view, parent, chain in stale:  # parents come before their own views
+        _refresh(ctx, view, parent, chain)
+
+
+def view_ops(ctx: TraceContext, view: Tracer, base: Tracer) -> tuple[Node, ...] | None:
+    """The view nodes that make `view` from `base`: recorded when the view was refreshed
+    after an update (the builder may fold a reshape of a reshape), else read off the graph."""
+    o = view._origin
+    if o is not None and len(o) > 3 and o[1] is base:
+        return o[3]
+    chain = _chain(ctx, view._node, base._node)
+    return None if chain is None else tuple(ctx.builder.nodes[i] for i in chain)
+
+
+def _refresh(ctx: TraceContext, view: Tracer, base: Tracer, chain: tuple[Node, ...]) -> None:
+    """`view` is again the same view of its (updated) base; the binding repeats its ops."""
+    view._origin = ("view", base, ctx.versions.get(id(base), 0), chain)
+    view._node = _replay(ctx, chain, base._node)
+    ctx.versions[id(view)] = ctx.versions.get(id(view), 0) + 1
+
+
+def _live_views(ctx: TraceContext, t: Tracer, skip: Tracer | None) -> list[tuple[Tracer, Tracer, tuple[Node, ...]]]:
+    """The live views of t (and of those, recursively) with their view ops, or a
+    refusal when one of them is not a view fuselab can take again."""
+    out: list[tuple[Tracer, Tracer, tuple[Node, ...]]] = []
+    todo = [t]
+    while todo:
+        parent = todo.pop(0)
+        for r in parent._views or ():
+            view = r()
+            if view is None or view is skip or view._origin is None or view._origin[1] is not parent:
+                continue
+            chain = view_ops(ctx, view, parent)
+            if chain is None:
+                raise ctx.refuse("this update changes an array whose views are still in use, and one of them "
+                                 "is not a view fuselab can take again", "take the views after the update, "
+                                 "or update a copy")
+            out.append((view, parent, chain))
+            todo.append(view)
+    return out
+
+
+def writer(path: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A handler for a NumPy function that writes into its first argument
+    (np.copyto, np.put, np.random.shuffle...): the tracer takes the updated value."""
+    def handler(ctx: TraceContext, target: Any, *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(target, Tracer):
+            raise RunForReal(target)
+        update_for_real(ctx, target, f"np.{path}",
+                        lambda arr: fn(arr, *plain_values(ctx, list(args)), **plain_values(ctx, dict(kwargs))))
+        return None
+    return handler
+
+
+def update_for_real(ctx: TraceContext, t: Tracer, what: str, fn: Callable[[Any], Any]) -> Tracer:
+    """An in-place update fuselab has no rule for: plain NumPy applies it to a copy of
+    t's value (raising NumPy's own errors), and t then holds the result."""
+    ctx.need(t._node, f"{what} runs as plain NumPy here")
+    arr = ctx.evaluator.value(t._node).copy()
+    fn(arr)
+    update_in_place(ctx, t, ctx.input_for(arr), what)
+    return t
+
+
+def _chain(ctx: TraceContext, node: int, base: int) -> list[int] | None:
+    """The view nodes from `base` up to `node`, or None if `node` is not a view of it."""
+    out = []
+    while node != base:
+        n = ctx.builder.nodes[node]
+        if n.op not in ("slice", "reshape", "transpose", "broadcast_to"):
+            return None
+        out.append(node)
+        node = n.inputs[0]
+    return out[::-1]
+
+
+def _replay(ctx: TraceContext, chain: tuple[Node, ...], root: int) -> int:
+    """The same views, taken of another array of the same shape."""
+    b, cur = ctx.builder, root
+    for n in chain:
+        if n.op == "slice":
+            cur = b.slice(cur, n.args["start"], n.args["step"], n.shape, n.loc)
+        elif n.op == "reshape":
+            cur = b.reshape(cur, n.shape, n.loc)
+        elif n.op == "transpose":
+            cur = b.transpose(cur, n.args["perm"], n.loc)
+        else:
+            cur = b.broadcast_to(cur, n.shape, n.loc)
+    return cur
+
+
+def _write_through(ctx: TraceContext, base: Tracer, chain: tuple[Node, ...], value: int) -> int | None:
+    """The base array's new value when its view (`chain` of it) takes `value`, or None
+    for views not mapped back (broadcasts, reshapes that would copy).
+
+    As NumPy does it: a copy of the base with the value written through the same view
+    ops, so the base keeps its layout (a reduction over it then adds in NumPy's order).
+    A reshape that may copy instead of viewing only maps back by inverse reshapes and
+    transposes of the whole value."""
+    b, loc = ctx.builder, ctx.loc()
+    ops = [n.op for n in chain]
+    if not chain or any(op not in ("slice", "reshape", "transpose") for op in ops):
+        return None
+    if all(n.op != "reshape" or k == 0 or _unit_dims_only(b.aval(n.inputs[0]).shape, n.shape)
+           for k, n in enumerate(chain)):
+        def call(xp: Any, a: Any, v: Any) -> Any:
+            out = a.copy()
+            w = out
+            for n in chain:
+                w = eval_node(xp, n, [w])
+            w[...] = v
+            return out
+        return b.opaque(OpaqueFn("setitem", call), [base._node, value], base.aval, (), loc)
+    if "slice" in ops:
+        return None
+    cur = value
+    for n in reversed(chain):
+        src_shape = b.aval(n.inputs[0]).shape
+        cur = b.reshape(cur, src_shape, loc) if n.op == "reshape" else \
+            b.transpose(cur, tuple(int(p) for p in np.argsort(n.args["perm"])), loc)
+    return cur
+
+
+def _unit_dims_only(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """A reshape that only adds or removes dimensions of length 1 (always a view)."""
+    return tuple(d for d in a if d != 1) == tuple(d for d in b if d != 1)

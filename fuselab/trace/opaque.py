@@ -1,0 +1,208 @@
+"""Operations fuselab does not fuse. Each runs through the library as one opaque node,
+its result's shape and dtype given by a rule written from NumPy's documentation (never
+by running it on made-up data). Operations whose result's shape depends on the values
+(`unique`, `nonzero`, boolean masks) run at a graph break and become nodes of the shape
+they gave; functions without a rule run as plain NumPy at a graph break.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..ops import Aval, OpaqueFn, broadcast_shapes
+from .core import TraceContext, Tracer, is_array
+from .mutate import writer
+from .operands import RunForReal, node_of
+from .realrun import run_for_real
+from .registry import FALLBACK, handles
+from .shape_rules import RULES  # (the rules register themselves)
+
+# ---------------------------------------------------------------------------
+# Lifting a call: array arguments become the node's inputs, the rest stays static
+# ---------------------------------------------------------------------------
+
+
+class Slot:
+    """Where the i-th array operand goes in a call's arguments."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i: int) -> None:
+        self.i = i
+
+    def __repr__(self) -> str:
+        return f"<array {self.i}>"
+
+
+def fill(v: Any, vals: Sequence[Any]) -> Any:
+    """`v` with every Slot (also inside lists and tuples) replaced by its value."""
+    if isinstance(v, Slot):
+        return vals[v.i]
+    if type(v) in (list, tuple):
+        return type(v)(fill(e, vals) for e in v)
+    return v
+
+
+@dataclass(frozen=True)
+class Lifted:
+    nodes: tuple[int, ...]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+    def substitute(self, vals: Sequence[Any]) -> tuple[list[Any], dict[str, Any]]:
+        """The call's arguments with the array operands taken from `vals`."""
+        return [fill(a, vals) for a in self.args], {k: fill(v, vals) for k, v in self.kwargs.items()}
+
+    def call(self, fn: Callable[..., Any], vals: Sequence[Any]) -> Any:
+        args, kwargs = self.substitute(vals)
+        return fn(*args, **kwargs)
+
+
+def lift(ctx: TraceContext, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Lifted:
+    nodes: list[int] = []
+
+    def one(v: Any) -> Any:
+        if isinstance(v, Tracer) or is_array(v):
+            nodes.append(node_of(ctx, v))
+            return Slot(len(nodes) - 1)
+        if type(v) in (list, tuple) and any(isinstance(e, Tracer) or is_array(e) for e in v):
+            return type(v)(one(e) for e in v)
+        return v
+    largs = tuple(one(a) for a in args)
+    lkw = {k: one(v) for k, v in kwargs.items()}
+    return Lifted(tuple(nodes), largs, lkw)
+
+
+def _xp_attr(xp: Any, path: str) -> Any:
+    obj = xp
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _wrap_results(ctx: TraceContext, fn: OpaqueFn, nodes: Sequence[int], avals: Aval | tuple[Aval, ...],
+                  scalar: bool, values: Any = None) -> Any:
+    b, loc = ctx.builder, ctx.loc()
+    if isinstance(avals, Aval):
+        n = b.opaque(fn, nodes, avals, (), loc)
+        if values is not None:
+            ctx.evaluator.set(n, values)
+        return Tracer(ctx, n, scalar=scalar and not avals.shape)
+    outs = []
+    for k, av in enumerate(avals):
+        n = b.opaque(fn, nodes, av, (), loc, output_index=k)
+        if values is not None:
+            ctx.evaluator.set(n, values[k])
+        outs.append(Tracer(ctx, n, scalar=scalar and not av.shape))
+    return tuple(outs)
+
+
+# ---------------------------------------------------------------------------
+# Data-dependent shapes: run now, at a graph break
+# ---------------------------------------------------------------------------
+
+def data_dependent(ctx: TraceContext, name: str, fn: Callable[..., Any], args: Sequence[Any],
+                   kwargs: Mapping[str, Any], what: str = "") -> Any:
+    """Run `fn` now (its result's shape depends on the values); the result becomes an
+    opaque node of the shape it has, whose value is kept for the rest of the trace."""
+    lifted = lift(ctx, args, kwargs)
+    if not lifted.nodes:
+        raise RunForReal(args)
+    ctx.need(lifted.nodes[0], what or f"the shape of `np.{name}`'s result depends on the values")
+    vals = [ctx.evaluator.value(n) for n in lifted.nodes]
+    result = lifted.call(fn, vals)
+    opaque = OpaqueFn(name, lambda xp, *v: lifted.call(fn, v))
+    if isinstance(result, tuple):
+        avals = tuple(Aval(tuple(r.shape), np.dtype(r.dtype)) for r in result)
+        return _wrap_results(ctx, opaque, lifted.nodes, avals, False, result)
+    return _wrap_results(ctx, opaque, lifted.nodes, Aval(tuple(result.shape), np.dtype(result.dtype)),
+                         False, result)
+
+
+def _keeping_dtype(path: str):
+    """A data-dependent op whose values are its operand's elements (so its dtype)."""
+    def h(ctx: TraceContext, *a: Any, **k: Any) -> Any:
+        out = data_dependent(ctx, path, _xp_attr(np, path), a, k)
+        dt = _first_dtype(a)
+        first = out[0] if isinstance(out, tuple) else out
+        if dt is not None and first.aval.dtype == dt.newbyteorder("="):
+            first._dtype = dt if dt != first.aval.dtype else None
+        return out
+    return h
+
+
+for _path in ("nonzero", "flatnonzero", "argwhere", "unique_inverse", "bincount"):
+    handles(_path)(lambda ctx, *a, _p=_path, **k: data_dependent(ctx, _p, _xp_attr(np, _p), a, k))
+for _path in ("unique", "unique_values", "unique_counts", "unique_all", "extract", "compress", "trim_zeros",
+              "setdiff1d", "intersect1d", "union1d", "setxor1d"):
+    handles(_path)(_keeping_dtype(_path))
+
+
+def _first_dtype(args: Sequence[Any]) -> np.dtype | None:
+    for a in args:
+        if isinstance(a, Tracer):
+            return a.dtype
+        if type(a) in (list, tuple):
+            d = _first_dtype(a)
+            if d is not None:
+                return d
+    return None
+
+
+# ---------------------------------------------------------------------------
+# The fallback for functions without a handler
+# ---------------------------------------------------------------------------
+
+def library_call(ctx: TraceContext, path: str, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+    """A NumPy/CuPy function with tracer arguments and no handler: an opaque node by its
+    shape rule, or, without one, plain NumPy at a graph break."""
+    r = RULES.get(path)
+    if r is None and isinstance(func, np.ufunc) and func.nout == 1 and not kwargs:
+        return _library_ufunc(ctx, func, args)
+    if r is None:
+        return run_for_real(ctx, f"np.{path}", func, args, kwargs,
+                            f"`np.{path}` runs as plain NumPy here: fuselab has no rule for its result's shape")
+    lifted = lift(ctx, args, kwargs)
+    avals = [ctx.builder.aval(n) for n in lifted.nodes]
+    a, kw = lifted.substitute(avals)
+    out_avals = r.rule(*a, **kw)
+    fn = OpaqueFn(path, lambda xp, *vals: lifted.call(_xp_attr(xp, path), vals))
+    values = None
+    if r.fallible and ctx.in_try():
+        # it may raise on these values, inside a `try`: run it now so the error is raised
+        # where plain Python raises it
+        if lifted.nodes:
+            ctx.need(lifted.nodes[0], f"`np.{path}` can fail on the values, inside a `try`")
+        values = lifted.call(func, [ctx.evaluator.value(n) for n in lifted.nodes])
+    out = _wrap_results(ctx, fn, lifted.nodes, out_avals, r.scalar, values)
+    dt = _first_dtype(args) if r.keeps_dtype else None
+    if isinstance(out, Tracer) and dt is not None and dt != out.aval.dtype and dt.newbyteorder("=") == out.aval.dtype:
+        out._dtype = dt
+    return out
+
+
+def _library_ufunc(ctx: TraceContext, ufunc: np.ufunc, args: Sequence[Any]) -> Tracer:
+    """A ufunc fuselab has no code for (np.logaddexp, scipy.special.erf): one opaque
+    node; NumPy's broadcasting and loop resolution give its shape and dtype."""
+    lifted = lift(ctx, args, {})
+    avals = [ctx.builder.aval(n) for n in lifted.nodes]
+    a, _ = lifted.substitute(avals)
+    dts = [v.dtype if isinstance(v, Aval) else np.dtype(v.dtype) if isinstance(v, np.generic) else type(v)
+           for v in a]
+    try:
+        dt = np.dtype(ufunc.resolve_dtypes((*dts, None))[-1])
+    except TypeError:
+        raise RunForReal(args) from None
+    shape = broadcast_shapes(*(v.shape for v in avals))
+    fn = OpaqueFn(ufunc.__name__, lambda xp, *vals: lifted.call(ufunc if xp is np else getattr(xp, ufunc.__name__),
+                                                               vals))
+    return _wrap_results(ctx, fn, lifted.nodes, Aval(shape, dt), True)
+
+
+FALLBACK.append(library_call)
+
+# functions that write into their first argument
+for _path in ("copyto", "put", "place", "putmask", "fill_diagonal", "random.shuffle"):
+    handles(_path)(writer(_path, _xp_attr(np, _path)))

@@ -1,0 +1,180 @@
+"""Reductions, written as NumPy computes them (numpy/_core/_methods.py): the same
+accumulator dtypes, the same divisions by the count, the same warnings, so results and
+dtypes are NumPy's exactly."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..ops import normalize_axes
+from .core import TraceContext
+from .operands import RunForReal, node_of, wrap
+from .registry import handles
+
+
+def _plain_args(out=None, where=True, initial=np._NoValue) -> None:
+    """out=, where= and initial= change what a reduction computes: plain NumPy does them."""
+    if out is not None or where is not True or initial is not np._NoValue:
+        raise RunForReal((out, where, initial))
+
+
+def reduce(ctx: TraceContext, opname: str, x: Any, axis: Any = None, keepdims: Any = False,
+           dtype: Any = None, **plain: Any):
+    _plain_args(**plain)
+    b, loc = ctx.builder, ctx.loc()
+    n = node_of(ctx, x)
+    if opname in ("any", "all"):
+        n = b.astype(n, bool, loc)
+    keep = bool(keepdims) if keepdims is not np._NoValue else False
+    return wrap(ctx, b.reduce(opname, n, axis, keep, dtype, loc), scalar=True)
+
+
+for _name in ("sum", "prod", "any", "all"):
+    handles(_name)(lambda ctx, x, axis=None, dtype=None, out=None, keepdims=False, _op=_name, **kw:
+                   reduce(ctx, _op, x, axis, keepdims, dtype, out=out, **kw))
+for _name, _op in (("max", "max"), ("amax", "max"), ("min", "min"), ("amin", "min")):
+    # np.max / np.min take no dtype: their positional order is (a, axis, out, keepdims)
+    handles(_name)(lambda ctx, x, axis=None, out=None, keepdims=False, _op=_op, **kw:
+                   reduce(ctx, _op, x, axis, keepdims, None, out=out, **kw))
+
+
+def _argreducer(opname: str):
+    def h(ctx, x, axis=None, out=None, *, keepdims=False):
+        _plain_args(out)
+        return wrap(ctx, ctx.builder.reduce(opname, node_of(ctx, x), axis, bool(keepdims), None, ctx.loc()),
+                    scalar=True)
+    return h
+
+
+handles("argmax")(_argreducer("argmax"))
+handles("argmin")(_argreducer("argmin"))
+
+
+def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
+    return int(math.prod(shape[a] for a in axes))
+
+
+def _divide_by_count(ctx: TraceContext, s: int, count: int, scalar_result: bool) -> int:
+    """NumPy divides a sum by its count (an intp) with the true_divide ufunc and casts
+    the quotient back to the sum's dtype. When the sum is float32/float64 and the count
+    is exact in it, dividing in that dtype gives the same bits (a correctly rounded
+    quotient rounded again to fewer bits is the same quotient: p' >= 2p + 2), and keeps
+    float32 kernels free of float64 math; otherwise the division is NumPy's own."""
+    b, loc = ctx.builder, ctx.loc()
+    dt = b.aval(s).dtype
+    exact = {np.dtype(np.float32): 2 ** 24, np.dtype(np.float64): 2 ** 53}.get(dt)
+    if exact is not None and count <= exact:
+        q = b.elemwise("true_divide", [s, b.const(count, dt, loc)], loc)
+    else:
+        q = b.astype(b.elemwise("true_divide", [s, b.const(count, np.intp, loc)], loc), dt, loc)
+    if scalar_result and np.can_cast(np.intp, dt, "safe"):
+        # a full reduction is divided as NumPy scalars (np.float64(s) / np.intp(n)), whose
+        # warnings say "scalar divide"; a float32 sum is divided by the ufunc instead
+        ctx.labels[q] = "scalar divide"
+    return q
+
+
+def _float_acc(dt: np.dtype, dtype: Any) -> np.dtype:
+    """mean/var: integers and bools accumulate in float64 unless dtype= says otherwise."""
+    if dtype is not None:
+        return np.dtype(dtype)
+    return np.dtype(np.float64) if dt.kind in "biu" else dt
+
+
+def _counted(ctx: TraceContext, x: Any, axis: Any) -> tuple[int, Any, int]:
+    """mean/var's operand: its node, abstract value and the number of elements reduced
+    (complex values run as plain NumPy)."""
+    n = node_of(ctx, x)
+    a = ctx.builder.aval(n)
+    if a.dtype.kind == "c":
+        raise RunForReal(x)
+    return n, a, _count(a.shape, normalize_axes(axis, a.ndim))
+
+
+@handles("mean")
+def mean(ctx, x, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+    _plain_args(out, where)
+    b, loc = ctx.builder, ctx.loc()
+    n, a, count = _counted(ctx, x, axis)
+    if count == 0:
+        ctx.warn("Mean of empty slice")
+    half = dtype is None and a.dtype == np.float16  # float16 is summed in float32
+    acc = np.dtype(np.float32) if half else _float_acc(a.dtype, dtype)
+    s = b.reduce("sum", n, axis, bool(keepdims), acc, loc)
+    m = _divide_by_count(ctx, s, count, b.aval(s).ndim == 0)
+    if half:
+        m = b.astype(m, np.float16, loc)
+    return wrap(ctx, m, scalar=True)
+
+
+def _var_node(ctx, x, axis, dtype, keepdims, ddof) -> int:
+    """numpy/_core/_methods.py _var, step by step."""
+    b, loc = ctx.builder, ctx.loc()
+    n, a, count = _counted(ctx, x, axis)
+    if ddof >= count:
+        ctx.warn("Degrees of freedom <= 0 for slice")
+    acc = _float_acc(a.dtype, dtype) if (dtype is not None or a.dtype.kind in "biu") else None
+    s = b.reduce("sum", n, axis, True, acc, loc)
+    mean_ = _divide_by_count(ctx, s, count, False)
+    d = b.elemwise("subtract", [n, mean_], loc)
+    sq = b.elemwise("multiply", [d, d], loc)
+    ss = b.reduce("sum", sq, axis, bool(keepdims), acc, loc)
+    return _divide_by_count(ctx, ss, max(count - ddof, 0), b.aval(ss).ndim == 0)
+
+
+@handles("var")
+def var(ctx, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
+        correction=np._NoValue):
+    _plain_args(out, where, mean if mean is not None else np._NoValue)
+    ddof = ddof if correction is np._NoValue else correction
+    return wrap(ctx, _var_node(ctx, x, axis, dtype, keepdims, ddof), scalar=True)
+
+
+@handles("std")
+def std(ctx, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
+        correction=np._NoValue):
+    _plain_args(out, where, mean if mean is not None else np._NoValue)
+    ddof = ddof if correction is np._NoValue else correction
+    v = _var_node(ctx, x, axis, dtype, keepdims, ddof)
+    return wrap(ctx, ctx.builder.elemwise("sqrt", [v], ctx.loc()), scalar=True)
+
+
+@handles("count_nonzero")
+def count_nonzero(ctx, x, axis=None, *, keepdims=False):
+    b, loc = ctx.builder, ctx.loc()
+    nz = b.astype(node_of(ctx, x), bool, loc)
+    return wrap(ctx, b.reduce("sum", nz, axis, bool(keepdims), np.intp, loc), scalar=True)
+
+
+@handles("linalg.norm")
+def norm(ctx, x, ord=None, axis=None, keepdims=False):
+    """numpy.linalg.norm's vector norms; matrix norms other than Frobenius run as NumPy.
+    (NumPy's full-array 2-norm is a BLAS dot, whose summation order differs from the
+    pairwise sum here: results may differ in the last bits.)"""
+    b, loc = ctx.builder, ctx.loc()
+    n = node_of(ctx, x)
+    a = b.aval(n)
+    if a.dtype.kind == "c":
+        raise RunForReal(x)
+    if a.dtype.kind != "f":
+        n = b.astype(n, np.float64, loc)
+    axes = normalize_axes(axis, a.ndim) if axis is not None else tuple(range(a.ndim))
+    if len(axes) == 2 or (axis is None and a.ndim == 2):
+        if ord not in (None, "fro", "f"):
+            raise RunForReal(ord)
+        ord = None
+    elif len(axes) != 1:
+        raise RunForReal(axis)
+    keep = bool(keepdims)
+    if ord is None or ord == 2:
+        sq = b.elemwise("multiply", [n, n], loc)
+        out = b.elemwise("sqrt", [b.reduce("sum", sq, axes, keep, None, loc)], loc)
+    elif ord == 1:
+        out = b.reduce("sum", b.elemwise("absolute", [n], loc), axes, keep, None, loc)
+    elif ord in (np.inf, -np.inf):
+        out = b.reduce("max" if ord > 0 else "min", b.elemwise("absolute", [n], loc), axes, keep, None, loc)
+    else:
+        raise RunForReal(ord)
+    return wrap(ctx, out, scalar=True)

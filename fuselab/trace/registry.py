@@ -1,0 +1,44 @@
+"""The NumPy functions fuselab traces, by their path below numpy / cupy ('sum',
+'linalg.norm'), and the dispatch of a call on tracers: a handler records nodes; a function
+without one goes to the opaque layer (a shape rule, or a real run at a graph break)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+from ..ops import ShapeError
+from .core import TraceContext
+from .operands import RunForReal
+from .realrun import run_for_real
+
+Handler = Callable[..., Any]
+HANDLERS: dict[str, Handler] = {}
+# functions without a handler: (ctx, path, func, args, kwargs) -> result; set by opaque.py
+FALLBACK: list[Callable[[TraceContext, str, Any, Sequence[Any], Mapping[str, Any]], Any]] = []
+
+
+def handles(*names: str) -> Callable[[Handler], Handler]:
+    def deco(fn: Handler) -> Handler:
+        for n in names:
+            HANDLERS[n] = fn
+        return fn
+    return deco
+
+
+def qualname(func: Any) -> str:
+    """'sum', 'linalg.norm', 'fft.fft': the function's path below numpy / cupy."""
+    mod = (getattr(func, "__module__", "") or "").split(".")
+    name = getattr(func, "__name__", type(func).__name__)
+    sub = [m for m in mod[1:] if not m.startswith("_")]
+    return ".".join(sub + [name])
+
+
+def call_function(ctx: TraceContext, path: str, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+    """`func(*args, **kwargs)` with tracers among the arguments."""
+    handler = HANDLERS.get(path)
+    try:
+        if handler is not None:
+            return handler(ctx, *args, **kwargs)
+        return FALLBACK[0](ctx, path, func, args, kwargs)
+    except (RunForReal, ShapeError, TypeError):
+        # fuselab's rules do not cover this call (or NumPy rejects it): NumPy decides
+        return run_for_real(ctx, f"np.{path}", func, args, kwargs)

@@ -1,0 +1,339 @@
+"""Views and indexing: reshape, transpose and basic indexing are views of their source,
+as in NumPy (the binding gives real views of the user's arrays); advanced indexing copies;
+boolean masks have a data-dependent length; item assignment updates the array in place."""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..ops import Aval, OpaqueFn, ShapeError, broadcast_shapes, normalize_axes
+from .core import TraceContext, Tracer, is_array
+from .mutate import add_view, update_in_place
+from .opaque import Slot, data_dependent, fill
+from .operands import RunForReal, Weak, check_fits, node_of, operand, wrap
+from .registry import handles
+
+
+def view_of(ctx: TraceContext, source: Any, node: int) -> Tracer:
+    """A new array object that views `source`'s memory (NumPy makes a new object even
+    when nothing changes: x.reshape(x.shape) is not x)."""
+    if isinstance(source, Tracer):
+        t = Tracer(ctx, node, origin=("view", source, ctx.versions.get(id(source), 0)))
+        add_view(source, t)
+        return t
+    return wrap(ctx, node)
+
+
+def _resolve_shape(size: int, shape: Sequence[int]) -> tuple[int, ...]:
+    shape = [int(d) for d in shape]
+    if shape.count(-1) > 1:
+        raise ShapeError("can only specify one unknown dimension")
+    if -1 in shape:
+        known = math.prod(d for d in shape if d != -1)
+        if known == 0 or size % known:
+            raise ShapeError(f"cannot reshape array of size {size} into shape {tuple(shape)}")
+        shape[shape.index(-1)] = size // known
+    return tuple(shape)
+
+
+@handles("reshape")
+def reshape(ctx, x, *shape, newshape=None, order="C", copy=None, **kw):
+    if kw.get("shape") is not None:
+        shape = (kw.pop("shape"),)
+    if newshape is not None:
+        shape = (newshape,)
+    if order not in ("C", "A") or copy is not None or kw:
+        raise RunForReal(order)
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    n = node_of(ctx, x)
+    new = _resolve_shape(ctx.builder.aval(n).size, shape)
+    return view_of(ctx, x, ctx.builder.reshape(n, new, ctx.loc()))
+
+
+@handles("ravel")
+def ravel(ctx, x, order="C"):
+    return reshape(ctx, x, -1, order=order)
+
+
+@handles("transpose", "permute_dims")
+def transpose(ctx, x, *axes):
+    n = node_of(ctx, x)
+    nd = ctx.builder.aval(n).ndim
+    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+        axes = axes[0]
+    if axes:
+        normalize_axes(tuple(axes), nd, "axes")  # NumPy's errors for bad or repeated axes
+        perm = tuple(int(a) % nd for a in axes)
+    else:
+        perm = tuple(reversed(range(nd)))
+    return view_of(ctx, x, ctx.builder.transpose(n, perm, ctx.loc()))
+
+
+@handles("swapaxes")
+def swapaxes(ctx, x, axis1, axis2):
+    nd = ctx.builder.aval(node_of(ctx, x)).ndim
+    a, b = normalize_axes(axis1, nd)[0], normalize_axes(axis2, nd)[0]
+    perm = list(range(nd))
+    perm[a], perm[b] = perm[b], perm[a]
+    return transpose(ctx, x, tuple(perm))
+
+
+@handles("moveaxis")
+def moveaxis(ctx, x, source, destination):
+    nd = ctx.builder.aval(node_of(ctx, x)).ndim
+    src = [int(s) % nd for s in ((source,) if isinstance(source, int) else source)]
+    dst = [int(d) % nd for d in ((destination,) if isinstance(destination, int) else destination)]
+    if len(src) != len(dst):
+        raise RunForReal(source)
+    order = [n for n in range(nd) if n not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return transpose(ctx, x, tuple(order))
+
+
+@handles("expand_dims")
+def expand_dims(ctx, x, axis):
+    n = node_of(ctx, x)
+    a = ctx.builder.aval(n)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    nd = a.ndim + len(axes)
+    axes = normalize_axes(axes, nd)
+    it = iter(a.shape)
+    shape = tuple(1 if i in axes else next(it) for i in range(nd))
+    return view_of(ctx, x, ctx.builder.reshape(n, shape, ctx.loc()))
+
+
+@handles("squeeze")
+def squeeze(ctx, x, axis=None):
+    n = node_of(ctx, x)
+    a = ctx.builder.aval(n)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(a.shape) if d == 1)
+    else:
+        axes = normalize_axes(axis, a.ndim)
+        if any(a.shape[i] != 1 for i in axes):
+            raise RunForReal(axis)  # NumPy's error
+    if not axes and isinstance(x, Tracer):
+        return x  # NumPy returns the array itself when nothing is squeezed
+    shape = tuple(d for i, d in enumerate(a.shape) if i not in axes)
+    return view_of(ctx, x, ctx.builder.reshape(n, shape, ctx.loc()))
+
+
+@handles("broadcast_to")
+def broadcast_to(ctx, x, shape, subok=False):
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return view_of(ctx, x, ctx.builder.broadcast_to(node_of(ctx, x), shape, ctx.loc()))
+
+
+def _atleast_n(nd_min: int):
+    def h(ctx, *arys):
+        outs = []
+        for x in arys:
+            n = node_of(ctx, x)
+            a = ctx.builder.aval(n)
+            if a.ndim >= nd_min and isinstance(x, Tracer):
+                outs.append(x)  # already enough dimensions: the array itself
+                continue
+            if nd_min == 3 and a.ndim == 1:
+                shape = (1, a.shape[0], 1)
+            elif nd_min == 3 and a.ndim == 2:
+                shape = a.shape + (1,)
+            else:
+                shape = (1,) * (nd_min - a.ndim) + a.shape
+            outs.append(view_of(ctx, x, ctx.builder.reshape(n, shape, ctx.loc())))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+    return h
+
+
+handles("atleast_1d")(_atleast_n(1))
+handles("atleast_2d")(_atleast_n(2))
+handles("atleast_3d")(_atleast_n(3))
+
+
+# ---------------------------------------------------------------------------
+# Indexing
+# ---------------------------------------------------------------------------
+
+def _is_basic(k: Any) -> bool:
+    return k is None or k is Ellipsis or isinstance(k, slice) or \
+        (isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)))
+
+
+def _expand(key: tuple, ndim: int) -> tuple:
+    """The key with its Ellipsis replaced by full slices (one per unindexed dimension)."""
+    n_real = sum(_consumes(k) for k in key)
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if n_real > ndim:
+        raise IndexError(f"too many indices for array: array is {ndim}-dimensional, but {n_real} were indexed")
+    if any(k is Ellipsis for k in key):
+        i = next(i for i, k in enumerate(key) if k is Ellipsis)
+        return key[:i] + (slice(None),) * (ndim - n_real) + key[i + 1:]
+    return key + (slice(None),) * (ndim - n_real)
+
+
+def _consumes(k: Any) -> int:
+    if k is None or k is Ellipsis:
+        return 0
+    if isinstance(k, (Tracer, np.ndarray)) and np.dtype(k.dtype) == np.bool_:
+        return max(k.ndim, 1) if k.ndim else 0
+    return 1
+
+
+def getitem(ctx: TraceContext, x: Tracer, key: Any) -> Any:
+    key = key if isinstance(key, tuple) else (key,)
+    if not all(_is_basic(k) for k in key):
+        return _advanced_getitem(ctx, x, key)
+    a = x.aval
+    full = _expand(key, a.ndim)
+    starts, steps, lengths, final = [], [], [], []
+    dim = 0
+    for k in full:
+        if k is None:
+            final.append(1)
+            continue
+        size = a.shape[dim]
+        if isinstance(k, slice):
+            start, stop, step = k.indices(size)
+            n = len(range(start, stop, step))
+            starts.append(start if n else 0)
+            steps.append(step)
+            lengths.append(n)
+            final.append(n)
+        else:
+            i = int(k)
+            if not -size <= i < size:
+                raise IndexError(f"index {i} is out of bounds for axis {dim} with size {size}")
+            starts.append(i % size)
+            steps.append(1)
+            lengths.append(1)
+        dim += 1
+    b, loc = ctx.builder, ctx.loc()
+    node = b.reshape(b.slice(x._node, starts, steps, lengths, loc), final, loc)
+    if not final and not any(k is None or k is Ellipsis or isinstance(k, slice) for k in key):
+        return wrap(ctx, node, scalar=True)  # every axis taken by an integer: a NumPy scalar
+    return view_of(ctx, x, node)
+
+
+def _index_arrays(ctx: TraceContext, key: tuple) -> tuple[list[int], list[Any]]:
+    """Array parts of an advanced index become graph inputs; the rest stays static."""
+    nodes: list[int] = []
+    slots: list[Any] = []
+    for k in key:
+        if isinstance(k, Tracer) or is_array(k) or isinstance(k, list):
+            nodes.append(node_of(ctx, k))
+            slots.append(Slot(len(nodes) - 1))
+        elif _is_basic(k):
+            slots.append(k)
+        else:
+            raise RunForReal(k)
+    return nodes, slots
+
+
+def advanced_shape(shape: tuple[int, ...], key: tuple, index_avals: Sequence[Aval]) -> tuple[int, ...]:
+    """NumPy's result shape for integer-array indexing: the index arrays broadcast
+    together; their shape goes where they stand if they are adjacent, else first."""
+    it = iter(index_avals)
+    parts: list[tuple[str, Any]] = []
+    dim = 0
+    for k in _expand(key, len(shape)):
+        if k is None:
+            parts.append(("basic", (1,)))
+        elif isinstance(k, slice):
+            parts.append(("basic", (len(range(*k.indices(shape[dim]))),)))
+            dim += 1
+        elif isinstance(k, Slot):
+            av = next(it)
+            parts.append(("adv", av.shape))
+            dim += 1
+        else:  # an integer among index arrays is an index array of shape ()
+            parts.append(("adv", ()))
+            dim += 1
+    adv = [i for i, (kind, _) in enumerate(parts) if kind == "adv"]
+    bshape = broadcast_shapes(*(parts[i][1] for i in adv))
+    contiguous = adv == list(range(adv[0], adv[-1] + 1))
+    out: list[int] = [] if contiguous else list(bshape)
+    for i, (kind, s) in enumerate(parts):
+        if kind == "basic":
+            out.extend(s)
+        elif contiguous and i == adv[0]:
+            out.extend(bshape)
+    return tuple(out)
+
+
+def _check_bounds(shape: tuple[int, ...], key: tuple) -> None:
+    """Integer index arrays known now are checked now, with NumPy's IndexError."""
+    dim = 0
+    for k in _expand(key, len(shape)):
+        if k is None:
+            continue
+        if isinstance(k, (np.ndarray, list)) and not isinstance(k, Tracer):
+            arr = np.asarray(k)
+            if arr.size and arr.dtype.kind in "iu":
+                for v in (arr.min(), arr.max()):
+                    if not -shape[dim] <= v < shape[dim]:
+                        raise IndexError(f"index {v} is out of bounds for axis {dim} with size {shape[dim]}")
+        dim += 1
+
+
+def _advanced_getitem(ctx: TraceContext, x: Tracer, key: tuple) -> Any:
+    if any(_consumes(k) != 1 and not _is_basic(k) for k in key) or \
+            any(isinstance(k, (Tracer, np.ndarray)) and np.dtype(k.dtype) == np.bool_ for k in key):
+        out = data_dependent(ctx, "boolean mask", lambda a, *k: a[k], (x, *key), {},
+                             what="a boolean mask selects a number of elements that depends on the data")
+        out._dtype = x.dtype  # a copy of the elements, in x's byte order
+        return out
+    if any(isinstance(k, (Tracer, np.ndarray)) and np.dtype(k.dtype).kind not in "iu" for k in key):
+        raise RunForReal(key)  # NumPy's IndexError for float indices
+    _check_bounds(x.shape, key)
+    nodes, slots = _index_arrays(ctx, key)
+    b = ctx.builder
+    shape = advanced_shape(x.shape, tuple(slots), [b.aval(n) for n in nodes])
+
+    def call(xp, a, *idx):
+        return a[fill(tuple(slots), idx)]
+
+    node = b.opaque(OpaqueFn("getitem", call), [x._node, *nodes], Aval(shape, x.aval.dtype), (), ctx.loc())
+    return wrap(ctx, node, dtype=x.dtype)  # a copy of the elements, in x's byte order
+
+
+def setitem(ctx: TraceContext, x: Tracer, key: Any, value: Any) -> None:
+    """x[key] = value: the tracer takes the updated array's node."""
+    if x._scalar:
+        raise TypeError(f"'numpy.{x.dtype.type.__name__}' object does not support item assignment")
+    key = key if isinstance(key, tuple) else (key,)
+    b, loc = ctx.builder, ctx.loc()
+    dt = x.aval.dtype
+    v = operand(ctx, value)
+    if isinstance(v, Weak):
+        check_fits(v.value, dt)
+        vnode = b.const(v.value, dt, loc)
+    else:
+        vnode = b.astype(v, dt, loc)  # NumPy casts the value into the array's dtype
+    vshape = b.aval(vnode).shape
+    mask = key[0] if len(key) == 1 else None
+    if isinstance(mask, (Tracer, np.ndarray)) and np.dtype(mask.dtype) == np.bool_ and mask.shape == x.shape \
+            and not vshape:
+        # x[mask] = scalar is an element-wise choice: it fuses
+        node = b.where(node_of(ctx, mask), vnode, x._node, loc)
+    else:
+        if all(_is_basic(k) for k in key):
+            target = getitem(ctx, Tracer(ctx, x._node), key)
+            if broadcast_shapes(vshape, target.shape) != target.shape:
+                raise RunForReal(value)  # NumPy's "could not broadcast" error
+        elif any(isinstance(k, (Tracer, np.ndarray)) and np.dtype(k.dtype) == np.bool_ for k in key) and vshape:
+            raise RunForReal(key)  # the value must match a data-dependent count
+        else:
+            _check_bounds(x.shape, key)
+        nodes, slots = _index_arrays(ctx, key)
+
+        def call(xp, a, val, *idx):
+            out = a.copy()
+            out[fill(tuple(slots), idx)] = val
+            return out
+
+        node = b.opaque(OpaqueFn("setitem", call), [x._node, vnode, *nodes], x.aval, (), loc)
+    update_in_place(ctx, x, node, "item assignment (x[...] = v)")

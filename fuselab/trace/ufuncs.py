@@ -1,0 +1,191 @@
+"""Ufuncs on tracers: NumPy's own loop selection (NEP 50 weak Python scalars), the fast
+paths of the `**` operator, exact comparisons with out-of-range Python integers, and
+in-place updates (`x += 1`, `out=`), which change the tracer as NumPy changes the array."""
+from __future__ import annotations
+
+import operator as _operator
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..ops import OPS, SUPPORTED_DTYPES, UFUNC_OPS, Aval, OpaqueFn, ShapeError, broadcast_shapes
+from .core import TraceContext, Tracer
+from .mutate import update_for_real, update_in_place
+from .operands import RunForReal, Weak, materialise, operand, resolution_dtypes, wrap
+from .realrun import plain_values, run_for_real
+from .reductions import reduce as reduce_
+from .registry import call_function
+
+COMPARISONS = {"equal": _operator.eq, "not_equal": _operator.ne, "less": _operator.lt,
+               "less_equal": _operator.le, "greater": _operator.gt, "greater_equal": _operator.ge}
+
+
+def call_ufunc(ctx: TraceContext, ufunc: Any, opname: str, args: Sequence[Any], kwargs: Mapping[str, Any],
+               *, operator: bool = False) -> Any:
+    """`ufunc(*args, **kwargs)` on tracers: a node, or plain NumPy where fuselab's rules
+    do not apply (NumPy then gives its own result or its own error)."""
+    try:
+        return _call(ctx, opname, args, kwargs, operator)
+    except (RunForReal, ShapeError):
+        return run_for_real(ctx, f"np.{OPS[opname].xp_name}", ufunc, args, kwargs)
+
+
+def _call(ctx: TraceContext, opname: str, args: Sequence[Any], kwargs: Mapping[str, Any],
+          operator: bool) -> Any:
+    kwargs = dict(kwargs)
+    out = kwargs.pop("out", None)
+    where = kwargs.pop("where", True)
+    dtype = kwargs.pop("dtype", None)
+    if kwargs.pop("casting", "same_kind") != "same_kind" or kwargs:
+        raise RunForReal(kwargs)
+    if isinstance(out, tuple):
+        if len(out) != 1:
+            raise RunForReal(out)
+        out = out[0]
+    if out is not None:
+        if not isinstance(out, Tracer):
+            raise RunForReal(out)  # writing into an untraced object: plain NumPy does it
+        return inplace(ctx, out, opname, args, dtype, where)
+    if where is not True:
+        raise RunForReal(where)  # where= without out= leaves NumPy's uninitialised memory
+    return wrap(ctx, elementwise(ctx, opname, args, dtype, operator), scalar=True)
+
+
+def elementwise(ctx: TraceContext, opname: str, args: Sequence[Any], dtype: Any = None,
+                operator: bool = False) -> int:
+    """The node of `ufunc(*args)` as NumPy computes it."""
+    ops = [operand(ctx, a) for a in args]
+    xp_name = OPS[opname].xp_name
+    assert xp_name is not None
+    if opname in COMPARISONS:
+        folded = _out_of_range_comparison(ctx, opname, ops)
+        if folded is not None:
+            return folded
+    if operator and xp_name == "power" and isinstance(ops[1], Weak) and not isinstance(ops[0], Weak):
+        fast = _power_fast_path(ctx, ops[0], ops[1].value)
+        if fast is not None:
+            return fast
+    dts = resolution_dtypes(ctx, ops)
+    uf = getattr(np, xp_name)
+    try:
+        loop = tuple(np.dtype(d) for d in uf.resolve_dtypes((*dts, np.dtype(dtype) if dtype is not None else None)))
+    except TypeError:
+        raise RunForReal(dts) from None  # NumPy has no loop: it raises its own error
+    if any(d not in SUPPORTED_DTYPES for d in loop):
+        return _library_ufunc(ctx, xp_name, ops, loop)
+    b, loc = ctx.builder, ctx.loc()
+    nodes = materialise(ctx, ops, loop[:-1])
+    if dtype is not None:  # dtype= picks another loop: NumPy casts the operands to it
+        nodes = [b.astype(n, dt, loc) for n, dt in zip(nodes, loop[:-1])]
+    node = b.elemwise(opname, nodes, loc)
+    if b.aval(node).dtype != loop[-1]:
+        node = b.astype(node, loop[-1], loc)
+    return node
+
+
+def _out_of_range_comparison(ctx: TraceContext, opname: str, ops: Sequence[int | Weak]) -> int | None:
+    """NumPy 2 compares integer arrays with Python integers outside their dtype exactly
+    (`u8 > -2` is all True, `u8 == 300` all False): the result does not depend on the
+    values, so it is a constant array."""
+    if len(ops) != 2 or sum(isinstance(o, Weak) for o in ops) != 1:
+        return None
+    k = 0 if isinstance(ops[0], Weak) else 1
+    weak, arr = ops[k], ops[1 - k]
+    assert isinstance(weak, Weak) and not isinstance(arr, Weak)
+    v = weak.value
+    aval = ctx.builder.aval(arr)
+    if type(v) is not int or aval.dtype.kind not in "iu":
+        return None
+    info = np.iinfo(aval.dtype)
+    if info.min <= v <= info.max:
+        return None
+    sample = int(info.min)  # every element compares with v as any one does
+    left, right = (v, sample) if k == 0 else (sample, v)
+    result = bool(COMPARISONS[opname](left, right))
+    return ctx.builder.full(aval.shape, result, np.bool_, ctx.loc())
+
+
+def _power_fast_path(ctx: TraceContext, base: int, exponent: Any) -> int | None:
+    """`a ** 2` is np.square(a) for every dtype (so bool ** 2 is int8), and for inexact
+    arrays `a ** 0.5` is np.sqrt(a) and `a ** -1` np.reciprocal(a): NumPy's operator
+    takes these fast paths, with their own result dtypes."""
+    kind = ctx.builder.aval(base).dtype.kind
+    if type(exponent) is int and exponent == 2:
+        name = "square"
+    elif kind in "fc" and type(exponent) is float and exponent == 0.5:
+        name = "sqrt"
+    elif kind in "fc" and type(exponent) is int and exponent == -1:
+        name = "reciprocal"
+    else:
+        return None
+    if kind == "c":
+        return None  # complex math runs through the library (see _library_ufunc)
+    return ctx.builder.elemwise(name, [base], ctx.loc())
+
+
+def _library_ufunc(ctx: TraceContext, xp_name: str, ops: Sequence[int | Weak], loop: Sequence[np.dtype]) -> int:
+    """Ufuncs over dtypes fuselab generates no code for (complex): one opaque node that
+    runs the library's ufunc; its shape and dtype are NumPy's rules, not a probe."""
+    consts = [o.value if isinstance(o, Weak) else None for o in ops]
+    arrays = [o for o in ops if not isinstance(o, Weak)]
+    shape = broadcast_shapes(*(ctx.builder.aval(a).shape for a in arrays))
+
+    def call(xp, *vals):
+        it = iter(vals)
+        return getattr(xp, xp_name)(*[c if c is not None else next(it) for c in consts])
+
+    return ctx.builder.opaque(OpaqueFn(xp_name, call), arrays, Aval(shape, np.dtype(loop[-1])), (), ctx.loc())
+
+
+def inplace(ctx: TraceContext, target: Tracer, opname: str, args: Sequence[Any], dtype: Any = None,
+            where: Any = True) -> Tracer:
+    """`np.add(a, b, out=t)` / `t += b`: NumPy computes the ufunc and casts the result
+    into t ('same_kind'); the tracer t then stands for the updated array."""
+    node = elementwise(ctx, opname, args, dtype)
+    b, loc = ctx.builder, ctx.loc()
+    res, tgt = b.aval(node), target.aval
+    if broadcast_shapes(res.shape, tgt.shape) != tgt.shape or \
+            not np.can_cast(res.dtype, tgt.dtype, "same_kind"):
+        raise RunForReal(target)  # NumPy's own error
+    node = b.astype(node, tgt.dtype, loc)
+    if where is not True:
+        node = b.where(operand_node(ctx, where), node, target._node, loc)
+    node = b.broadcast_to(node, tgt.shape, loc)
+    update_in_place(ctx, target, node, f"np.{OPS[opname].xp_name}(..., out=)")
+    return target
+
+
+def operand_node(ctx: TraceContext, x: Any) -> int:
+    o = operand(ctx, x)
+    if isinstance(o, Weak):
+        return ctx.builder.const(o.value, np.asarray(o.value).dtype, ctx.loc())
+    return o
+
+
+_UFUNC_REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
+                 "logical_or": "any", "logical_and": "all"}
+
+
+def dispatch_ufunc(ctx: TraceContext, ufunc: Any, method: str, inputs: Sequence[Any], kwargs: Mapping[str, Any],
+                   name: str | None = None) -> Any:
+    """`ufunc.method(*inputs, **kwargs)` with tracers among the inputs (`__array_ufunc__`,
+    and the ufuncs of the np / cp proxies, which give the name: CuPy's ufuncs are
+    called `cupy_exp`)."""
+    name = name or getattr(ufunc, "__name__", str(ufunc))
+    opname = UFUNC_OPS.get(name)
+    if method == "__call__":
+        if opname is not None:
+            return call_ufunc(ctx, ufunc, opname, inputs, kwargs)
+        return call_function(ctx, name, ufunc, inputs, kwargs)  # a ufunc fuselab has no code for
+    if method == "reduce" and name in _UFUNC_REDUCE:
+        params = dict(zip(("axis", "dtype", "out", "keepdims"), inputs[1:]))
+        params.update(kwargs)
+        try:
+            return reduce_(ctx, _UFUNC_REDUCE[name], inputs[0], params.pop("axis", 0),
+                           params.pop("keepdims", False), params.pop("dtype", None), **params)
+        except (RunForReal, ShapeError, TypeError):
+            pass
+    if method == "at" and inputs and isinstance(inputs[0], Tracer):  # updates its first operand
+        return update_for_real(ctx, inputs[0], f"np.{name}.at",
+                               lambda arr: ufunc.at(arr, *plain_values(ctx, list(inputs[1:]))))
+    return run_for_real(ctx, f"np.{name}.{method}", getattr(ufunc, method), inputs, kwargs)

@@ -1,0 +1,84 @@
+"""NumPy's RuntimeWarnings for a traced cell, as plain execution gives them: NumPy's own
+wording ("divide by zero encountered in log"), at the user's line, once per node, through
+Python's warning machinery (so filters and the once-per-line registry apply as usual).
+
+Nodes are evaluated at graph breaks and in the final run, not when their line runs, so
+warnings are collected and emitted in program order when the cell finishes.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Mapping, MutableMapping
+
+import numpy as np
+
+from ..ir import Node, SourceLoc
+from ..ops import OPS, Kind
+
+# NumPy's floating-point error kinds and the np.errstate key that governs each.
+_ERRSTATE_KEY = {"divide by zero": "divide", "overflow": "over", "underflow": "under",
+                 "invalid value": "invalid"}
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where the cell's code lives for Python: its file name as the user's tracebacks
+    show it, and how many lines come before the cell's first line there (1 for the
+    `%%fuse` line of an IPython cell)."""
+
+    filename: str = "<fuselab-cell>"
+    line_offset: int = 0
+
+
+def fp_label(node: Node) -> str:
+    """How NumPy names the operation in a floating-point warning."""
+    if node.op == "astype":
+        return "cast"
+    d = OPS[node.op]
+    if d.kind is Kind.REDUCE:
+        return "reduce"
+    if d.kind is Kind.ELEMWISE and d.xp_name:
+        return getattr(np, d.xp_name).__name__
+    if node.op == "opaque":
+        return str(node.args["fn"].name).rpartition(".")[2]
+    return node.op
+
+
+@dataclass
+class CellWarnings:
+    """Warnings collected while a cell is traced and run, emitted in program order."""
+
+    origin: Origin
+    namespace: MutableMapping[str, Any]
+    default_modes: Mapping[str, str] = field(default_factory=np.geterr)
+    pending: list[tuple[tuple[int, int], str, type, SourceLoc | None]] = field(default_factory=list)
+    seen: set[tuple[int, str]] = field(default_factory=set)
+
+    def python(self, position: int, message: str, loc: SourceLoc | None,
+               category: type = RuntimeWarning) -> None:
+        """A warning NumPy's Python code gives (`Mean of empty slice`)."""
+        self.pending.append(((position, len(self.pending)), message, category, loc))
+
+    def fp(self, node: int, kind: str, label: str, loc: SourceLoc | None,
+           modes: Mapping[str, str] | None = None) -> None:
+        """A floating-point error of one node, under the errstate its line ran with."""
+        if (node, kind) in self.seen:
+            return
+        self.seen.add((node, kind))
+        mode = (modes or self.default_modes).get(_ERRSTATE_KEY.get(kind, "invalid"), "ignore")
+        if mode == "raise":
+            raise FloatingPointError(f"{kind} encountered in {label}")
+        if mode == "warn":
+            self.pending.append(((node, len(self.pending)), f"{kind} encountered in {label}",
+                                 RuntimeWarning, loc))
+
+    def flush(self) -> None:
+        """Emit everything collected, in program order; each once."""
+        pending, self.pending = sorted(self.pending, key=lambda p: p[0]), []
+        registry = self.namespace.setdefault("__warningregistry__", {})
+        module = str(self.namespace.get("__name__", "__main__"))
+        for _, message, category, loc in pending:
+            line = (loc.line if loc is not None else 0) + self.origin.line_offset
+            warnings.warn_explicit(message, category, self.origin.filename, line, module=module,
+                                   registry=registry)

@@ -1,0 +1,260 @@
+"""The fidelity harness: run a cell in IPython plainly and under `%%fuse`, from the same
+set-up, and describe everything the notebook holds afterwards, so the two can be compared.
+
+One `InteractiveShell` serves both runs; between runs its namespace is reset, the
+execution count set back and the warning registries cleared, so each run starts from the
+same state. A run's `Outcome` describes:
+
+- every name (not `_`-prefixed) and its value: type, dtype (with byte order), shape and
+  the values themselves; containers and object attributes recursively;
+- which names are the very objects the set-up made (`is`) and which share memory with
+  them, and which names are the same object as which other names;
+- what was displayed as Out[n], what was printed, and the warnings (category, message,
+  and line when plain Python attributes the warning to the cell's line);
+- the error, if the cell raised one.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import sys
+import types
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+FUSE_LINE = "%%fuse -q --backend cpu -o __fl_session\n"
+SESSION = "__fl_session"
+_IPYTHON_NAMES = {"In", "Out", "exit", "quit", "get_ipython"}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One corpus cell. `tol` names a documented difference in the order of a
+    reduction's additions (values then agree to a relative 1e-6, not bit for bit);
+    `numpy_only` cells use NumPy features CuPy has not (np.matrix, masked arrays)."""
+
+    name: str
+    cell: str
+    setup: str = ""
+    tol: str = ""
+    numpy_only: bool = False
+
+
+@dataclass
+class Outcome:
+    names: dict[str, Any]                      # name -> description of its value
+    identity: dict[str, tuple]                 # name -> (set-up names it is, set-up names it shares memory with)
+    groups: list[tuple[str, ...]]              # names bound to one same object
+    display: Any
+    stdout: str
+    warnings: list[tuple[str, str, int | None]]
+    error: str | None                          # the exception's type name
+    error_text: str = ""
+    fused_away: tuple[str, ...] = ()
+    before: frozenset[str] = frozenset()         # the names the set-up made
+    objects: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+def _is_array(v: Any) -> bool:
+    return isinstance(v, np.ndarray) or type(v).__module__.startswith("cupy")
+
+
+def _host(v: Any) -> Any:
+    return v.get() if hasattr(v, "get") and type(v).__module__.startswith("cupy") else v
+
+
+def describe(v: Any, depth: int = 0) -> Any:
+    """A comparable description of a value (values included)."""
+    if depth > 6:
+        return ("deep", type(v).__name__)
+    if _is_array(v):
+        a = _host(v)
+        data = np.ma.getdata(a) if isinstance(a, np.ma.MaskedArray) else a
+        extra = tuple(np.ma.getmaskarray(a).ravel().tolist()) if isinstance(a, np.ma.MaskedArray) else ()
+        return ("array", f"{type(v).__module__.split('.')[0]}.{type(v).__name__}", a.dtype.str, a.shape,
+                _Values(np.array(data, copy=True)), extra)
+    if isinstance(v, np.generic):
+        return ("scalar", type(v).__name__, _Values(np.asarray(v)))
+    if isinstance(v, (bool, int, str, bytes, type(None))):
+        return (type(v).__name__, v)
+    if isinstance(v, (float, complex)):
+        return (type(v).__name__, _Values(np.asarray(v)))
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, tuple(describe(e, depth + 1) for e in v))
+    if isinstance(v, (set, frozenset)):
+        return (type(v).__name__, len(v))
+    if isinstance(v, dict):
+        return ("dict", tuple((repr(k), describe(e, depth + 1)) for k, e in v.items()))
+    if isinstance(v, (types.FunctionType, type, types.ModuleType, types.BuiltinFunctionType)):
+        return (type(v).__name__, getattr(v, "__qualname__", getattr(v, "__name__", "")))
+    if hasattr(v, "__dict__"):
+        return ("object", type(v).__name__, tuple((k, describe(e, depth + 1)) for k, e in sorted(vars(v).items())))
+    return ("other", type(v).__name__)
+
+
+class _Values:
+    """Array values, compared exactly (NaN equal to NaN) or to a relative tolerance."""
+
+    tolerance = 0.0
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Values) or self.a.shape != other.a.shape or self.a.dtype != other.a.dtype:
+            return False
+        a, b = self.a, other.a
+        if a.dtype.kind in "fc" and _Values.tolerance:
+            return bool(np.allclose(a, b, rtol=_Values.tolerance, atol=0, equal_nan=True))
+        if a.dtype.kind in "fc":
+            return bool(np.array_equal(a, b, equal_nan=True))
+        return bool(np.array_equal(a, b))
+
+    def __repr__(self) -> str:
+        return np.array2string(self.a, threshold=20)
+
+
+class Harness:
+    """Runs cells plainly and under %%fuse in one IPython shell."""
+
+    def __init__(self) -> None:
+        from IPython.core.interactiveshell import InteractiveShell
+        self.ip = InteractiveShell.instance()
+        self.ip.run_line_magic("load_ext", "fuselab")
+
+    def run(self, case: Case, fuse: bool, setup: str, fuse_line: str = FUSE_LINE) -> Outcome:
+        ip = self.ip
+        self._reset()
+        warnings._filters_mutated()  # a fresh once-per-line registry everywhere
+        np.random.seed(0)  # NumPy's global generator too: both runs draw the same numbers
+        res = ip.run_cell(setup + "\n" + case.setup, store_history=False)
+        assert res.success, f"set-up failed: {res.error_in_exec!r}"
+        before = {k: v for k, v in ip.user_ns.items() if self._user_name(k)}
+        errors: list[BaseException] = []
+        show, ip.showtraceback = ip.showtraceback, lambda *a, **k: errors.append(sys.exc_info()[1])
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out), warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("default")
+                res = ip.run_cell((fuse_line if fuse else "") + case.cell, store_history=True)
+        finally:
+            ip.showtraceback = show
+        offset = 1 if fuse else 0  # the %%fuse line
+        warns = []
+        for w in caught:
+            if not issubclass(w.category, (RuntimeWarning, UserWarning)) or "ipykernel" in str(w.filename):
+                continue
+            in_cell = "<ipython-input" in w.filename or "/ipykernel" in w.filename or w.filename.startswith("<")
+            warns.append((w.category.__name__, str(w.message), w.lineno - offset if in_cell else None))
+        err = res.error_in_exec or res.error_before_exec or (errors[0] if errors else None)
+        session = ip.user_ns.get(SESSION)
+        after = {k: v for k, v in ip.user_ns.items() if self._user_name(k)}
+        return Outcome(
+            names={k: describe(v) for k, v in after.items()},
+            identity={k: self._identity(v, before) for k, v in after.items()},
+            groups=self._groups(after),
+            display=describe(res.result) if res.result is not None else None,
+            stdout=re.sub(r"Out\[\d+\]", "Out[n]", out.getvalue()),
+            warnings=warns,
+            error=type(err).__name__ if err is not None else None,
+            error_text=_rendered(err) if err is not None else "",
+            fused_away=tuple(session.traced.fused_away) if session is not None else (),
+            before=frozenset(before),
+            objects=after,
+        )
+
+    def _reset(self) -> None:
+        """Every name the user's cells made goes, Out is emptied (ip.reset() does this too,
+        with a full garbage collection that would take most of the suite's time)."""
+        ns, hidden = self.ip.user_ns, self.ip.user_ns_hidden
+        if "Out" not in ns:  # another test cleared the shared shell's namespace
+            self.ip.init_user_ns()
+        for k in [k for k in ns if k not in hidden or k in ("__warningregistry__", SESSION)]:
+            del ns[k]
+        ns["Out"].clear()
+        ns.update({"_": "", "__": "", "___": ""})
+
+    @staticmethod
+    def _user_name(k: str) -> bool:
+        return not k.startswith("_") and k not in _IPYTHON_NAMES
+
+    @staticmethod
+    def _identity(v: Any, before: dict[str, Any]) -> tuple:
+        same = tuple(sorted(k for k, b in before.items() if b is v))
+        shares = ()
+        if _is_array(v):
+            shares = tuple(sorted(k for k, b in before.items() if _is_array(b) and type(b) is type(v)
+                                  and _shares(v, b)))
+        return same, shares
+
+    @staticmethod
+    def _groups(after: dict[str, Any]) -> list[tuple[str, ...]]:
+        by_id: dict[int, list[str]] = {}
+        for k, v in after.items():
+            if _is_array(v) or isinstance(v, (list, dict)):
+                by_id.setdefault(id(v), []).append(k)
+        return sorted(tuple(sorted(g)) for g in by_id.values() if len(g) > 1)
+
+
+def _shares(a: Any, b: Any) -> bool:
+    if type(a).__module__.startswith("cupy"):
+        import cupy
+        return bool(cupy.shares_memory(a, b))
+    return bool(np.shares_memory(a, b))
+
+
+def _rendered(err: BaseException) -> str:
+    render = getattr(err, "_render_traceback_", None)
+    return "\n".join(render()) if render is not None else f"{type(err).__name__}: {err}"
+
+
+def differences(case: Case, plain: Outcome, fused: Outcome) -> list[str]:
+    """Every way the fused run left the notebook differently from the plain one."""
+    out: list[str] = []
+    before = plain.before
+    _Values.tolerance = 1e-6 if case.tol else 0.0
+    if plain.error is not None:
+        if fused.error is None:
+            return [f"plain raised {plain.error}, %%fuse did not"]
+        if plain.error not in fused.error_text and fused.error != plain.error:
+            out.append(f"error: plain {plain.error}, %%fuse says {fused.error_text!r}")
+        if set(fused.names) != before:
+            out.append(f"after an error the names changed: {sorted(set(fused.names) ^ before)}")
+        for bad in ("Traceback", "Tracer", "_LazyInput", "__fuselab", "fuselab/"):
+            if bad in fused.error_text:
+                out.append(f"the error shows {bad!r}: {fused.error_text!r}")
+        return out
+    if fused.error is not None:
+        return [f"%%fuse raised: {fused.error_text}"]
+    missing = set(plain.names) - set(fused.names)
+    not_listed = missing - set(fused.fused_away) - set()
+    if not_listed:
+        out.append(f"names missing and not listed as fused away: {sorted(not_listed)}")
+    if missing & before:
+        out.append(f"names that existed before were deleted: {sorted(missing & before)}")
+    extra = set(fused.names) - set(plain.names)
+    if extra:
+        out.append(f"extra names: {sorted(extra)}")
+    for k in sorted(set(plain.names) & set(fused.names)):
+        if plain.names[k] != fused.names[k]:
+            out.append(f"{k}: plain {plain.names[k]!r}\n   %%fuse {fused.names[k]!r}")
+        if plain.identity[k] != fused.identity[k]:
+            out.append(f"{k}: identity/memory with the set-up's objects: plain {plain.identity[k]}, "
+                       f"%%fuse {fused.identity[k]}")
+    pg = [g for g in plain.groups if not set(g) & missing]
+    if pg != fused.groups:
+        out.append(f"aliases: plain {pg}, %%fuse {fused.groups}")
+    if plain.display != fused.display:
+        out.append(f"Out: plain {plain.display!r}, %%fuse {fused.display!r}")
+    if plain.stdout != fused.stdout:
+        out.append(f"stdout: plain {plain.stdout!r}, %%fuse {fused.stdout!r}")
+    # NumPy's Python code sometimes attributes a warning to its own file (np.mean ->
+    # fromnumeric.py); fuselab gives the user's line: compare lines where plain has one
+    fw = [(c, m, ln if pw[2] is not None else None) for (c, m, ln), pw in zip(fused.warnings, plain.warnings)]
+    if plain.warnings != fw or len(fused.warnings) != len(plain.warnings):
+        out.append(f"warnings: plain {plain.warnings}, %%fuse {fused.warnings}")
+    return out

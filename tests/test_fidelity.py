@@ -1,0 +1,49 @@
+"""Fidelity: every corpus cell, run plainly and under `%%fuse` in IPython from the same
+set-up, leaves the notebook in the same state — names, types, dtypes, shapes, values,
+which names are (or share memory with) which arrays, Out[n], printed text and warnings —
+except new intermediates that were fused away (and are listed). A cell that raises under
+plain Python raises under %%fuse too, with the namespace untouched and no internal frames.
+
+The same corpus runs with CuPy arrays on a GPU (marked gpu)."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("IPython")
+
+from fidelity import FUSE_LINE, Harness, differences  # noqa: E402
+from fidelity_corpus import SETUP, cases  # noqa: E402
+
+CASES = cases()
+
+
+@pytest.fixture(scope="module")
+def harness():
+    return Harness()
+
+
+def _check(harness, case, setup, fuse_line=FUSE_LINE):
+    plain = harness.run(case, fuse=False, setup=setup)
+    fused = harness.run(case, fuse=True, setup=setup, fuse_line=fuse_line)
+    diffs = differences(case, plain, fused)
+    assert not diffs, f"\n--- cell ---\n{case.cell}\n--- differences ---\n" + "\n".join(diffs)
+
+
+def test_corpus_is_large_and_varied():
+    assert len(CASES) >= 300
+    assert len({c.cell for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_fused_cell_leaves_the_notebook_as_plain_execution(harness, case):
+    _check(harness, case, SETUP)
+
+
+CUPY_SETUP = SETUP.replace("import numpy as np\n", "import numpy\nimport cupy as np\n") \
+    .replace(".astype('>f4')", "")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", [c for c in CASES if not c.numpy_only], ids=lambda c: c.name)
+def test_fused_cell_with_cupy_arrays(harness, case):
+    _check(harness, case, CUPY_SETUP, FUSE_LINE.replace(" --backend cpu", ""))
