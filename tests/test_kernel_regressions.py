@@ -102,3 +102,13 @@ def test_each_reduction_kernel_names_the_combine_of_its_accumulator_type():
     text = "\n".join(sources)
     assert "fl_add_op<long long>()" in text and "fl_add_op<float>()" in text
     assert "fl_maximum_op<float>()" in text   # float16 accumulates in float
+
+
+@needs_cxx
+def test_row_kernel_reading_one_row_of_its_own_input():
+    """`x[0]` read by a row kernel that also caches rows of `x`: the cached row held
+    x[r, c] and was served for x[0, c] (found by the fuzzer)."""
+    x = (RNG.integers(1, 9, (2, 2960))).astype(np.uint16)
+    _check("m = x.min(axis=1)\nv = np.divide(x[0], x)\nb = v <= x", {"x": x})
+    f = RNG.standard_normal((5, 64)).astype(np.float32)
+    _check("y = (f - f.max(axis=-1, keepdims=True)) / (np.abs(f[0]) + 1)\nz = f[1] * f", {"f": f})

@@ -279,7 +279,10 @@ class _RowCode:
 
         def load_half(nid: int, offset: ix.Affine) -> str | None:
             """This thread's element of a cached pack, as stored; None if not cached."""
-            if nid in self.pack_name and offset in (self.canonical, self.column):
+            # a cached pack holds the element at its own kind of offset only: a row-cached
+            # input read at the column offset (x[0] / x: row 0 of x) is another element
+            cached_at = self.canonical if nid in self.cache_name else self.column
+            if nid in self.pack_name and offset == cached_at:
                 return f"{self.pack_name[nid]}.v[p]" if self.lay.pack > 1 else self.pack_name[nid]
             return None
 
