@@ -6,6 +6,7 @@ exactly as it would on the GPU.
 """
 from __future__ import annotations
 
+import warnings
 from types import ModuleType
 from typing import Any, Callable, Mapping, Sequence
 
@@ -88,6 +89,12 @@ def _reduce(xp: ModuleType, node: Node, x: Any) -> Any:
         return fn(x, axis=axes[0], keepdims=keepdims)
     if node.op in ("sum", "prod"):
         return getattr(xp, node.op)(x, axis=axes, keepdims=keepdims, dtype=node.dtype)
+    if node.op == "var":
+        # its Python-level warning ("Degrees of freedom <= 0") is the trace's to give, at
+        # the user's line; floating-point errors still reach the caller's errstate
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return xp.var(x, axis=axes, keepdims=keepdims, dtype=node.dtype, ddof=a["ddof"])
     return getattr(xp, node.op)(x, axis=axes, keepdims=keepdims)
 
 

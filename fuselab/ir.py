@@ -375,7 +375,7 @@ class GraphBuilder:
 
     # -- reductions --------------------------------------------------------
     def reduce(self, opname: str, x: int, axis: Any = None, keepdims: bool = False,
-               dtype: Any = None, loc: SourceLoc | None = None) -> int:
+               dtype: Any = None, loc: SourceLoc | None = None, ddof: int = 0) -> int:
         d = op(opname)
         if d.kind is not Kind.REDUCE:
             raise ValueError(f"{opname} is not a reduction")
@@ -391,9 +391,12 @@ class GraphBuilder:
             shape: tuple[int, ...] = (1,) * a.ndim if keepdims else ()
         else:
             shape = reduce_shape(a.shape, axes, keepdims)
-        return self._append(opname, (x,), Args.of(axes=axes, keepdims=bool(keepdims), dtype=out_dt,
-                                                  flat=opname in ARG_REDUCE_OPS and axis is None),
-                            Aval(shape, out_dt), loc)
+        args = Args.of(axes=axes, keepdims=bool(keepdims), dtype=out_dt, flat=opname in ARG_REDUCE_OPS and axis is None)
+        if opname == "var":
+            if out_dt.kind != "f":
+                raise ValueError("var reduces to a floating-point dtype")
+            args = Args.of(**dict(args), ddof=int(ddof))
+        return self._append(opname, (x,), args, Aval(shape, out_dt), loc)
 
     # -- opaque ------------------------------------------------------------
     def opaque(self, fn: OpaqueFn, inputs: Sequence[int], aval: Aval,
@@ -407,23 +410,29 @@ class GraphBuilder:
         return prune(Graph(tuple(self.nodes), tuple(outputs), self.source, tuple(self.breaks)))
 
 
-# Float powers by a constant 2, 3 or 4 are computed as products (x*x*x). CUDA's powf costs
-# some 130 add-equivalents per element: x**3 in a tanh-GELU ran at 61% of an H200's copy
-# bandwidth (214 us against 131 us as x*x*x, 2^26 floats, 2026-11-30). The products are as
-# accurate (two roundings at most; CUDA's powf is within 2 ulp, and differs from glibc's
-# anyway) and agree with pow on zeros, infinities and NaN.
+# Float powers by a few constants are computed without pow. 2, 3, 4 as products (x*x*x):
+# CUDA's powf costs some 130 add-equivalents per element: x**3 in a tanh-GELU ran at 61% of
+# an H200's copy bandwidth (214 us against 131 us as x*x*x, 2^26 floats, 2026-11-30). The
+# products are as accurate (two roundings at most; CUDA's powf is within 2 ulp, and differs
+# from glibc's anyway) and agree with pow on zeros, infinities and NaN. 0.5 and -1 as a
+# square root and a division, which round correctly as glibc's pow and NumPy's SIMD loops
+# do and CUDA's pow does not: 121 ** 0.5 gave 10.999999999999998 on an H200 (fuzzer,
+# 2026-12-01), and int(...) of it 10. At -0.0 and -inf a square root gives -0.0 and NaN,
+# as NumPy's power(x, 0.5) does on contiguous float32/float64 arrays (its float16 and
+# strided loops call pow: +0.0 and +inf); the README lists this difference.
 PRODUCT_EXPONENTS = (2, 3, 4)
+SPECIAL_EXPONENTS = (*PRODUCT_EXPONENTS, 0.5, -1)
 
 
-def product_exponent(graph: Graph, node: Node) -> int:
-    """2, 3 or 4 when `node` is a floating-point power by that constant, else 0."""
+def special_exponent(graph: Graph, node: Node) -> float:
+    """The constant exponent (2, 3, 4, 0.5 or -1) of a floating-point power, else 0."""
     if node.op != "power":
         return 0
     e = graph.nodes[node.inputs[1]]
     if node.loop_dtype.kind != "f" or e.op != "const":
         return 0
     v = e.args["value"]
-    return int(v) if v in PRODUCT_EXPONENTS else 0
+    return v if v in SPECIAL_EXPONENTS else 0
 
 
 def prune(graph: Graph) -> Graph:
@@ -504,7 +513,8 @@ def _reinfer(b: GraphBuilder, n: Node) -> Aval | None:
     elif n.op == "broadcast_to":
         idx = b.broadcast_to(n.inputs[0], a["shape"])
     elif n.kind is Kind.REDUCE:
-        idx = b.reduce(n.op, n.inputs[0], None if a["flat"] else a["axes"], a["keepdims"], a["dtype"])
+        idx = b.reduce(n.op, n.inputs[0], None if a["flat"] else a["axes"], a["keepdims"], a["dtype"],
+                       ddof=a["ddof"] if "ddof" in a else 0)
     else:
         return None
     return b.nodes[idx].aval

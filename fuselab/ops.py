@@ -112,7 +112,7 @@ _BINARY = [
     ("floor_divide", "floor_divide", "fl_floor_divide({0}, {1})", 6, False, False),
     ("remainder", "remainder", "fl_remainder({0}, {1})", 6, False, False),
     # powf: x**2.5 ran compute-bound on an H200 at ~130 add-equivalents per element
-    # (48 x the calibrated transcendental factor 2.57); constant 2, 3, 4: ir.product_exponent.
+    # (48 x the calibrated transcendental factor 2.57); constant 2, 3, 4, 0.5, -1: ir.special_exponent.
     # Integer powers (a squaring loop) cost less, but are rare enough to share the row.
     ("power", "power", "fl_power({0}, {1})", 48, True, False),
     ("maximum", "maximum", "fl_maximum({0}, {1})", 1, False, True),
@@ -158,6 +158,9 @@ _row(OpDef("any", Kind.REDUCE, 1, "any", None, 1, identity=False))
 _row(OpDef("all", Kind.REDUCE, 1, "all", None, 1, identity=True))
 _row(OpDef("argmax", Kind.REDUCE, 1, "argmax", None, 2, identity=None))
 _row(OpDef("argmin", Kind.REDUCE, 1, "argmin", None, 2, identity=None))
+# The variance in one pass (Welford's update, Chan's combine): np.var / np.std of float32
+# and float64 (and of integers in float64). args["ddof"]; of nothing it is NaN, as NumPy's.
+_row(OpDef("var", Kind.REDUCE, 1, "var", None, 8, identity=float("nan")))
 
 _row(OpDef("opaque", Kind.OPAQUE, None, flops=0.0,
            doc="anything else: runs through NumPy / CuPy, alone in its kernel"))
@@ -278,6 +281,8 @@ def reduce_dtype(op_name: str, dtype: np.dtype, requested: np.dtype | None = Non
         return np.dtype(np.intp)
     if op_name in ("any", "all"):
         return np.dtype(bool)
+    if op_name == "var" and dtype.kind in "biu":
+        return np.dtype(np.float64)
     if op_name in ("sum", "prod"):
         # add.reduce promotes small ints and bool to the default integer
         if dtype.kind == "b" or (dtype.kind == "i" and dtype.itemsize < np.dtype(np.int_).itemsize):
@@ -297,7 +302,8 @@ class ReduceRule:
     where it has one; for max/min the extreme of `acc`, for argmax/argmin unused: their
     state starts empty); `combine` names the binary operation folding two running values
     (or a running value and an element cast to `acc`): "add", "multiply", "maximum",
-    "minimum", "logical_or", "logical_and", or "argmax"/"argmin" for (value, index) pairs.
+    "minimum", "logical_or", "logical_and", "argmax"/"argmin" for (value, index) pairs, or
+    "welford" for the (count, mean, sum of squared deviations) of a variance.
     Integer "add"/"multiply" wrap around modulo 2**bits, as NumPy's loops do."""
 
     op: str
@@ -311,7 +317,8 @@ class ReduceRule:
 
 
 _COMBINE = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum",
-            "any": "logical_or", "all": "logical_and", "argmax": "argmax", "argmin": "argmin"}
+            "any": "logical_or", "all": "logical_and", "argmax": "argmax", "argmin": "argmin",
+            "var": "welford"}
 
 
 def reduce_rule(op_name: str, in_dtype: Any, out_dtype: Any) -> ReduceRule:
@@ -323,7 +330,7 @@ def reduce_rule(op_name: str, in_dtype: Any, out_dtype: Any) -> ReduceRule:
     exact: max/min/arg are unaffected, sums and products round once at the end."""
     in_dt, out_dt = np.dtype(in_dtype), np.dtype(out_dtype)
     combine = _COMBINE[op_name]
-    if op_name in ("sum", "prod"):
+    if op_name in ("sum", "prod", "var"):
         acc = out_dt
     elif op_name in ("any", "all"):
         acc = np.dtype(bool)
@@ -340,7 +347,7 @@ def reduce_rule(op_name: str, in_dtype: Any, out_dtype: Any) -> ReduceRule:
     elif op_name == "min":
         start = np.inf if acc.kind == "f" else (True if acc.kind == "b" else np.iinfo(acc).max)
     else:
-        start = 0   # argmax / argmin: the index -1 says that nothing was seen yet
+        start = 0   # argmax / argmin: the index -1 says that nothing was seen yet; var: no element
     return ReduceRule(op_name, acc, np.asarray(start).astype(acc).item(), combine)
 
 

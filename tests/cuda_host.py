@@ -46,6 +46,11 @@ inline fl_half fl_hmul(fl_half a, fl_half b) { return fl_to_half(fl_from_half(a)
 inline fl_half fl_hneg(fl_half a) { return fl_half_bits(a.bits ^ 0x8000u); }
 inline fl_half fl_habs(fl_half a) { return fl_half_bits(a.bits & 0x7fffu); }
 """
+class EmulatorError(RuntimeError):
+    """A kernel the emulator refuses (what NVRTC would refuse) or that misbehaved on it
+    (a deadlock at a barrier or a shuffle)."""
+
+
 _EXTERN_SHARED = re.compile(r"extern __shared__ (?:__align__\(\d+\) )?([\w ]+?) (\w+)\[\];")
 
 
@@ -65,9 +70,15 @@ def host_prelude() -> str:
     return "\n\n".join(parts) + "\n"
 
 
+_ZERO_ARRAY = re.compile(r"^\s*[\w<>:, ]+\s+\w+\[0\]\s*;", re.MULTILINE)
+
+
 def kernel_body(code: KernelCode) -> str:
-    """The kernel's source without the prelude snippets (the precompiled header has them)."""
+    """The kernel's source without the prelude snippets (the precompiled header has them).
+    g++ accepts arrays of size zero, NVRTC does not: refuse them here as NVRTC would."""
     src = code.source
+    if m := _ZERO_ARRAY.search(src):
+        raise EmulatorError(f"{code.name} declares an array of size zero, which NVRTC refuses: {m.group().strip()}")
     for snippet in SNIPPETS:
         src = src.replace(snippet.code.strip(), "")
     return _EXTERN_SHARED.sub(r"\1* \2 = reinterpret_cast<\1*>(fl_host::dynamic_smem.data());",
@@ -186,10 +197,6 @@ def _aligned(a: np.ndarray) -> np.ndarray:
     return out
 
 
-class EmulatorError(RuntimeError):
-    """A kernel misbehaved on the emulator (a deadlock at a barrier or a shuffle)."""
-
-
 class HostRunner:
     """Runs plans kernel by kernel on the CPU emulator (the GPU runtime's steps). Plans
     come alone (generated with `options`) or as (plan, options) pairs; all their kernels
@@ -227,6 +234,11 @@ class HostRunner:
                 env[o] = arr
             if code.empty:
                 continue
+            threads = code.block[0] * code.block[1] * code.block[2]
+            if threads > 1024 or code.shared_mem > 227 * 1024:
+                # what a GPU refuses at launch (cudaErrorInvalidValue / out of resources)
+                raise EmulatorError(f"{code.name}: a block of {threads} threads and {code.shared_mem} bytes "
+                                    "of dynamic shared memory cannot launch on a GPU")
             arrays = [env[i] for i in code.inputs] + outs
             if code.scratch_bytes:
                 arrays.append(self.scratch.setdefault(code.source, _aligned(np.zeros(code.scratch_bytes, np.uint8))))

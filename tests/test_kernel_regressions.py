@@ -112,3 +112,21 @@ def test_row_kernel_reading_one_row_of_its_own_input():
     _check("m = x.min(axis=1)\nv = np.divide(x[0], x)\nb = v <= x", {"x": x})
     f = RNG.standard_normal((5, 64)).astype(np.float32)
     _check("y = (f - f.max(axis=-1, keepdims=True)) / (np.abs(f[0]) + 1)\nz = f[1] * f", {"f": f})
+
+
+@needs_cxx
+def test_powers_by_one_half_and_minus_one_round_as_numpy():
+    """CUDA's pow(121.0, 0.5) is 10.999999999999998 (H200, fuzzer): x ** 0.5 and
+    np.power(x, 0.5) are square roots, with pow's results at -0 and -inf."""
+    u = np.array([121, 144, 2, 0, 65535, 10000], np.uint16)
+    _check("r = (u ** 0.5).astype(np.int32)\ns = np.power(u, 0.5)\nt = u ** -1.0", {"u": u})
+    f = np.array([-0.0, 0.0, -np.inf, np.inf, 4.0, -4.0, 2.0, np.nan, 1e-40], np.float32)
+    _check("a = np.power(f, 0.5)\nb = np.power(f, -1.0)\nc = f ** 0.5", {"f": f})   # contiguous: sqrt's -0.0, NaN
+
+
+@needs_cxx
+def test_a_row_kernel_over_rows_of_no_columns():
+    """A row of zero columns once declared register caches of size zero (NVRTC refuses;
+    g++ accepted them until the emulator checked)."""
+    x = np.zeros((3, 4, 0), np.int32)
+    _check("v0 = x.any(axis=2)\nv1 = np.rad2deg(x)\nv3 = np.mean(v0, axis=1, keepdims=True)", {"x": x})

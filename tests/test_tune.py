@@ -26,6 +26,10 @@ CELLS = [
     ("y = x.max(axis=1)", (300, 40)),
     ("y = 4 * x[1:-1, 1:-1] - x[:-2, 1:-1] - x[2:, 1:-1]", (40, 70)),
     ("y = x * 2 + 1", (1000,)),
+    ("y = x.sum(axis=0)", (700, 4)),            # columns a warp covers several rows of
+    ("y = x.argmax(axis=0)\nz = x.min(axis=0)", (300, 16)),
+    ("y = x.max(axis=1)", (50, 100, 3)),
+    ("y = x.mean(axis=1)", (40, 5, 48)),         # few rows: one thread per output too
 ]
 
 

@@ -28,6 +28,7 @@ class Accumulator:
     idx: str | None            # running index (argmax / argmin)
     value_dtype: np.dtype      # dtype of the elements folded in
     out_dtype: np.dtype        # the reduce node's dtype
+    ddof: int = 0              # var: the divisor is count - ddof
 
     @property
     def op(self) -> str:
@@ -42,19 +43,32 @@ class Accumulator:
         return self.rule.is_arg
 
     @property
-    def ctype(self) -> str:
+    def value_type(self) -> str:
+        """The C type of one element in the accumulator's dtype."""
         return register_type(self.rule.acc)
+
+    @property
+    def ctype(self) -> str:
+        """The running value's C type: the dtype's, or (count, mean, M2) for a variance."""
+        return f"fl_welford<{self.value_type}>" if self.rule.combine == "welford" else self.value_type
+
+    @property
+    def nbytes(self) -> int:
+        return self.rule.acc.itemsize * (3 if self.rule.combine == "welford" else 1) if self.rule.acc != np.float16 \
+            else 4
 
     @property
     def functor(self) -> str:
         """The typed combine, e.g. `fl_add_op<long long>()`."""
-        return f"fl_{self.rule.combine}_op<{self.ctype}>()"
+        return f"fl_{self.rule.combine}_op<{self.value_type}>()"
 
     @property
     def is_max(self) -> str:
         return "true" if self.rule.combine == "argmax" else "false"
 
     def identity(self) -> str:
+        if self.rule.combine == "welford":
+            return f"{self.ctype}{{}}"   # no element: count, mean and M2 zero
         return literal(self.rule.start, self.rule.acc)
 
     def declare(self, suffix: str = "") -> list[str]:
@@ -112,9 +126,12 @@ class Accumulator:
         """The reduce node's value in its register type."""
         if self.is_arg:
             return f"{self.idx}{at}"
+        value = f"{self.var}{at}"
+        if self.rule.combine == "welford":
+            value = f"fl_welford_var({value}, {self.ddof})"
         if is_half(self.out_dtype):
-            return f"fl_cast<fl_half>({self.var}{at})"  # accumulated in float, rounded once
-        return f"{self.var}{at}"
+            return f"fl_cast<fl_half>({value})"  # accumulated in float, rounded once
+        return value
 
 
 def accumulator(graph: Graph, nid: int, names: Names) -> Accumulator:
@@ -123,4 +140,4 @@ def accumulator(graph: Graph, nid: int, names: Names) -> Accumulator:
     rule = reduce_rule(n.op, value_dtype, n.dtype)
     var = names.fresh(f"acc{nid}")
     idx = names.fresh(f"acc{nid}_index") if rule.is_arg else None
-    return Accumulator(nid, rule, var, idx, value_dtype, n.dtype)
+    return Accumulator(nid, rule, var, idx, value_dtype, n.dtype, n.args["ddof"] if "ddof" in n.args else 0)

@@ -52,12 +52,14 @@ class InnerConfig(Config):
 @dataclass(frozen=True)
 class ColumnConfig(Config):
     """A reduction along a strided axis: threads across the contiguous kept axis
-    (`width` elements each), `rows` rows of threads along the reduced axis, and the
+    (`lanes` lanes of a warp, `width` elements each; with fewer than 32 lanes, a warp
+    covers 32 / lanes rows at once), `rows` rows of warps along the reduced axis, and the
     reduced axis split over `splits` blocks."""
 
     width: int = 1
     rows: int = 8
     splits: int = 1
+    lanes: int = 32         # lanes of a warp along the kept axis; the others take more rows
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,10 @@ SPLIT_BLOCKS_PER_SM = 64   # grid of the block-per-row row kernels (rows looped 
 # - whole-array sums (2^28): 16 per SM 251.7 us; 8: 257.4; 32: 255.9; 64: 267.5;
 # - column means (2^18 x 1024): exactly one wave of resident 256-thread blocks (8 per SM)
 #   257.0 us; 16-64 per SM 283-300 us; 4 per SM 289 us.
-REDUCE_SPLIT_BLOCKS_PER_SM = 16
+# The shape sweep (2026-12-01, 2^26 float32, the autotuner timing 8 and 16 per SM among
+# others) found 8 per SM as fast or faster at every shape: a sum of 2^26, 73.8 against
+# 76.5 us; rows of 128k, 72.4 against 77.8 us; var over axes 0 and 2, 72.8 against 81.8.
+REDUCE_SPLIT_BLOCKS_PER_SM = 8
 COLUMN_BLOCKS_PER_SM = 8
 
 

@@ -14,7 +14,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..ir import Graph, Node, product_exponent
+from ..ir import Graph, Node, special_exponent
 from ..ops import Kind
 from . import index as ix
 from .model import CodegenError, CodegenOptions
@@ -108,8 +108,9 @@ MIXED_SIGN = {"less": "fl_less_mixed({0}, {1})", "less_equal": "!fl_less_mixed({
               "greater": "fl_less_mixed({1}, {0})", "greater_equal": "!fl_less_mixed({0}, {1})",
               "equal": "fl_equal_mixed({0}, {1})", "not_equal": "!fl_equal_mixed({0}, {1})"}
 
-# x ** k for a constant k (ir.product_exponent says when, and why)
-PRODUCTS = {2: "({0} * {0})", 3: "({0} * {0} * {0})", 4: "(({0} * {0}) * ({0} * {0}))"}
+# x ** k for a constant k (ir.special_exponent says when, and why)
+SPECIAL_POWERS = {2: "({0} * {0})", 3: "({0} * {0} * {0})", 4: "(({0} * {0}) * ({0} * {0}))",
+                  0.5: "sqrt({0})", -1: "fl_reciprocal({0})"}
 
 
 def may_overflow_undefined(op: str, dtype: np.dtype) -> bool:
@@ -287,9 +288,9 @@ class ValueEmitter:
             return MIXED_SIGN[n.op].format(*ops)
         if may_overflow_undefined(n.op, ctype):
             return WRAPPING[n.op].format(*ops)
-        k = product_exponent(self.graph, n)
+        k = special_exponent(self.graph, n)
         if k:
-            return PRODUCTS[k].format(ops[0])
+            return SPECIAL_POWERS[k].format(ops[0])
         return n.opdef.cuda.format(*ops)
 
     def _elemwise(self, nid: int, n: Node, coords: Coords) -> str:

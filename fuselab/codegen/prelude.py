@@ -446,6 +446,54 @@ template <class T, class Op> __device__ __forceinline__ T fl_block_allreduce(T v
     return r;
 }
 """),
+    Snippet(('fl_welford', 'fl_welford_op', 'fl_welford_var'), r"""
+// A variance in one pass: the running (count, mean, sum of squared deviations from the
+// mean) of Welford's update, combined as Chan et al.'s pairwise formula. NumPy computes
+// two passes (mean, then squared deviations); both are accurate to a few units of
+// rounding relative to the variance, so the results differ only in the last bits.
+template <class T> struct fl_welford { T n, mean, m2; };
+template <class T> struct fl_welford_op {
+    typedef fl_welford<T> type;
+    __device__ __forceinline__ fl_welford<T> operator()(fl_welford<T> a, fl_welford<T> b) const {
+        if (b.n == T(0)) return a;
+        if (a.n == T(0)) return b;
+        fl_welford<T> r;
+        r.n = a.n + b.n;
+        const T d = b.mean - a.mean, f = b.n / r.n;
+        r.mean = a.mean + d * f;
+        r.m2 = a.m2 + b.m2 + d * d * a.n * f;
+        return r;
+    }
+    __device__ __forceinline__ fl_welford<T> operator()(fl_welford<T> a, T x) const {   // one element
+        fl_welford<T> r;
+        r.n = a.n + T(1);
+        const T d = x - a.mean;
+        r.mean = a.mean + d / r.n;
+        r.m2 = a.m2 + d * (x - r.mean);
+        return r;
+    }
+    template <class A, class B> __device__ fl_welford<T> operator()(A, B) const = delete;
+};
+// np.var's divisor: the count less ddof, at least zero (0 / 0 is NaN, x / 0 inf, as NumPy's).
+template <class T> __device__ __forceinline__ T fl_welford_var(fl_welford<T> w, int ddof) {
+    const T d = w.n - T(ddof);
+    return w.m2 / (d > T(0) ? d : T(0));
+}
+// Shuffles and L2 loads move its fields one by one.
+template <class T> __device__ __forceinline__ fl_welford<T> fl_shfl_xor(fl_welford<T> v, int mask, int width) {
+    v.n = fl_shfl_xor(v.n, mask, width);
+    v.mean = fl_shfl_xor(v.mean, mask, width);
+    v.m2 = fl_shfl_xor(v.m2, mask, width);
+    return v;
+}
+template <class T> __device__ __forceinline__ fl_welford<T> fl_ldcg(const fl_welford<T>* p) {
+    fl_welford<T> v;
+    v.n = fl_ldcg(&p->n);
+    v.mean = fl_ldcg(&p->mean);
+    v.m2 = fl_ldcg(&p->m2);
+    return v;
+}
+"""),
     Snippet(('fl_arg_combine', 'fl_warp_allreduce_arg', 'fl_block_allreduce_arg'), r"""
 // argmax / argmin state: a value and its index (-1: nothing seen yet). NumPy's rules:
 // the first extreme wins ties, and the first NaN wins over everything.

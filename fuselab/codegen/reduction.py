@@ -28,7 +28,7 @@ from .config import ColumnConfig, InnerConfig
 from .context import KernelContext
 from .emit import ValueEmitter, array_name, indent, load_expr
 from .model import CodegenError, KernelCode
-from .types import ctype_size, register_type, storage_type
+from .types import register_type, storage_type
 
 BLOCK = 256
 MIN_PER_BLOCK = 4096   # elements a split block should at least reduce
@@ -49,13 +49,20 @@ class _Problem:
 
 def generate(ctx: KernelContext, config: InnerConfig | ColumnConfig | None = None) -> KernelCode:
     p = _analyse(ctx)
-    if _is_column(p):
-        return _column(ctx, p, config if isinstance(config, ColumnConfig) else None)
-    return _inner(ctx, p, config if isinstance(config, InnerConfig) else None)
+    if isinstance(config, InnerConfig) or (config is None and not _is_column(p)):
+        return _inner(ctx, p, config)      # the inner strategy takes any layout
+    return _column(ctx, p, config if _column_layout(p) else None) if _column_layout(p) else _inner(ctx, p, None)
+
+
+def _column_layout(p: "_Problem") -> bool:
+    """Reduced axes, then a contiguous run of kept ones (and kept ones before)."""
+    return p.layout in ("RK", "KRK") and p.merged[-1][0] >= 2
 
 
 def _is_column(p: "_Problem") -> bool:
-    return p.layout in ("RK", "KRK") and p.merged[-1][0] >= 32
+    """The heuristic's choice: the column strategy for reductions along strided axes,
+    unless they reduce so few rows that each thread would hold a single output anyway."""
+    return _column_layout(p) and (p.merged[-1][0] >= 32 or p.reduced >= 64)
 
 
 def heuristic(ctx: KernelContext) -> InnerConfig | ColumnConfig:
@@ -77,6 +84,8 @@ def candidates(ctx: KernelContext) -> list[InnerConfig | ColumnConfig]:
         out = [h] + [replace(h, splits=s, why="candidate") for s in splits if s != h.splits]
         # few reduced rows: fewer rows of threads (8 rows of threads over 4 rows idle half)
         out += [replace(h, rows=r, splits=1, why="candidate") for r in (1, 2, 4) if r < h.rows and R <= 16 * r]
+        if R <= 64:   # or one thread per output, its loads coalesced across the kept axis
+            out.append(InnerConfig(mode="lanes", group=1, block=BLOCK, splits=1, width=1, why="candidate"))
         return list(dict.fromkeys(out))
     h = _inner_heuristic(ctx, p, _inner_setup(ctx, p)[2])
     out = [h]
@@ -226,7 +235,7 @@ class _Scratch:
 def _partials(scratch: _Scratch, accs: list[Accumulator], count: int) -> dict[int, tuple[str, str | None]]:
     out = {}
     for a in accs:
-        v = scratch.region(f"partial{a.node}", a.ctype, count, ctype_size(a.ctype))
+        v = scratch.region(f"partial{a.node}", a.ctype, count, a.nbytes)
         i = scratch.region(f"partial{a.node}_index", "long long", count, 8) if a.is_arg else None
         out[a.node] = (v, i)
     return out
@@ -400,10 +409,12 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
     return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, threads, notes=(strategy,), config=cfg)
 
 
-def _fold_rows(ctx: KernelContext, accs: list[Accumulator], tile: int, width: int, rows: int) -> list[str]:
-    """Combine the `rows` rows of threads through shared memory, in row order (so the
-    result does not depend on timing), one accumulator at a time through one buffer
-    `fold`. Every thread of the block must run this; row 0 ends up holding the results."""
+def _fold_rows(ctx: KernelContext, accs: list[Accumulator], tile: int, width: int, rows: int,
+               lane: str = "threadIdx.x", ry: str = "threadIdx.y") -> list[str]:
+    """Combine the `rows` rows of threads (`ry` a thread's row, `lane` its place along
+    the kept axis) through shared memory, in row order (so the result does not depend on
+    timing), one accumulator at a time through one buffer `fold`. Every thread of the
+    block must run this; row 0 ends up holding the results."""
     if rows == 1:
         return []
     lines: list[str] = []
@@ -415,17 +426,17 @@ def _fold_rows(ctx: KernelContext, accs: list[Accumulator], tile: int, width: in
             lines.append(f"long long* {si} = reinterpret_cast<long long*>(fold + {rows * tile * 8});")
         lines += ["__syncthreads();  // the buffer's previous user is done",
                   f"for (int e = 0; e < {width}; ++e) {{",
-                  f"    {sv}[threadIdx.y * {tile} + threadIdx.x * {width} + e] = {a.var}[e];"]
+                  f"    {sv}[{ry} * {tile} + {lane} * {width} + e] = {a.var}[e];"]
         if si:
-            lines.append(f"    {si}[threadIdx.y * {tile} + threadIdx.x * {width} + e] = {a.idx}[e];")
+            lines.append(f"    {si}[{ry} * {tile} + {lane} * {width} + e] = {a.idx}[e];")
         lines += ["}", "__syncthreads();"]
-        body = [f"{a.var}[e] = {sv}[threadIdx.x * {width} + e];"]
+        body = [f"{a.var}[e] = {sv}[{lane} * {width} + e];"]
         if si:
-            body.append(f"{a.idx}[e] = {si}[threadIdx.x * {width} + e];")
-        other_i = f"{si}[y * {tile} + threadIdx.x * {width} + e]" if si else None
+            body.append(f"{a.idx}[e] = {si}[{lane} * {width} + e];")
+        other_i = f"{si}[y * {tile} + {lane} * {width} + e]" if si else None
         body.append(f"for (int y = 1; y < {rows}; ++y) "
-                    + a.merge(f"{sv}[y * {tile} + threadIdx.x * {width} + e]", other_i, "[e]"))
-        lines += ["if (threadIdx.y == 0) {", f"    for (int e = 0; e < {width}; ++e) {{",
+                    + a.merge(f"{sv}[y * {tile} + {lane} * {width} + e]", other_i, "[e]"))
+        lines += [f"if ({ry} == 0) {{", f"    for (int e = 0; e < {width}; ++e) {{",
                   *indent(body, 2), "    }", "}"]
     return lines
 
@@ -469,13 +480,18 @@ def _column_setup(ctx: KernelContext, p: _Problem):
 
 
 def _column_heuristic(ctx: KernelContext, p: _Problem, width: int) -> ColumnConfig:
-    """Split the reduced axis until about COLUMN_BLOCKS_PER_SM blocks per SM run, each
+    """Lanes enough for the kept run (a warp spans 32 / lanes rows when it is short), then
+    split the reduced axis until about COLUMN_BLOCKS_PER_SM blocks per SM run, each
     folding at least 16 rows per row of threads."""
     K2 = p.merged[-1][0]
-    base_blocks = (p.kept // K2 if K2 else 0) * ix.ceil_div(K2, 32 * width)
-    splits = max(1, min(ix.ceil_div(ctx.column_split_target(), max(base_blocks, 1)), p.reduced // (ROWS * 16)))
-    return ColumnConfig(width=width, rows=ROWS, splits=splits,
+    lanes = min(32, _pow2_at_least(ix.ceil_div(K2, width)))
+    rows_of_threads = ROWS * (32 // lanes)
+    base_blocks = (p.kept // K2 if K2 else 0) * ix.ceil_div(K2, lanes * width)
+    splits = max(1, min(ix.ceil_div(ctx.column_split_target(), max(base_blocks, 1)),
+                        p.reduced // (rows_of_threads * 16)))
+    return ColumnConfig(width=width, rows=ROWS, splits=splits, lanes=lanes,
                         why=f"heuristic: {base_blocks} block(s) of columns"
+                            + (f", {32 // lanes} rows per warp" if lanes < 32 else "")
                             + (f", the reduced axis split {splits} ways to fill the GPU" if splits > 1 else ""))
 
 
@@ -488,29 +504,36 @@ def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> Ker
     values = _reduced_values(ctx, p)
     fn, store_offsets, best_width = _column_setup(ctx, p)
     cfg = config if config is not None and config.width <= best_width and config.rows in (1, 2, 4, 8) \
-        else _column_heuristic(ctx, p, best_width)
-    rows = cfg.rows
+        and config.lanes in (1, 2, 4, 8, 16, 32) else _column_heuristic(ctx, p, best_width)
     width = cfg.width
     if width == 1:
         for l in fn.loads:
             l.access = ""
     accs = [accumulator(g, r, ctx.names) for r in p.reduces]
-    tile = 32 * width
+    lanes = cfg.lanes
+    sub = 32 // lanes                      # rows a warp covers at once
+    rows = cfg.rows * sub                  # rows of threads in all
+    lane, ry = ("threadIdx.x", "threadIdx.y") if sub == 1 else ("lane", "ry")
+    tile = lanes * width
     tiles = ix.ceil_div(K2, tile)
     base_blocks = K1 * tiles
     splits = cfg.splits
     chunk = ix.ceil_div(R, splits)
     grid = base_blocks * splits if K else 0
     strategy = (f"column: {tile} kept elements per block, {rows} rows of threads"
+                + (f" ({sub} per warp)" if sub > 1 else "")
                 + (f", {splits} blocks along the reduced axis, partials finished by the last block"
                    if splits > 1 else ""))
 
     at = "[e]"
-    lines = ([f"const index_t part = blockIdx.x % {splits};"] if splits > 1 else []) + [
-             f"const index_t tile = blockIdx.x / {splits} % {tiles};",
-             f"const index_t k1 = blockIdx.x / {splits} / {tiles};",
-             f"const index_t k2 = tile * {tile} + threadIdx.x * {width};",
-             f"const bool active = k2 < {K2};"]
+    lines = ([f"const index_t part = blockIdx.x % {splits};"] if splits > 1 else [])
+    if sub > 1:
+        lines += [f"const int lane = threadIdx.x % {lanes};",
+                  f"const int ry = threadIdx.y * {sub} + threadIdx.x / {lanes};   // this thread's row of threads"]
+    lines += [f"const index_t tile = blockIdx.x / {splits} % {tiles};",
+              f"const index_t k1 = blockIdx.x / {splits} / {tiles};",
+              f"const index_t k2 = tile * {tile} + {lane} * {width};",
+              f"const bool active = k2 < {K2};"]
     for a in accs:
         lines += a.declare(f"[{width}]")
     out_vals = {c: ctx.names.fresh(f"v{c}") for c in values}
@@ -535,15 +558,16 @@ def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> Ker
     r_lo = f"part * {chunk}" if splits > 1 else "0"
     r_hi = f"min(index_t({R}), (part + 1) * {chunk})" if splits > 1 else f"{R}"
     lines += ["#pragma unroll 4",
-              f"for (index_t r = {r_lo} + threadIdx.y; active && r < {r_hi}; r += {rows}) {{",
+              f"for (index_t r = {r_lo} + {ry}; active && r < {r_hi}; r += {rows}) {{",
               *indent(body, 1), "}"]
-    if rows > 1:
-        lines.append(f"__shared__ __align__(16) unsigned char fold[{rows * tile * 16}];")
-    lines += _fold_rows(ctx, accs, tile, width, rows)
+    if rows > 1:   # room for the widest accumulator (and an argmax's index after the values)
+        per = max(16, max(a.nbytes + (8 if a.is_arg else 0) for a in accs))
+        lines.append(f"__shared__ __align__(16) unsigned char fold[{rows * tile * per}];")
+    lines += _fold_rows(ctx, accs, tile, width, rows, lane, ry)
     o_var = ix.Var("o", max(K, 1))
     finish = [f"const index_t o = k1 * {K2} + k2 + e;", *_epilogue(ctx, p, accs, o_var, at)]
     if splits == 1:
-        lines += ["if (threadIdx.y == 0 && active) {",
+        lines += [f"if ({ry} == 0 && active) {{",
                   f"    for (int e = 0; e < {width}; ++e) {{",
                   *indent(finish, 2), "    }", "}"]
     else:
@@ -560,13 +584,13 @@ def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> Ker
             comb += [f"{a.var}[e] = {a.identity()};"] + ([f"{a.idx}[e] = -1;"] if a.is_arg else [])
             if pi:
                 write.append(f"{pi}[part * {K} + k1 * {K2} + k2 + e] = {a.idx}[e];")
-        comb.append(f"for (index_t q = threadIdx.y; active && q < {splits}; q += {rows}) {{")
+        comb.append(f"for (index_t q = {ry}; active && q < {splits}; q += {rows}) {{")
         for a in accs:
             pv, pi = parts[a.node]
             src = f"q * {K} + k1 * {K2} + k2 + e"
             comb.append("    " + a.merge(_cg(pv, src), _cg(pi, src) if pi else None, at))
         comb.append("}")
-        lines += ["if (threadIdx.y == 0 && active) {",
+        lines += [f"if ({ry} == 0 && active) {{",
                   f"    for (int e = 0; e < {width}; ++e) {{", *indent(write, 2), "    }",
                   "    __threadfence();  // partials visible before the arrival is counted",
                   "}",
@@ -580,12 +604,13 @@ def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> Ker
                   "    // each row of threads a fixed subset, then the rows in order.",
                   "    __threadfence();",
                   f"    for (int e = 0; e < {width}; ++e) {{", *indent(comb, 2), "    }",
-                  *indent(_fold_rows(ctx, accs, tile, width, rows), 1),
-                  "    if (threadIdx.y == 0 && active) {",
+                  *indent(_fold_rows(ctx, accs, tile, width, rows, lane, ry), 1),
+                  f"    if ({ry} == 0 && active) {{",
                   f"        for (int e = 0; e < {width}; ++e) {{", *indent(finish, 3), "        }",
                   "    }",
                   f"    if (threadIdx.x == 0 && threadIdx.y == 0) {counter}[blockIdx.x / {splits}] = 0;  "
                   "// ready for the next launch",
                   "}"]
     helpers = [f"typedef {index_t} index_t;", "", *fn.lines, ""]
-    return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, (32, rows, 1), notes=(strategy,), config=cfg)
+    return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, (32, cfg.rows, 1), notes=(strategy,),
+                      config=cfg)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..ir import product_exponent
+from ..ir import special_exponent
 from ..ops import OPS
 from .analysis import Analysis, analyse, bits, mask_of
 from .legality import Budgets, Space, check
@@ -158,10 +158,14 @@ class KernelCost:
 
 def op_weight(nd, params: DeviceParams, graph) -> float:
     """Add-equivalents of one evaluation of node `nd` of `graph`."""
-    k = product_exponent(graph, nd)
-    w = float(k - 1 if k else nd.opdef.flops)       # x**3 is two multiplies
-    if nd.opdef.transcendental and not k:
-        w *= params.transcendental
+    k = special_exponent(graph, nd)
+    if k in (0.5, -1):                              # a square root or a division
+        sub = OPS["sqrt" if k == 0.5 else "reciprocal"]
+        w = float(sub.flops) * (params.transcendental if sub.transcendental else 1.0)
+    else:
+        w = float(k - 1 if k else nd.opdef.flops)   # x**3 is two multiplies
+        if nd.opdef.transcendental and not k:
+            w *= params.transcendental
     ct = nd.loop_dtype
     if ct.kind == "f" and ct.itemsize == 8:
         w *= params.fp64

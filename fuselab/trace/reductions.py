@@ -110,12 +110,16 @@ def mean(ctx, x, axis=None, dtype=None, out=None, keepdims=False, *, where=True)
 
 
 def _var_node(ctx, x, axis, dtype, keepdims, ddof) -> int:
-    """numpy/_core/_methods.py _var, step by step."""
+    """float32/float64 variances (integers' too, in float64) are one `var` reduction, which
+    kernels compute in one pass (Welford); float16 ones follow numpy/_core/_methods.py
+    _var step by step, since NumPy rounds each step to float16."""
     b, loc = ctx.builder, ctx.loc()
     n, a, count = _counted(ctx, x, axis)
     if ddof >= count:
         ctx.warn("Degrees of freedom <= 0 for slice")
     acc = _float_acc(a.dtype, dtype) if (dtype is not None or a.dtype.kind in "biu") else None
+    if (acc or a.dtype) in (np.dtype(np.float32), np.dtype(np.float64)):
+        return b.reduce("var", n, axis, bool(keepdims), acc or a.dtype, loc, ddof=int(ddof))
     s = b.reduce("sum", n, axis, True, acc, loc)
     mean_ = _divide_by_count(ctx, s, count, False)
     d = b.elemwise("subtract", [n, mean_], loc)

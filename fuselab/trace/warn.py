@@ -35,6 +35,8 @@ def fp_label(node: Node) -> str:
     """How NumPy names the operation in a floating-point warning."""
     if node.op == "astype":
         return "cast"
+    if node.op == "var":
+        return "divide"   # np.var's own warning: its last step divides by count - ddof
     d = OPS[node.op]
     if d.kind is Kind.REDUCE:
         return "reduce"

@@ -83,6 +83,7 @@ F16_SUM = "float16 sums and products accumulate in float32 and round once"
 CAST_RANGE = ("float-to-integer casts of NaN, infinities and values outside the target's range "
               "give x86's conversion results")
 ZERO_SIGN = "the sign of a zero that maximum/minimum choose between +0.0 and -0.0 is unspecified"
+POW_HALF = "power(x, 0.5) is a square root at -0.0 and -inf (-0.0 and NaN), as NumPy's contiguous float loops"
 # ops whose result a zero's sign changes by more than a sign (1/-0 = -inf)
 SIGN_SENSITIVE = ("true_divide", "reciprocal", "copysign", "signbit", "arctan2", "power", "floor_divide",
                   "remainder", "sign", "log", "log2", "log10", "sqrt")
@@ -260,8 +261,15 @@ def binary(b: CellBuilder, op: str, x: Value, y: Value | None, literal: str | No
     if spec.kind == C.JUMP or o.dtype.kind != "f":
         exact_in = x.exact and yb is None
         return b.bind(expr, out, None, zero_sign=zs) if exact_in or spec.kind == C.JUMP else None
-    yarr = y.arr if y is not None else np.asarray(b.run(literal))
+    yarr = y.arr if y is not None else np.asarray(eval(literal, {"np": np}))
     xa, ya = np.broadcast_to(x.arr, o.shape), np.broadcast_to(yarr, o.shape)
+    substitute = None
+    if op == "power" and yarr.ndim == 0 and float(yarr) == 0.5 and x.dtype.kind == "f":
+        odd = (xa == 0) & np.signbit(xa) | (xa == -np.inf)
+        if odd.any():
+            b.deviations.add(POW_HALF)
+            with np.errstate(all="ignore"):
+                substitute = np.where(odd, np.sqrt(xa.astype(o.dtype)), o)
     if spec.kind == C.APPROX and (np.isinf(f64(o)) & np.isfinite(f64(xa)) & np.isfinite(f64(ya))).any():
         return None
     bx = None if x.bound is None else np.broadcast_to(x.bound, o.shape)
@@ -269,7 +277,7 @@ def binary(b: CellBuilder, op: str, x: Value, y: Value | None, literal: str | No
     if spec.kind == C.EXACT and bx is None and by is None:
         return b.bind(expr, out, None, zero_sign=zs)
     bound = C.binary_bound(op, o, xa, ya, bx, by, o.dtype)
-    return b.bind(expr, out, bound, approx=spec.kind == C.APPROX, zero_sign=zs)
+    return b.bind(expr, out, bound, approx=spec.kind == C.APPROX, zero_sign=zs, substitute=substitute)
 
 
 def where(b: CellBuilder, c: Value, x: Value, y: Value) -> Value | None:
@@ -433,6 +441,45 @@ def mean(b: CellBuilder, x: Value) -> Value | None:
     return b.bind(expr, out, bound, approx=True, zero_sign=x.any_zero_sign)
 
 
+def variance(b: CellBuilder, x: Value, axes_kw: tuple[Any, str] | None = None, keepdims: bool | None = None,
+             std: bool | None = None) -> Value | None:
+    """np.var / np.std (float32, float64 and integers: one `var` reduction, computed in
+    one pass). Bound: each of NumPy's two passes and fuselab's Welford update is within
+    about (n + 4) u S of the exact variance times (n - ddof), S the sum of squared
+    deviations; an error in the mean adds n u^2 (sum|x|)^2."""
+    if x.dtype == np.float16 or not x.exact or x.arr.size == 0:
+        return None
+    rng = b.rng
+    axes, kw = axes_kw if axes_kw is not None else _axes_kw(rng, x.arr.ndim)
+    kd = bool(rng.random() < 0.4) if keepdims is None else keepdims
+    ddof = int(rng.choice([0, 0, 1]))
+    std = bool(rng.random() < 0.4) if std is None else std
+    fn = "std" if std else "var"
+    kwtext = ", ".join(k for k in (kw, f"ddof={ddof}" if ddof else "", "keepdims=True" if kd else "") if k)
+    expr = f"{x.name}.{fn}({kwtext})" if rng.random() < 0.5 else f"np.{fn}({x.name}{', ' + kwtext if kwtext else ''})"
+    out = b.run(expr)
+    if out is None:
+        return None
+    o = np.asarray(out)
+    axes_t = tuple(range(x.arr.ndim)) if axes is None else axes
+    n = math.prod(x.shape[a] for a in axes_t) if x.arr.ndim else 1
+    xa = f64(x.arr)
+    if not _order_safe("sum", xa * xa, axes_t, o.dtype):
+        return None
+    u = unit_roundoff(o.dtype)
+    with np.errstate(all="ignore"):
+        m = np.mean(xa, axis=axes_t, keepdims=True)
+        S = np.sum((xa - m) ** 2, axis=axes_t, keepdims=kd)
+        A = np.sum(np.abs(xa), axis=axes_t, keepdims=kd)
+        bv = (2 * (n + 4) * u * S + 2 * n * u * u * A * A) / max(n - ddof, 1)
+        if std:
+            v = S / max(n - ddof, 1)
+            bound = np.minimum(bv / (2 * np.sqrt(v)), np.sqrt(bv)) + 2 * ulp(o, o.dtype)
+        else:
+            bound = bv + 2 * ulp(o, o.dtype)
+    return b.bind(expr, out, bound, approx=True)
+
+
 # ---------------------------------------------------------------------------
 # Random lines
 # ---------------------------------------------------------------------------
@@ -443,8 +490,8 @@ def random_line(b: CellBuilder) -> Value | None:
     x = _pick(rng, pool)
     if x is None:
         return None
-    kind = rng.choice(["unary", "binary", "binary", "scalar", "where", "cast", "view", "reduce", "mean"],
-                      p=[0.17, 0.18, 0.12, 0.1, 0.05, 0.08, 0.12, 0.13, 0.05])
+    kind = rng.choice(["unary", "binary", "binary", "scalar", "where", "cast", "view", "reduce", "mean", "var"],
+                      p=[0.17, 0.18, 0.12, 0.1, 0.05, 0.08, 0.12, 0.12, 0.03, 0.03])
     if kind == "unary":
         return unary(b, str(rng.choice(list(C.UNARY))), x)
     if kind == "binary":
@@ -463,6 +510,8 @@ def random_line(b: CellBuilder) -> Value | None:
         return view(b, x)
     if kind == "reduce":
         return reduce(b, str(rng.choice(list(C.REDUCTIONS))), x)
+    if kind == "var":
+        return variance(b, x)
     return mean(b, x)
 
 
@@ -502,12 +551,15 @@ def _layout_shape(rng: np.random.Generator, layout: str, dt: np.dtype, sm: int) 
 def _reduce_target(b: CellBuilder, t: Target, sm: int) -> None:
     dt = np.dtype(t.dtype)
     shape, axes = _layout_shape(b.rng, t.where, dt, sm)
-    x = b.input(dt, shape, edges=b.rng.random() < 0.5)
+    x = b.input(dt, shape, edges=t.op != "var" and b.rng.random() < 0.5)
     if b.rng.random() < 0.3:   # a sibling reduction of another op and accumulator type
         other = str(b.rng.choice(list(C.REDUCTIONS)))
         src = x if b.rng.random() < 0.5 else (binary(b, "greater", x, None, "0") or x)
         reduce(b, other, src, (axes, f"axis={axes[0]}"), keepdims=t.where.startswith("row"))
-    r = reduce(b, t.op, x, (axes, f"axis={axes[0]}"), keepdims=t.where.startswith("row"))
+    if t.op == "var":
+        r = variance(b, x, (axes, f"axis={axes[0]}"), keepdims=t.where.startswith("row"), std=False)
+    else:
+        r = reduce(b, t.op, x, (axes, f"axis={axes[0]}"), keepdims=t.where.startswith("row"))
     if r is not None and t.where.startswith("row"):
         binary(b, "add", x, r)   # the reduced value broadcast back: a row kernel
 

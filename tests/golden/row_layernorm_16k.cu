@@ -12,7 +12,7 @@
 // %13 = true_divide %6, %12 : f32[64,16384]
 // %14 = multiply %13, %1 : f32[64,16384]
 // %15 = add %14, %2 : f32[64,16384]  -> y
-// block tier: a block per row, the row (65536 bytes) in shared memory
+// block tier: a block of 512 threads per row, 32 elements per thread in registers
 // 2 reduction pass(es) + an output pass
 // packs of 4 columns
 
@@ -118,23 +118,26 @@ template <class T, class Op> __device__ __forceinline__ T fl_block_allreduce(T v
 
 typedef unsigned int index_t;
 
-extern "C" __global__ void __launch_bounds__(512) k0_sum_mul_sub_add_etc(const float* __restrict__ in_x, const float* __restrict__ in_gamma, const float* __restrict__ in_beta, float* __restrict__ out_y) {
-    extern __shared__ __align__(16) unsigned char row_cache[];
-    float* x_row = reinterpret_cast<float*>(row_cache + 0);
+extern "C" __global__ void __launch_bounds__(512, 2) k0_sum_mul_sub_add_etc(const float* __restrict__ in_x, const float* __restrict__ in_gamma, const float* __restrict__ in_beta, float* __restrict__ out_y) {
+    const int lane = threadIdx.x;
     for (index_t row = blockIdx.x; row < 64; row += gridDim.x) {
+        fl_vec<float, 4> x_row[8];
         #pragma unroll
         for (int k = 0; k < 8; ++k) {
-            const index_t col0 = (index_t(k) * 512 + threadIdx.x) * 4;
-            if (col0 < 16384) *reinterpret_cast<fl_vec<float, 4>*>(x_row + col0) = fl_load_vec<4>(in_x + row * 16384 + col0);
+            const index_t col0 = (index_t(k) * 512 + lane) * 4;
+            if (col0 < 16384) x_row[k] = fl_load_vec<4>(in_x + row * 16384 + col0);
         }
-        __syncthreads();
         float acc4 = 0.0f;
         // Pass 1: %4 sum
-        for (index_t col0 = threadIdx.x * 4; col0 < 16384; col0 += blockDim.x * 4) {
-            const fl_vec<float, 4> x_pk = *reinterpret_cast<const fl_vec<float, 4>*>(x_row + col0);
-            #pragma unroll
-            for (int p = 0; p < 4; ++p) {
-                acc4 = fl_add_op<float>()(acc4, x_pk.v[p]);
+        #pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            const index_t col0 = (index_t(k) * 512 + lane) * 4;
+            if (col0 < 16384) {
+                const fl_vec<float, 4> x_pk = x_row[k];
+                #pragma unroll
+                for (int p = 0; p < 4; ++p) {
+                    acc4 = fl_add_op<float>()(acc4, x_pk.v[p]);
+                }
             }
         }
         __shared__ float smem_acc4[32];
@@ -142,39 +145,46 @@ extern "C" __global__ void __launch_bounds__(512) k0_sum_mul_sub_add_etc(const f
         const float v4 = acc4;  // %4 sum of the row
         float acc8 = 0.0f;
         // Pass 2: %8 sum
-        for (index_t col0 = threadIdx.x * 4; col0 < 16384; col0 += blockDim.x * 4) {
-            const fl_vec<float, 4> x_pk_1 = *reinterpret_cast<const fl_vec<float, 4>*>(x_row + col0);
-            #pragma unroll
-            for (int p = 0; p < 4; ++p) {
-                const float v5 = v4 * 6.103515625e-05f;  // line 1: mu = x.mean(-1, keepdims=True)
-                const float v6 = x_pk_1.v[p] - v5;  // line 2: xc = x - mu
-                const float v7 = v6 * v6;  // line 3: var = (xc * xc).mean(-1, keepdims=True)
-                acc8 = fl_add_op<float>()(acc8, v7);
+        #pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            const index_t col0 = (index_t(k) * 512 + lane) * 4;
+            if (col0 < 16384) {
+                const fl_vec<float, 4> x_pk_1 = x_row[k];
+                #pragma unroll
+                for (int p = 0; p < 4; ++p) {
+                    const float v5 = v4 * 6.103515625e-05f;  // line 1: mu = x.mean(-1, keepdims=True)
+                    const float v6 = x_pk_1.v[p] - v5;  // line 2: xc = x - mu
+                    const float v7 = v6 * v6;  // line 3: var = (xc * xc).mean(-1, keepdims=True)
+                    acc8 = fl_add_op<float>()(acc8, v7);
+                }
             }
         }
         __shared__ float smem_acc8[32];
         acc8 = fl_block_allreduce(acc8, fl_add_op<float>(), smem_acc8);
         const float v8 = acc8;  // %8 sum of the row
         // Output pass: the full-shape results.
-        for (index_t col0 = threadIdx.x * 4; col0 < 16384; col0 += blockDim.x * 4) {
-            const fl_vec<float, 4> x_pk_2 = *reinterpret_cast<const fl_vec<float, 4>*>(x_row + col0);
-            const fl_vec<float, 4> gamma_pk_2 = fl_load_vec<4>(in_gamma + col0);
-            const fl_vec<float, 4> beta_pk_2 = fl_load_vec<4>(in_beta + col0);
-            fl_vec<float, 4> y_pk;
-            #pragma unroll
-            for (int p = 0; p < 4; ++p) {
-                const float v5_1 = v4 * 6.103515625e-05f;  // line 1: mu = x.mean(-1, keepdims=True)
-                const float v6_1 = x_pk_2.v[p] - v5_1;  // line 2: xc = x - mu
-                const float v9 = v8 * 6.103515625e-05f;  // line 3: var = (xc * xc).mean(-1, keepdims=True)
-                const float v11 = v9 + 9.999999747378752e-06f;  // line 4: r = np.sqrt(var + eps)
-                const float v12 = sqrt(v11);  // line 4: r = np.sqrt(var + eps)
-                const float v13 = v6_1 / v12;  // line 5: y = xc / r * gamma + beta
-                const float v14 = v13 * gamma_pk_2.v[p];  // line 5: y = xc / r * gamma + beta
-                const float v15 = v14 + beta_pk_2.v[p];  // line 5: y = xc / r * gamma + beta
-                y_pk.v[p] = v15;
+        #pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            const index_t col0 = (index_t(k) * 512 + lane) * 4;
+            if (col0 < 16384) {
+                const fl_vec<float, 4> x_pk_2 = x_row[k];
+                const fl_vec<float, 4> gamma_pk_2 = fl_load_vec<4>(in_gamma + col0);
+                const fl_vec<float, 4> beta_pk_2 = fl_load_vec<4>(in_beta + col0);
+                fl_vec<float, 4> y_pk;
+                #pragma unroll
+                for (int p = 0; p < 4; ++p) {
+                    const float v5_1 = v4 * 6.103515625e-05f;  // line 1: mu = x.mean(-1, keepdims=True)
+                    const float v6_1 = x_pk_2.v[p] - v5_1;  // line 2: xc = x - mu
+                    const float v9 = v8 * 6.103515625e-05f;  // line 3: var = (xc * xc).mean(-1, keepdims=True)
+                    const float v11 = v9 + 9.999999747378752e-06f;  // line 4: r = np.sqrt(var + eps)
+                    const float v12 = sqrt(v11);  // line 4: r = np.sqrt(var + eps)
+                    const float v13 = v6_1 / v12;  // line 5: y = xc / r * gamma + beta
+                    const float v14 = v13 * gamma_pk_2.v[p];  // line 5: y = xc / r * gamma + beta
+                    const float v15 = v14 + beta_pk_2.v[p];  // line 5: y = xc / r * gamma + beta
+                    y_pk.v[p] = v15;
+                }
+                fl_store_vec<4>(out_y + row * 16384 + col0, y_pk);
             }
-            fl_store_vec<4>(out_y + row * 16384 + col0, y_pk);
         }
-        __syncthreads();  // the next row overwrites the cache
     }
 }
