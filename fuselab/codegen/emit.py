@@ -127,7 +127,7 @@ class ValueEmitter:
     def __init__(self, graph: Graph, nodes: Sequence[int], inputs: Sequence[int],
                  options: CodegenOptions, names: Names, load: LoadFn,
                  fixed: Mapping[int, str] | None = None, index_value: LoadFn | None = None,
-                 load_half: HalfLoadFn | None = None) -> None:
+                 load_half: HalfLoadFn | None = None, fixed_half: Mapping[int, str] | None = None) -> None:
         self.graph = graph
         self.nodes = frozenset(nodes)
         self.inputs = frozenset(inputs)
@@ -135,6 +135,9 @@ class ValueEmitter:
         self.names = names
         self.load = load
         self.fixed: dict[int, str] = dict(fixed or {})
+        # float16 values known as their bits (a row kernel's values carried between passes)
+        self.fixed_half: dict[int, str] = dict(fixed_half or {})
+        self.used_fixed: set[int] = set()     # which fixed values were read
         # values computed from the index alone (arange); None: emit them in place
         self.index_value = index_value
         # the raw float16 bits of an input element, when the template can give them
@@ -161,6 +164,7 @@ class ValueEmitter:
     # -- values --------------------------------------------------------------
     def value(self, nid: int, coords: Coords) -> str:
         if nid in self.fixed:
+            self.used_fixed.add(nid)
             return self.fixed[nid]
         key = (nid, tuple(coords))
         hit = self._memo.get(key)
@@ -188,7 +192,11 @@ class ValueEmitter:
         raw = None
         if nid in self.inputs and self.load_half is not None:
             raw = self.load_half(nid, ix.linearize(coords, n.shape))
-        if nid in self.fixed:
+        if nid in self.fixed_half:
+            self.used_fixed.add(nid)
+            expr = self.fixed_half[nid]
+        elif nid in self.fixed:
+            self.used_fixed.add(nid)
             expr = f"fl_to_half({self.fixed[nid]})"
         elif raw is not None:
             expr = raw

@@ -278,9 +278,80 @@ class _RowCode:
         self.col_name = {n: ctx.names.fresh(f"{array_name(g, n)}_cols") for n in layout.col_cached}
         self.pack_name: dict[int, str] = {}
         self.fixed: dict[int, str] = {}
+        # values computed in one pass and read again in a later one, kept in registers:
+        # node -> (array name, the pass that computes them, held as float16 bits)
+        self.carry: dict[int, tuple[str, int | None, bool]] = self._plan_carry() if self.registers else {}
+
+    # -- values carried between passes ------------------------------------------
+    def _passes(self) -> list[int | None]:
+        return list(range(1, max(self.p.levels.values()) + 1)) + ([None] if self.p.full_out else [])
+
+    def _visit(self, level: int | None, carried: set[int]) -> tuple[set[int], set[int]]:
+        """A dry run of one pass: the nodes it computes, and the carried ones it reads."""
+        g = self.ctx.graph
+        fixed = {r: "0" for r in self.p.reduces} | {c: "0" for c in carried}
+        em = ValueEmitter(g, self.ctx.kernel.nodes, self.ctx.kernel.inputs, self.ctx.options, Names(),
+                          lambda nid, off: "0", fixed, fixed_half={c: "h" for c in carried}, load_half=lambda n, o: "h")
+        if level is None:
+            for o in self.p.full_out:
+                em.stored(o, self.full)
+        else:
+            for r, lvl in self.p.levels.items():
+                if lvl == level:
+                    em.value(g.nodes[r].inputs[0], self.full)
+        return {nid for nid, _ in em.lines if nid >= 0}, em.used_fixed & carried
+
+    def _plan_carry(self) -> dict[int, tuple[str, int | None, bool]]:
+        """Element-wise values of the row that a later pass would compute again (softmax's
+        exp(x - max) in its output pass), kept in registers when they fit: the later pass
+        reads them instead of repeating the arithmetic (and, for float16, the
+        conversions, which cost as much as the loads)."""
+        g, lay = self.ctx.graph, self.lay
+        passes = self._passes()
+        first: dict[int, int] = {}
+        wanted: list[int] = []
+        for k, level in enumerate(passes):
+            computed, _ = self._visit(level, set())
+            for n in sorted(computed):
+                nd = g.nodes[n]
+                if n in first:
+                    if n not in wanted and nd.kind is Kind.ELEMWISE and nd.shape == self.p.shape:
+                        wanted.append(n)
+                else:
+                    first[n] = k
+        if not wanted:
+            return {}
+        # only what later passes still read once the others are carried too
+        read: set[int] = set()
+        for level in passes:
+            read |= self._visit(level, set(wanted))[1]
+        elems = lay.packs * lay.pack
+        budget = 2 * REG_BUDGET if lay.tier == "warp" else REG_BUDGET
+        used = sum(elems * max(1, g.nodes[n].dtype.itemsize // 4) for n in lay.row_cached)
+        used += sum(elems for _ in lay.col_cached) if lay.col_in_registers else 0
+        out: dict[int, tuple[str, int | None, bool]] = {}
+        for n in wanted:
+            if n not in read:
+                continue
+            half = is_half(g.nodes[n].dtype) and self.ctx.options.fp16_math == "numpy"
+            regs = elems // 2 if half else elems * max(1, g.nodes[n].dtype.itemsize // 4)
+            if used + regs > budget:
+                continue
+            used += regs
+            out[n] = (self.ctx.names.fresh(f"v{n}_kept"), passes[first[n]], half)
+        return out
+
+    def _carry_type(self, n: int) -> str:
+        _, _, half = self.carry[n]
+        t = "fl_half" if half else register_type(self.ctx.graph.nodes[n].dtype)
+        return f"fl_vec<{t}, {self.lay.pack}>" if self.lay.pack > 1 else t
+
+    def _carry_elem(self, n: int) -> str:
+        name = self.carry[n][0]
+        return f"{name}[k].v[p]" if self.lay.pack > 1 else f"{name}[k]"
 
     # -- values ---------------------------------------------------------------
-    def _emitter(self) -> ValueEmitter:
+    def _emitter(self, level: int | None = 0) -> ValueEmitter:
         ctx = self.ctx
         holder: list[ValueEmitter] = []
         seen: dict[tuple[int, ix.Affine], str] = {}
@@ -306,8 +377,18 @@ class _RowCode:
                 seen[key] = name
             return seen[key]
 
+        fixed, fixed_half = dict(self.fixed), {}
+        passes = self._passes()
+        here = passes.index(level) if level in passes else -1
+        for n, (_, born, half) in self.carry.items():
+            if here > passes.index(born):    # computed by an earlier pass: read it back
+                if half:
+                    fixed_half[n] = self._carry_elem(n)
+                    fixed[n] = f"fl_from_half({self._carry_elem(n)})"
+                else:
+                    fixed[n] = self._carry_elem(n)
         em = ValueEmitter(ctx.graph, ctx.kernel.nodes, ctx.kernel.inputs, ctx.options, ctx.names, load,
-                          self.fixed, load_half=load_half)
+                          fixed, load_half=load_half, fixed_half=fixed_half)
         holder.append(em)
         return em
 
@@ -338,7 +419,7 @@ class _RowCode:
         `level`, or (level None) compute and store the full-shape outputs."""
         g = self.ctx.graph
         P = self.lay.pack
-        em = self._emitter()
+        em = self._emitter(level)
         cached = [*self.lay.row_cached, *self.lay.col_cached]
         self.pack_name = {n: self.ctx.names.fresh(f"{array_name(g, n)}_pk" if P > 1 else array_name(g, n))
                           for n in cached}
@@ -349,6 +430,10 @@ class _RowCode:
                 if lvl == level:
                     v = em.value(g.nodes[r].inputs[0], self.full)
                     body += em.take_lines() + [self.accs[r].step(v, "col")]
+            for n, (_, born, half) in self.carry.items():   # keep what later passes read
+                if born == level:
+                    v = em.half_value(n, self.full) if half else em.value(n, self.full)
+                    body += em.take_lines() + [f"{self._carry_elem(n)} = {v};"]
         else:
             for o in self.p.full_out:
                 v = em.stored(o, self.full)
@@ -438,6 +523,8 @@ class _RowCode:
 
     def _per_row(self) -> list[str]:
         lines = self._load_row()
+        lines += [f"{self._carry_type(n)} {name}[{self.lay.packs}];  // %{n}, kept for a later pass"
+                  for n, (name, _, _) in self.carry.items()]
         for level in range(1, max(self.p.levels.values()) + 1):
             for r, lvl in self.p.levels.items():
                 if lvl == level:

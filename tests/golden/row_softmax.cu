@@ -159,6 +159,7 @@ extern "C" __global__ void __launch_bounds__(128) k0_max_sub_exp_sum_etc(const f
             const index_t col0 = (index_t(k) * 32 + lane) * 4;
             if (col0 < 1000) x_row[k] = fl_load_vec<4>(in_x + row * 1000 + col0);
         }
+        fl_vec<float, 4> v3_kept[8];  // %3, kept for a later pass
         float acc1 = -fl_inf<float>();
         // Pass 1: %1 max
         #pragma unroll
@@ -186,6 +187,7 @@ extern "C" __global__ void __launch_bounds__(128) k0_max_sub_exp_sum_etc(const f
                     const float v2 = x_pk_1.v[p] - v1;  // line 2: e = np.exp(x - m)
                     const float v3 = exp(v2);  // line 2: e = np.exp(x - m)
                     acc4 = fl_add_op<float>()(acc4, v3);
+                    v3_kept[k].v[p] = v3;
                 }
             }
         }
@@ -196,13 +198,10 @@ extern "C" __global__ void __launch_bounds__(128) k0_max_sub_exp_sum_etc(const f
         for (int k = 0; k < 8; ++k) {
             const index_t col0 = (index_t(k) * 32 + lane) * 4;
             if (active && col0 < 1000) {
-                const fl_vec<float, 4> x_pk_2 = x_row[k];
                 fl_vec<float, 4> y_pk;
                 #pragma unroll
                 for (int p = 0; p < 4; ++p) {
-                    const float v2_1 = x_pk_2.v[p] - v1;  // line 2: e = np.exp(x - m)
-                    const float v3_1 = exp(v2_1);  // line 2: e = np.exp(x - m)
-                    const float v5 = v3_1 / v4;  // line 3: y = e / e.sum(-1, keepdims=True)
+                    const float v5 = v3_kept[k].v[p] / v4;  // line 3: y = e / e.sum(-1, keepdims=True)
                     y_pk.v[p] = v5;
                 }
                 fl_store_vec<4>(out_y + row * 1000 + col0, y_pk);
