@@ -326,7 +326,10 @@ class _RowCode:
         for level in passes:
             read |= self._visit(level, set(wanted))[1]
         elems = lay.packs * lay.pack
-        budget = 2 * REG_BUDGET if lay.tier == "warp" else REG_BUDGET
+        # registers a thread may spend on caches: a warp tier's blocks have no minimum
+        # count per SM; a block tier asks for two blocks (65536 registers shared), and
+        # every thread needs some two dozen registers of its own
+        budget = 2 * REG_BUDGET if lay.tier == "warp" else 65536 // (2 * lay.threads) - 24
         used = sum(elems * max(1, g.nodes[n].dtype.itemsize // 4) for n in lay.row_cached)
         used += sum(elems for _ in lay.col_cached) if lay.col_in_registers else 0
         out: dict[int, tuple[str, int | None, bool]] = {}

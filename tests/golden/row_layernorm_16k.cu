@@ -127,7 +127,6 @@ extern "C" __global__ void __launch_bounds__(512, 2) k0_sum_mul_sub_add_etc(cons
             const index_t col0 = (index_t(k) * 512 + lane) * 4;
             if (col0 < 16384) x_row[k] = fl_load_vec<4>(in_x + row * 16384 + col0);
         }
-        fl_vec<float, 4> v6_kept[8];  // %6, kept for a later pass
         float acc4 = 0.0f;
         // Pass 1: %4 sum
         #pragma unroll
@@ -157,7 +156,6 @@ extern "C" __global__ void __launch_bounds__(512, 2) k0_sum_mul_sub_add_etc(cons
                     const float v6 = x_pk_1.v[p] - v5;  // line 2: xc = x - mu
                     const float v7 = v6 * v6;  // line 3: var = (xc * xc).mean(-1, keepdims=True)
                     acc8 = fl_add_op<float>()(acc8, v7);
-                    v6_kept[k].v[p] = v6;
                 }
             }
         }
@@ -169,15 +167,18 @@ extern "C" __global__ void __launch_bounds__(512, 2) k0_sum_mul_sub_add_etc(cons
         for (int k = 0; k < 8; ++k) {
             const index_t col0 = (index_t(k) * 512 + lane) * 4;
             if (col0 < 16384) {
+                const fl_vec<float, 4> x_pk_2 = x_row[k];
                 const fl_vec<float, 4> gamma_pk_2 = fl_load_vec<4>(in_gamma + col0);
                 const fl_vec<float, 4> beta_pk_2 = fl_load_vec<4>(in_beta + col0);
                 fl_vec<float, 4> y_pk;
                 #pragma unroll
                 for (int p = 0; p < 4; ++p) {
+                    const float v5_1 = v4 * 6.103515625e-05f;  // line 1: mu = x.mean(-1, keepdims=True)
+                    const float v6_1 = x_pk_2.v[p] - v5_1;  // line 2: xc = x - mu
                     const float v9 = v8 * 6.103515625e-05f;  // line 3: var = (xc * xc).mean(-1, keepdims=True)
                     const float v11 = v9 + 9.999999747378752e-06f;  // line 4: r = np.sqrt(var + eps)
                     const float v12 = sqrt(v11);  // line 4: r = np.sqrt(var + eps)
-                    const float v13 = v6_kept[k].v[p] / v12;  // line 5: y = xc / r * gamma + beta
+                    const float v13 = v6_1 / v12;  // line 5: y = xc / r * gamma + beta
                     const float v14 = v13 * gamma_pk_2.v[p];  // line 5: y = xc / r * gamma + beta
                     const float v15 = v14 + beta_pk_2.v[p];  // line 5: y = xc / r * gamma + beta
                     y_pk.v[p] = v15;
