@@ -12,14 +12,16 @@ NVRTC_OK, NVRTC_WHY = available()
 needs_nvrtc = pytest.mark.skipif(not NVRTC_OK, reason=f"cannot compile CUDA here: {NVRTC_WHY}")
 
 
-def nvrtc_compile(codes: Sequence[KernelCode | OpaqueCall], arch: str = "sm_90") -> list[CompileInfo]:
+def nvrtc_compile(codes: Sequence[KernelCode | OpaqueCall], arch: str = "sm_90",
+                  reports: bool = False) -> list[CompileInfo]:
     """Compile every kernel: all in one NVRTC call (each in its own namespace), and one
-    by one only to report the failing kernel with its own numbered source."""
+    by one only to report the failing kernel with its own numbered source. With
+    `reports`, each kernel alone, returning every kernel's resource report (spills)."""
     kernels = [c for c in codes if isinstance(c, KernelCode)]
     assert kernels, "no CUDA kernel was generated: nothing would be compiled"
     unique = {c.source: c for c in kernels}
     names = [c.name for c in unique.values()]
-    if len(set(names)) == len(names) and len(unique) > 1:
+    if not reports and len(set(names)) == len(names) and len(unique) > 1:
         source = "\n".join(f"namespace fl_unit{i} {{\n{c.source}\n}}" for i, c in enumerate(unique.values()))
         try:
             compile_source(source, "batch", kernels[0].nvrtc_options, arch=arch, want_cubin=False)

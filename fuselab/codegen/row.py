@@ -101,6 +101,13 @@ def candidates(ctx: KernelContext) -> list[RowConfig]:
     return out[:7]
 
 
+def _elems_limit(ctx: KernelContext, row_cached: list[int], limit: int) -> int:
+    """Cached elements a thread may hold: `limit` 4-byte values (fewer of 8 bytes: a
+    float64 softmax holding 32 a lane spilled)."""
+    widest = max((ctx.graph.nodes[n].dtype.itemsize for n in row_cached), default=4)
+    return limit if widest <= 4 else limit * 4 // widest
+
+
 def _fits(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list[int], cfg: RowConfig) -> bool:
     g = ctx.graph
     C = p.cols
@@ -108,10 +115,11 @@ def _fits(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list
     n_row = max(len(row_cached), 1)
     if cfg.tier == "warp":
         per = ix.ceil_div(C, cfg.threads * pack) * pack
-        return cfg.threads <= 32 and per <= WARP_ELEMS_MAX and per * n_row <= 2 * REG_BUDGET
+        return cfg.threads <= 32 and per <= _elems_limit(ctx, row_cached, WARP_ELEMS_MAX) and \
+            per * n_row <= 2 * REG_BUDGET
     if cfg.tier == "block":
         per = ix.ceil_div(C, cfg.threads * pack) * pack
-        return per <= REG_ELEMS and per * n_row <= REG_BUDGET
+        return per <= _elems_limit(ctx, row_cached, REG_ELEMS) and per * n_row <= REG_BUDGET
     if cfg.tier == "smem":
         return sum(C * g.nodes[n].dtype.itemsize for n in row_cached) <= SMEM_LIMIT
     return True
@@ -240,14 +248,18 @@ def _heuristic(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached:
     lanes = min(32, _pow2_at_least(ix.ceil_div(C, pack)))
     packs = ix.ceil_div(C, lanes * pack)
     why = f"forced by row_tier={forced}" if forced != "auto" else "heuristic"
-    if C <= WARP_MAX_COLS and packs * pack <= REG_ELEMS and forced in ("auto", "warp"):
+    per_thread = _elems_limit(ctx, row_cached, REG_ELEMS)
+    if C <= WARP_MAX_COLS and packs * pack <= per_thread and forced in ("auto", "warp"):
         return RowConfig(tier="warp", threads=lanes, why=f"{why}: {C} columns fit a warp's registers")
-    threads = min(512, max(128, _pow2_at_least(ix.ceil_div(C, REG_ELEMS))))
+    threads = min(512, max(128, _pow2_at_least(ix.ceil_div(C, per_thread))))
     block = RowConfig(tier="block", threads=threads, why=f"{why}: the row fits a block's registers")
-    if forced in ("auto", "block") and _fits(ctx, p, row_cached, col_cached, block):
+    wide = any(g.nodes[n].dtype.itemsize > 4 for n in row_cached)
+    if forced in ("auto", "block") and _fits(ctx, p, row_cached, col_cached, block) and \
+            (not wide or forced == "block"):   # float64 rows spill in registers: shared memory
         return block
     if row_bytes <= SMEM_LIMIT and forced in ("auto", "smem"):
-        threads = 1024 if row_bytes > 64 * 1024 else SMEM_THREADS
+        # float64 at 512 threads spilled (ptxas, layernorm over 1030 and 5000 columns)
+        threads = 1024 if row_bytes > 64 * 1024 else (256 if wide else SMEM_THREADS)
         return RowConfig(tier="smem", threads=threads, why=f"{why}: the row ({row_bytes} bytes) fits shared memory")
     if forced != "looped" and _fits(ctx, p, row_cached, col_cached, block):
         return block
@@ -326,10 +338,10 @@ class _RowCode:
         for level in passes:
             read |= self._visit(level, set(wanted))[1]
         elems = lay.packs * lay.pack
-        # registers a thread may spend on caches: a warp tier's blocks have no minimum
-        # count per SM; a block tier asks for two blocks (65536 registers shared), and
-        # every thread needs some two dozen registers of its own
-        budget = 2 * REG_BUDGET if lay.tier == "warp" else 65536 // (2 * lay.threads) - 24
+        # 32-bit registers a thread may spend on caches: a warp tier's 96 leave room below
+        # 255 (float64 softmax over 1024 columns spilled at 128); a block tier's limit is
+        # 65536 shared by the blocks it asks per SM, and every thread needs some 32 more
+        budget = 96 if lay.tier == "warp" else min(96, 65536 // (self._min_blocks() * lay.threads) - 32)
         used = sum(elems * max(1, g.nodes[n].dtype.itemsize // 4) for n in lay.row_cached)
         used += sum(elems for _ in lay.col_cached) if lay.col_in_registers else 0
         out: dict[int, tuple[str, int | None, bool]] = {}
@@ -343,6 +355,12 @@ class _RowCode:
             used += regs
             out[n] = (self.ctx.names.fresh(f"v{n}_kept"), passes[first[n]], half)
         return out
+
+    def _min_blocks(self) -> int:
+        """Blocks per SM a block tier asks the compiler to fit (its register limit)."""
+        g = self.ctx.graph
+        wide = any(g.nodes[n].dtype.itemsize > 4 for n in (*self.lay.row_cached, *self.p.full_out))
+        return 1 if wide else 2
 
     def _carry_type(self, n: int) -> str:
         _, _, half = self.carry[n]
@@ -571,8 +589,9 @@ class _RowCode:
             body = self._per_row()
             lines += [f"for (index_t row = blockIdx.x; row < {rows}; row += gridDim.x) {{",
                       *indent(body, 1), "}"]
-            # two blocks per SM: one loads its row while the other reduces (registers <= 64)
-            return lines, grid, (self.lay.threads, 2), 0
+            # two blocks per SM: one loads its row while the other reduces (registers <= 64
+            # at 512 threads); float64's wider values and arithmetic need one block's room
+            return lines, grid, (self.lay.threads, self._min_blocks()), 0
         g = self.ctx.graph
         smem = 0
         decls = []
