@@ -11,6 +11,7 @@ traced results have exactly the dtypes plain NumPy 2 would give.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -351,11 +352,21 @@ def reduce_rule(op_name: str, in_dtype: Any, out_dtype: Any) -> ReduceRule:
     return ReduceRule(op_name, acc, np.asarray(start).astype(acc).item(), combine)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Args(Mapping[str, Any]):
-    """Immutable, hashable static arguments of a node (axis, keepdims, dtype, ...)."""
+    """Immutable, hashable static arguments of a node (axis, keepdims, dtype, ...).
+
+    Equal when every value is, floats by their sign too: -0.0 == 0.0 in Python, but
+    they are different constants (atan2(0, -0.0) is pi; the fuzzer found np.float64(-0.0)
+    standing in for a later 0 through shared nodes and cached plans)."""
 
     items_: tuple[tuple[str, Any], ...] = ()
+
+    def _key(self) -> tuple:
+        return tuple((k, (v, math.copysign(1.0, v)) if isinstance(v, float) else v) for k, v in self.items_)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Args) and self._key() == other._key()
 
     @classmethod
     def of(cls, **kw: Any) -> "Args":
@@ -374,7 +385,7 @@ class Args(Mapping[str, Any]):
         return len(self.items_)
 
     def __hash__(self) -> int:
-        return hash(tuple((k, _hashable(v)) for k, v in self.items_))
+        return hash(tuple((k, _hashable(v)) for k, v in self._key()))
 
 
 def _hashable(v: Any) -> Any:

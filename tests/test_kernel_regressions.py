@@ -130,3 +130,20 @@ def test_a_row_kernel_over_rows_of_no_columns():
     g++ accepted them until the emulator checked)."""
     x = np.zeros((3, 4, 0), np.int32)
     _check("v0 = x.any(axis=2)\nv1 = np.rad2deg(x)\nv3 = np.mean(v0, axis=1, keepdims=True)", {"x": x})
+
+
+@needs_cxx
+def test_minus_zero_and_zero_are_different_constants():
+    """Shared constants compared -0.0 == 0.0: np.float64(-0.0) stood in for a later 0 and
+    arctan2(0, 0) gave pi (found by the fuzzer)."""
+    x = np.array([[0, 1, -1, 0]], np.int64)
+    _check("a = np.arctan2(x, np.float64(-0.0))\nb = np.arctan2(x, 0)\nc = np.copysign(1.0, x * 0.0 - 0.0)", {"x": x})
+
+
+def test_plans_of_cells_differing_in_the_sign_of_a_zero_are_different():
+    """The runtime caches code by plan: two cells that differ only in -0.0 / 0.0 must not
+    share it."""
+    x = np.ones(3)
+    g1 = fuselab.trace_cell("y = np.copysign(x, -0.0)", {"np": np, "x": x}).graph
+    g2 = fuselab.trace_cell("y = np.copysign(x, 0.0)", {"np": np, "x": x}).graph
+    assert g1 != g2 and make_plan(g1) != make_plan(g2)
