@@ -61,7 +61,10 @@ def run_case(case: Case, repeats: int, with_torch: bool, params) -> dict[str, An
     again.run(env=env)
     cp.cuda.get_current_stream().synchronize()
     row["rerun_s"] = time.perf_counter() - t0
-    row["rerun_compiled"] = sum(1 for k, v in again.compile_s.items() if v > 0)
+    # a cached re-run compiles nothing (its kernels are cache hits) and tunes nothing
+    kernels = sum(1 for c in again.codes if hasattr(c, "source"))
+    row["rerun_compiled"] = kernels - again.cache_hits + ("(candidates)" in again.compile_s)
+    row["rerun_tuned"] = sum(1 for t in again.tuning.values() if t.source == "tuned")
     ref = run_graph(traced.graph, {k: traced.inputs[k] for k in traced.graph.input_names()}, cp)
     check = runtime.compare({k: got[k] for k in case.outputs}, {k: ref[k] for k in case.outputs},
                             {"float16": 1e-2, "float32": 1e-4})
