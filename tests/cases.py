@@ -216,6 +216,38 @@ def power_cases(n=1000, seed=8) -> list[Case]:
     return out
 
 
+def stencil_cases(seed=9) -> list[Case]:
+    """Shifted windows of one array (x[:-4] + x[1:-3] + ... + x[4:]): every shift of a
+    vector's elements, lengths of every remainder, 1- to 8-byte types (vector widths 16
+    to 2), and 2-D windows whose rows shift."""
+    out = []
+    for dt in (np.int8, np.float16, np.float32, np.float64):
+        for n in (64, 67, 70, 101):
+            rng = np.random.default_rng(seed)
+            b = GraphBuilder()
+            x = b.input("x", (n,), dt)
+            y = b.slice(x, (0,), (1,), (n - 4,))
+            for k in range(1, 5):
+                y = b.elemwise("add", [y, b.slice(x, (k,), (1,), (n - 4,))])
+            tail = b.elemwise("multiply", [b.slice(x, (3,), (1,), (n - 4,)), b.const(2, dt)])
+            g = b.build([("y", y), ("tail", tail)])
+            out.append(Case(f"stencil-1d-{_name(dt)}-{n}", g, {"x": sample(dt, (n,), rng)},
+                            [one_kernel(g, Template.POINTWISE)], 1e-2 if np.dtype(dt) == np.float16 else None))
+    for shape in ((10, 36), (9, 37)):
+        rng = np.random.default_rng(seed)
+        b = GraphBuilder()
+        x = b.input("x", shape, np.float32)
+        inner = (shape[0] - 2, shape[1] - 2)
+        win = lambda r, c: b.slice(x, (r, c), (1, 1), inner)
+        y = b.elemwise("subtract", [b.elemwise("multiply", [win(1, 1), b.const(4.0, np.float32)]),
+                                    b.elemwise("add", [b.elemwise("add", [win(0, 1), win(2, 1)]),
+                                                       b.elemwise("add", [win(1, 0), win(1, 2)])])])
+        g = b.build([("y", y)])
+        out.append(Case(f"stencil-2d-{shape}", g, {"x": sample(np.float32, shape, rng)},
+                        [one_kernel(g, Template.POINTWISE)], 1e-5))
+    return out
+
+
 def all_cases() -> list[Case]:
     return (elementwise_cases() + cast_cases() + reduction_cases() + prod_cases() + fused_reduction_cases()
-            + row_cases() + empty_cases() + view_cases() + overflow_cases() + power_cases())
+            + row_cases() + empty_cases() + view_cases() + overflow_cases() + power_cases() + stencil_cases())

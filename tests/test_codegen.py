@@ -255,11 +255,20 @@ def test_transposed_loads_take_the_strided_path():
     assert "fl_load_vec" not in code.source
 
 
-def test_unaligned_slice_is_not_vectorised_but_aligned_one_is():
-    slice1 = _pointwise(lambda b, x: b.elemwise("exp", [b.slice(x, (1,), (1,), (64,))]), ((100,), np.float32))
+def test_slices_vectorise_aligned_or_shifted_but_not_past_the_array():
     slice4 = _pointwise(lambda b, x: b.elemwise("exp", [b.slice(x, (4,), (1,), (64,))]), ((100,), np.float32))
-    assert slice1.notes[0].startswith("strided")
-    assert slice4.notes[0].startswith("vector")
+    assert slice4.notes[0].startswith("vector") and "fl_load_vec<4>(in_x0 + i + 4)" in slice4.source
+    # x[1:65] of 100: two aligned vectors around every 4 elements, both inside x
+    shifted = _pointwise(lambda b, x: b.elemwise("exp", [b.slice(x, (1,), (1,), (64,))]), ((100,), np.float32))
+    assert shifted.notes[0].startswith("vector") and "fl_load_vec_shift<4, 1>(in_x0 + i)" in shifted.source
+    # x[1:65] of 65: the last vector's second half would read past x: one by one
+    at_end = _pointwise(lambda b, x: b.elemwise("exp", [b.slice(x, (1,), (1,), (64,))]), ((65,), np.float32))
+    assert "groups = 15;" in at_end.source and "The last 4 elements" in at_end.source
+    # x[1:5] of 5: no pair of 4-vectors fits, pairs of 2-vectors do
+    tiny = _pointwise(lambda b, x: b.elemwise("exp", [b.slice(x, (1,), (1,), (4,))]), ((5,), np.float32))
+    assert tiny.notes[0].startswith("vector path: 2 elements") and "fl_load_vec_shift<2, 1>" in tiny.source
+    stepped = _pointwise(lambda b, x: b.elemwise("exp", [b.slice(x, (1,), (2,), (40,))]), ((100,), np.float32))
+    assert stepped.notes[0].startswith("strided")
 
 
 def test_reshape_of_a_contiguous_input_loads_at_the_flat_index():
@@ -287,7 +296,7 @@ def test_multi_output_kernel_stores_each_output_once():
     code = generate(one_kernel(b.build([("s", s), ("c", c)]), Template.POINTWISE))[0]
     assert [p.name for p in code.params] == ["in_x", "out_s", "out_c"]
     assert code.source.count("fl_store_vec<2>(out_") == 2
-    assert "The last n % 2 elements" in code.source
+    assert "The last 1 element," in code.source
 
 
 def test_kernel_is_named_after_its_ops_and_comments_quote_the_source():

@@ -125,27 +125,55 @@ def access(offset: ix.Affine, sym: ix.Var, width: int) -> str | None:
         return "uniform"
     if step == 1 and aligned:
         return "vector"
+    if step == 1 and offset.coef(sym) == 1 and all(s == sym or c % width == 0 for s, c in offset.terms):
+        return f"shift{offset.const % width}"     # aligned but for a constant: x[1:], x[3:-1]
     return None
 
 
+def shifted_groups(offset: ix.Affine, sym: ix.Var, width: int, size: int) -> int:
+    """How many leading vectors of `sym` (0, 1, ... below extent // width) a shifted load
+    can read as two aligned vectors around its elements without leaving its array of
+    `size` elements; the rest go element by element."""
+    shift = offset.const % width
+    rest = ix.Affine(offset.const, tuple((s, c) for s, c in offset.terms if s != sym))
+    fit = (size - 2 * width - rest.bounds()[1] + shift) // width + 1
+    return max(0, min(fit, sym.extent // width))
+
+
+def vector_groups(ctx: KernelContext, loads: Sequence[Load], sym: ix.Var, width: int) -> int:
+    """The vectors of `sym` every load can take whole (all of them but for shifted loads
+    near the end of their array)."""
+    return min([sym.extent // width] + [shifted_groups(l.offset, sym, width, ctx.graph.nodes[l.node].aval.size)
+                                        for l in loads if l.access.startswith("shift")])
+
+
 def vector_width(ctx: KernelContext, loads: Sequence[Load], stored: Sequence[int], sym: ix.Var,
-                 stored_offsets: Sequence[ix.Affine] = (), max_width: int = 16) -> int:
+                 stored_offsets: Sequence[ix.Affine] = (), max_width: int = 16, shifts: bool = False) -> int:
     """The widest vector (16 bytes of the widest type) every load and store can follow
-    along `sym`; 1 when some access cannot. Marks each load's access."""
+    along `sym`; 1 when some access cannot. Marks each load's access. With `shifts`,
+    loads off by a constant (shifted slices of a stencil) read two aligned vectors and
+    pick their elements, where at least half the vectors keep the two inside the array
+    (vector_groups: how many)."""
     g = ctx.graph
     sizes = [g.nodes[n].dtype.itemsize for n in stored] + [g.nodes[l.node].dtype.itemsize for l in loads]
     if not sizes:
         return 1
     width = min(16 // max(sizes), max_width)
-    if width < 2:
-        return 1
-    kinds = [("uniform" if sym not in l.offset.symbols() else None) if l.from_index
-             else access(l.offset, sym, width) for l in loads]
-    if any(k is None for k in kinds) or any(access(o, sym, width) != "vector" for o in stored_offsets):
-        return 1
-    for l, k in zip(loads, kinds):
-        l.access = k  # type: ignore[assignment]
-    return width
+    while width >= 2:   # narrower vectors where a shifted load's wider pair would leave the array
+        kinds = [("uniform" if sym not in l.offset.symbols() else None) if l.from_index
+                 else access(l.offset, sym, width) for l in loads]
+        for k, l in enumerate(loads):
+            if (kinds[k] or "").startswith("shift") and not (
+                    shifts and shifted_groups(l.offset, sym, width, g.nodes[l.node].aval.size) * 2 >= sym.extent // width):
+                kinds[k] = "narrower"
+        if any(k is None for k in kinds) or any(access(o, sym, width) != "vector" for o in stored_offsets):
+            return 1
+        if "narrower" not in kinds:
+            for l, k in zip(loads, kinds):
+                l.access = k  # type: ignore[assignment]
+            return width
+        width //= 2
+    return 1
 
 
 def vector_loads(ctx: KernelContext, fn: ElementFunction, width: int) -> tuple[list[str], list[str]]:
@@ -163,6 +191,11 @@ def vector_loads(ctx: KernelContext, fn: ElementFunction, width: int) -> tuple[l
         ptr = ctx.in_ptr[l.node]
         if l.access == "vector":
             decls.append(f"const fl_vec<{st}, {width}> {l.param} = fl_load_vec<{width}>({ptr} + {off});")
+            args.append(f"{l.param}.v[e]")
+        elif l.access.startswith("shift"):
+            shift = int(l.access[5:])
+            decls.append(f"const fl_vec<{st}, {width}> {l.param} = fl_load_vec_shift<{width}, {shift}>({ptr} + "
+                         f"{ix.render(l.offset + (-shift))});")
             args.append(f"{l.param}.v[e]")
         else:
             decls.append(f"const {st} {l.param} = {ptr}[{off}];")

@@ -46,7 +46,7 @@ def _analyse(ctx: KernelContext):
     n_elems = ix.prod(shape)
     i = ix.Var("i", max(n_elems, 1))
     fn = element.build(ctx, ix.delinearize(ix.Affine.of(i), shape), k.outputs)
-    width = element.vector_width(ctx, fn.loads, k.outputs, i)
+    width = element.vector_width(ctx, fn.loads, k.outputs, i, shifts=True)
     return shape, fn, width
 
 
@@ -64,14 +64,17 @@ def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> Kerne
     per = f", {U} per thread a block apart" if U > 1 else ""
     if width > 1:
         nbytes = width * max(g.nodes[a].dtype.itemsize for a in
-                             [*k.outputs, *(l.node for l in fn.loads if l.access == "vector")])
+                             [*k.outputs, *(l.node for l in fn.loads if l.access.startswith(("vector", "shift")))])
         notes = [f"vector path: {width} elements per thread step, {nbytes}-byte accesses{per}"]
+        groups = element.vector_groups(ctx, fn.loads, ix.Var("i", max(n_elems, 1)), width)
+        lines += [f"const index_t groups = {groups};   // vectors taken whole"]
         lines += _vector_loop(ctx, fn, width, B, U)
-        if n_elems % width:
+        if groups * width < n_elems:
             tid = "index_t(blockIdx.x) * blockDim.x + threadIdx.x"
             step = "stride" if U == 1 else "index_t(gridDim.x) * blockDim.x"
-            lines += [f"// The last n % {width} elements, one per thread.",
-                      f"for (index_t i = n / {width} * {width} + {tid}; i < n; i += {step}) {{",
+            rest = n_elems - groups * width
+            lines += [f"// The last {rest} element{'s' if rest > 1 else ''}, one per thread.",
+                      f"for (index_t i = groups * {width} + {tid}; i < n; i += {step}) {{",
                       *indent(scalar, 1), "}"]
         work = ix.ceil_div(n_elems, width)
     else:
@@ -112,4 +115,4 @@ def _vector_loop(ctx: KernelContext, fn: element.ElementFunction, width: int, B:
     body += ["#pragma unroll",
              f"for (int e = 0; e < {width}; ++e) {fn.name}({', '.join(args)});"]
     body += [f"fl_store_vec<{width}>({ctx.out_ptr[o]} + i, {name});" for o, name in zip(ctx.kernel.outputs, outs)]
-    return _tiles("j", f"n / {width}", B, U, body)
+    return _tiles("j", "groups", B, U, body)

@@ -336,6 +336,18 @@ template <int N, class T> __device__ __forceinline__ void fl_store_vec(T* p, con
     *reinterpret_cast<R*>(p) = u.raw;
 }
 """),
+    Snippet(('fl_load_vec_shift',), r"""
+// N elements starting S past an aligned address: the two aligned vectors around them,
+// then a constant choice per element (loads of shifted windows x[1:], x[2:] of one
+// array share their aligned vectors).
+template <int N, int S, class T> __device__ __forceinline__ fl_vec<T, N> fl_load_vec_shift(const T* p) {
+    const fl_vec<T, N> a = fl_load_vec<N>(p), b = fl_load_vec<N>(p + N);
+    fl_vec<T, N> r;
+    #pragma unroll
+    for (int e = 0; e < N; ++e) r.v[e] = e + S < N ? a.v[e + S] : b.v[e + S - N];
+    return r;
+}
+"""),
     Snippet(('fl_ldcg',), r"""
 // A load from L2 that bypasses L1: what other blocks of this launch wrote (partials).
 template <class T> __device__ __forceinline__ T fl_ldcg(const T* p) {

@@ -328,8 +328,8 @@ _VIEWS = ["{x}.T", "{x}[::-1]", "{x}[1:]", "{x}[::2]", "{x}[..., ::-1]", "{x}[:,
           "{x}.copy()", "np.broadcast_to({x}, (2,) + {x}.shape)", "{x}[-1]", "{x}[0]", "{x}[:, -1]"]
 
 
-def view(b: CellBuilder, x: Value) -> Value | None:
-    expr = str(b.rng.choice(_VIEWS)).format(x=x.name)
+def view(b: CellBuilder, x: Value, expr: str | None = None) -> Value | None:
+    expr = expr or str(b.rng.choice(_VIEWS)).format(x=x.name)
     out = b.run(expr)
     if out is None:
         return None
@@ -340,6 +340,26 @@ def view(b: CellBuilder, x: Value) -> Value | None:
     with np.errstate(all="ignore"):
         bound = np.asarray(eval(expr, env))
     return b.bind(expr, out, bound, zero_sign=x.any_zero_sign)
+
+
+def stencil(b: CellBuilder, x: Value) -> Value | None:
+    """Two shifted windows of one array combined, as a stencil does: x[1:-3] + x[3:-1]
+    along the first or last axis (vector loads that pick elements across two vectors)."""
+    rng = b.rng
+    if x.arr.ndim == 0:
+        return None
+    axis = int(rng.choice([0, x.arr.ndim - 1]))
+    n, reach = x.shape[axis], int(rng.integers(1, 5))
+    if n <= reach + 1:
+        return None
+    def window(k: int) -> str:
+        stop = f"{k - reach}" if k < reach else ""
+        sl = f"{k}:{stop}"
+        return f"{x.name}[{sl}]" if axis == 0 else f"{x.name}[..., {sl}]"
+    left, right = (view(b, x, window(k)) for k in rng.choice(reach + 1, size=2, replace=False))
+    if left is None or right is None:
+        return None
+    return binary(b, str(rng.choice(["add", "subtract", "multiply", "maximum"])), left, right)
 
 
 def _axes_kw(rng: np.random.Generator, nd: int, single: bool = False) -> tuple[Any, str]:
@@ -490,8 +510,8 @@ def random_line(b: CellBuilder) -> Value | None:
     x = _pick(rng, pool)
     if x is None:
         return None
-    kind = rng.choice(["unary", "binary", "binary", "scalar", "where", "cast", "view", "reduce", "mean", "var"],
-                      p=[0.17, 0.18, 0.12, 0.1, 0.05, 0.08, 0.12, 0.12, 0.03, 0.03])
+    kind = rng.choice(["unary", "binary", "binary", "scalar", "where", "cast", "view", "reduce", "mean", "var",
+                       "stencil"], p=[0.17, 0.17, 0.11, 0.1, 0.05, 0.08, 0.11, 0.12, 0.03, 0.03, 0.03])
     if kind == "unary":
         return unary(b, str(rng.choice(list(C.UNARY))), x)
     if kind == "binary":
@@ -512,6 +532,8 @@ def random_line(b: CellBuilder) -> Value | None:
         return reduce(b, str(rng.choice(list(C.REDUCTIONS))), x)
     if kind == "var":
         return variance(b, x)
+    if kind == "stencil":
+        return stencil(b, x)
     return mean(b, x)
 
 

@@ -70,7 +70,8 @@ __device__ __forceinline__ void k0_add_max_element(const float x, const float b,
 extern "C" __global__ void __launch_bounds__(256) k0_add_max(const float* __restrict__ in_x, const float* __restrict__ in_b, float* __restrict__ out_y) {
     const index_t n = 64000u;
     const index_t stride = index_t(gridDim.x) * blockDim.x;
-    for (index_t j = index_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n / 4; j += stride) {
+    const index_t groups = 16000;   // vectors taken whole
+    for (index_t j = index_t(blockIdx.x) * blockDim.x + threadIdx.x; j < groups; j += stride) {
         const index_t i = j * 4;
         const fl_vec<float, 4> x = fl_load_vec<4>(in_x + i);
         const fl_vec<float, 4> b = fl_load_vec<4>(in_b + i % 1000);

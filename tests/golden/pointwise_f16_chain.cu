@@ -81,7 +81,8 @@ __device__ __forceinline__ void k0_exp_mul_add_element(const fl_half h_h, fl_hal
 extern "C" __global__ void __launch_bounds__(256) k0_exp_mul_add(const fl_half* __restrict__ in_h, fl_half* __restrict__ out_y) {
     const index_t n = 4099u;
     const index_t stride = index_t(gridDim.x) * blockDim.x;
-    for (index_t j = index_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n / 8; j += stride) {
+    const index_t groups = 512;   // vectors taken whole
+    for (index_t j = index_t(blockIdx.x) * blockDim.x + threadIdx.x; j < groups; j += stride) {
         const index_t i = j * 8;
         const fl_vec<fl_half, 8> h_h = fl_load_vec<8>(in_h + i);
         fl_vec<fl_half, 8> y_vec;
@@ -89,8 +90,8 @@ extern "C" __global__ void __launch_bounds__(256) k0_exp_mul_add(const fl_half* 
         for (int e = 0; e < 8; ++e) k0_exp_mul_add_element(h_h.v[e], y_vec.v[e]);
         fl_store_vec<8>(out_y + i, y_vec);
     }
-    // The last n % 8 elements, one per thread.
-    for (index_t i = n / 8 * 8 + index_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    // The last 3 elements, one per thread.
+    for (index_t i = groups * 8 + index_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
         k0_exp_mul_add_element(in_h[i], out_y[i]);
     }
 }

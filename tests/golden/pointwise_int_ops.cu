@@ -115,7 +115,8 @@ __device__ __forceinline__ void k0_floordiv_mod_left_shift_element(const short x
 extern "C" __global__ void __launch_bounds__(256) k0_floordiv_mod_left_shift(const short* __restrict__ in_x, const short* __restrict__ in_y, short* __restrict__ out_r, short* __restrict__ out_s) {
     const index_t n = 1000u;
     const index_t stride = index_t(gridDim.x) * blockDim.x;
-    for (index_t j = index_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n / 8; j += stride) {
+    const index_t groups = 125;   // vectors taken whole
+    for (index_t j = index_t(blockIdx.x) * blockDim.x + threadIdx.x; j < groups; j += stride) {
         const index_t i = j * 8;
         const fl_vec<short, 8> x = fl_load_vec<8>(in_x + i);
         const fl_vec<short, 8> y = fl_load_vec<8>(in_y + i);
