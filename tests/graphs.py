@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from fuselab.ir import Graph, GraphBuilder, SourceLoc
-from fuselab.plan.model import Plan, Template, is_free, make_kernel
+from fuselab.plan import Plan, Template, make_kernel
+from fuselab.plan.model import is_free
 
 
 def loc(line: int, text: str) -> SourceLoc:

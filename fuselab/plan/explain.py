@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .analysis import Analysis, analyse, bits
-from .cost import DeviceParams, kernel_members
+from .device import DeviceParams
+from .kernels import kernel_members
 from .legality import DEFAULT_BUDGETS, check
 from .model import Plan
 from .partition import GroupCost
