@@ -14,7 +14,7 @@ from fuselab.ir import GraphBuilder, verify
 from fuselab.plan import make_plan
 from fuselab.plan import testing as T
 from fuselab.plan.analysis import analyse, bits, mask_of
-from fuselab.plan.cost import DeviceParams, plan_time
+from fuselab.plan.cost import DeviceParams, crossed_breaks, plan_time
 from fuselab.plan.legality import DEFAULT_BUDGETS
 from fuselab.plan.model import NO_CONSTRAINTS, Constraints, PlanError
 from fuselab.plan.partition import GroupCost, GroupCycle, problems, topo_order
@@ -70,13 +70,18 @@ def brute_force(graph, params, constraints: Constraints = NO_CONSTRAINTS) -> flo
     return best
 
 
-def small_graphs(count: int, max_units: int = 9):
+def small_graphs(count: int, max_units: int = 9, break_odds: int = 0):
+    """Random graphs of 2 to max_units units; with `break_odds`, only those whose units
+    lie on both sides of a graph break."""
     shapes = [(2, 3), (4, 5), (64, 4096), (4096, 64), (1, 1 << 20), (3, 1)]
     found = 0
     for seed in range(10 * count):
         rnd = random.Random(seed)
-        g = T.random_graph(rnd.randint(2, 9), rnd.choice, *rnd.choice(shapes))
-        if 2 <= len(analyse(g).units) <= max_units:
+        g = T.random_graph(rnd.randint(2, 9), rnd.choice, *rnd.choice(shapes), break_odds=break_odds)
+        an = analyse(g)
+        if break_odds and len({an.stage[v] for v in an.units}) < 2:
+            continue
+        if 2 <= len(an.units) <= max_units:
             yield seed, g, PARAMS[rnd.choice(sorted(PARAMS))]
             found += 1
             if found == count:
@@ -182,13 +187,16 @@ def legal_plans(an, cost, units: list[int]):
 STARVED_COMPUTE = DeviceParams(launch_s=1e-8, throughput=1e11, sm_count=1000)
 
 
-@pytest.mark.parametrize("seed,graph,params", list(small_graphs(300, max_units=7)), ids=lambda x: str(x)[:12])
+@pytest.mark.parametrize("seed,graph,params",
+                         list(small_graphs(300, max_units=7)) + list(small_graphs(80, max_units=7, break_odds=3)),
+                         ids=lambda x: str(x)[:12])
 @pytest.mark.parametrize("device", ["drawn", "starved-compute"])
 def test_lower_bounds_never_exceed_the_cost_of_any_legal_plan(seed, graph, params, device):
     """Admissibility, checked directly: every legal plan is replayed through both exact
     searches. A*'s estimate after each prefix of its kernels, and the branch and bound's
     bound after each unit it places (every placement accepted), never exceed the plan's
-    cost. An inadmissible term could "prove" a plan optimal with a cheaper one unseen."""
+    cost. An inadmissible term could "prove" a plan optimal with a cheaper one unseen.
+    Graphs with graph breaks too: no kernel spans one, which the bounds count on."""
     params = STARVED_COMPUTE if device == "starved-compute" else params
     an = analyse(graph)
     cost = GroupCost(an, params, DEFAULT_BUDGETS)
@@ -233,6 +241,20 @@ def test_lower_bounds_never_exceed_the_cost_of_any_legal_plan(seed, graph, param
                          list(small_graphs(120)) + list(larger_graphs(8, 10)), ids=lambda x: str(x)[:12])
 def test_branch_and_bound_is_optimal_among_all_legal_partitions(seed, graph, params):
     assert branch_and_bound(graph, params) == pytest.approx(brute_force(graph, params), rel=1e-9)
+
+
+@pytest.mark.parametrize("seed,graph,params", list(small_graphs(60, break_odds=3)), ids=lambda x: str(x)[:12])
+def test_with_graph_breaks_both_exact_searches_are_optimal_among_all_legal_partitions(seed, graph, params):
+    """No kernel spans a graph break, so the exact searches' bounds count the two sides
+    apart; the plans stay the cheapest legal ones (the syncs at the breaks are the same
+    in every plan, and plan_time adds them)."""
+    plan = search_plan(graph, "auto", params=params, recompute=False)
+    assert problems(plan) == []
+    best = brute_force(graph, params)
+    syncs = len(crossed_breaks(plan)) * params.sync_s
+    assert syncs > 0 and plan_time(plan, params) == pytest.approx(best + syncs, rel=1e-9)
+    assert any("optimal under the cost model" in d.text for d in plan.log)
+    assert branch_and_bound(graph, params) == pytest.approx(best, rel=1e-9)
 
 
 def test_branch_and_bound_with_every_probe_cut_short_is_optimal(monkeypatch):

@@ -69,6 +69,9 @@ class Analysis:
         self.shapes = [nd.shape for nd in g.nodes]
         self._weights: dict[DeviceParams, list[float]] = {}
         self.size = [nd.aval.size for nd in g.nodes]
+        # graph breaks: the stage of each node (ids ascend with stages)
+        self.stage = g.stages
+        self.has_breaks = bool(g.breaks)
 
         # effective producers: (u, chain of free nodes from u's side to v's side)
         prods: list[tuple[tuple[int, tuple[int, ...]], ...]] = [()] * n

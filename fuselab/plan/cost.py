@@ -15,7 +15,10 @@
   to the data (a reduction never runs on a single block).
 
 The cost is additive over kernels, which is what lets the exact searches work on sets of
-executed nodes. Device numbers come from a calibration (fuselab.runtime measures a device-to-device copy and an empty launch) or
+executed nodes. A plan also pays `sync_s` for each graph break it crosses (the device
+finishes its work and hands Python a value); every plan of a graph crosses the same ones,
+so the searches leave them out and only the report adds them. Device numbers come from a
+calibration (fuselab.runtime measures a device-to-device copy and an empty launch) or
 from DeviceParams.h200_default() (device.py).
 """
 from __future__ import annotations
@@ -23,10 +26,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..ir import GraphBreak
 from .analysis import Analysis, analyse, bits, mask_of
 from .device import DeviceParams
 from .kernels import kernel_members, unfused_plan
-from .model import Kernel, Plan, Space, Template
+from .model import Kernel, Plan, Space, Template, kernel_stage
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,8 @@ class PlanReport:
     unfused_intermediate_bytes: int
     unfused_time_s: float
     params: DeviceParams
+    breaks: tuple[GraphBreak, ...] = ()  # graph breaks the plan crosses, one sync each
+    sync_s: float = 0.0                 # their device syncs, in time_s (and unfused_time_s)
 
     @property
     def bytes_total(self) -> int:
@@ -180,6 +186,10 @@ class PlanReport:
         rows.append(f"intermediates: {self.intermediates} arrays, {_b(self.intermediate_bytes)} "
                     f"({_b(self.intermediate_bytes_avoided)} avoided vs unfused), peak "
                     f"{_b(self.peak_intermediate_bytes)}")
+        if self.breaks:
+            rows.append(f"graph breaks: {len(self.breaks)}, a device sync each "
+                        f"({self.sync_s * 1e6:.2f} us in the totals):")
+            rows += [f"  {b}" for b in self.breaks]
         return "\n".join(rows)
 
 
@@ -209,6 +219,14 @@ def kernel_costs(plan: Plan, params: DeviceParams) -> tuple[KernelCost, ...]:
         out.append(estimate(an, mask, mask_of(kern.outputs), kernel_space(an, kern), params, k, kern.name))
     return tuple(out)
 
+
+def crossed_breaks(plan: Plan) -> tuple[GraphBreak, ...]:
+    """The graph breaks with a kernel before and a kernel after them: at each, the
+    device finishes what came before and Python reads a value back."""
+    if not plan.graph.breaks or not plan.kernels:
+        return ()
+    stages = [kernel_stage(plan.graph, k) for k in plan.kernels]
+    return plan.graph.breaks[min(stages):max(stages)]
 
 
 def _intermediates(plan: Plan) -> tuple[int, int, int]:
@@ -244,19 +262,22 @@ def report(plan: Plan, params: DeviceParams | None = None) -> PlanReport:
     base_costs = costs if base is plan else kernel_costs(base, params)
     n, ib, peak = _intermediates(plan)
     _, base_ib, _ = _intermediates(base)
+    breaks = crossed_breaks(plan)
+    sync = len(breaks) * params.sync_s
     return PlanReport(
         kernels=costs, launches=len(costs),
         bytes_read=sum(c.bytes_read for c in costs), bytes_written=sum(c.bytes_written for c in costs),
         extra_bytes=sum(c.extra_bytes for c in costs), intermediates=n, intermediate_bytes=ib,
-        peak_intermediate_bytes=peak, time_s=sum(c.time_s for c in costs),
+        peak_intermediate_bytes=peak, time_s=sum(c.time_s for c in costs) + sync,
         unfused_launches=len(base_costs), unfused_bytes=sum(c.bytes_total for c in base_costs),
-        unfused_intermediate_bytes=base_ib, unfused_time_s=sum(c.time_s for c in base_costs),
-        params=params)
+        unfused_intermediate_bytes=base_ib, unfused_time_s=sum(c.time_s for c in base_costs) + sync,
+        params=params, breaks=breaks, sync_s=sync)
 
 
 def plan_time(plan: Plan, params: DeviceParams | None = None) -> float:
-    """Predicted time of a plan (the quantity `auto` minimises)."""
-    return sum(c.time_s for c in kernel_costs(plan, params or DeviceParams.h200_default()))
+    """Predicted time of a plan (`auto` minimises it: the syncs are the same in every plan)."""
+    params = params or DeviceParams.h200_default()
+    return sum(c.time_s for c in kernel_costs(plan, params)) + len(crossed_breaks(plan)) * params.sync_s
 
 
-__all__ = ["DeviceParams", "KernelCost", "PlanReport", "estimate", "report", "plan_time"]
+__all__ = ["DeviceParams", "KernelCost", "PlanReport", "estimate", "report", "plan_time", "crossed_breaks"]

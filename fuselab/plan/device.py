@@ -27,7 +27,11 @@ class DeviceParams:
     - transcendental x4: a table flop of an SFU op (exp, log, sin, ...) costs 4 adds;
     - fp64 x2: double precision runs at half the fp32 rate on sm_90;
     - 132 SMs; a row up to 64 KiB stays on chip (registers / shared memory), longer rows
-      are swept once per dependent phase.
+      are swept once per dependent phase;
+    - sync 10 us: what a graph break costs beyond its kernels. Python needs a value, so the
+      device finishes all queued work and copies the value back before the cell goes on:
+      a host round trip (~5-10 us through CuPy) plus the launch that can no longer overlap
+      the previous kernel's tail.
     """
 
     name: str = "NVIDIA H200 (documented defaults)"
@@ -38,6 +42,7 @@ class DeviceParams:
     fp64: float = 2.0
     sm_count: int = 132
     row_cache_bytes: int = 65536
+    sync_s: float = 10e-6
     source: str = "defaults"
 
     @classmethod
@@ -58,6 +63,7 @@ class DeviceParams:
         "transcendental": ("transcendental", 1.0), "fp64": ("fp64", 1.0),
         "sm_count": ("sm_count", 1), "multiprocessors": ("sm_count", 1),
         "row_cache_bytes": ("row_cache_bytes", 1),
+        "sync_s": ("sync_s", 1.0), "sync_us": ("sync_s", 1e-6),
         "name": ("name", None), "device": ("name", None), "device_name": ("name", None),
         "source": ("source", None),
     }

@@ -32,6 +32,10 @@ kernels.make_kernel: they are duplicated into every kernel that reads them.
   dependence of a full reduction (x / x.sum()), which no single kernel can do.
 - OPAQUE: exactly one opaque node, alone.
 
+Every template: the computed nodes come from one stage of the trace. A graph break (Python
+needed a value) runs everything traced before it, and the device finishes, before the cell
+goes on, so no kernel holds nodes from both sides of one.
+
 Budgets bound the size of a kernel: compute nodes, array parameters, and a register
 estimate (values live at once in the kernel's expression DAG).
 """
@@ -42,7 +46,7 @@ from dataclasses import dataclass
 
 from ..ops import Kind
 from .analysis import Analysis, bits, broadcasts_to, shape_text
-from .model import Space, Template
+from .model import Space, Template, break_between
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,10 @@ def check(an: Analysis, mask: int, budgets: Budgets = DEFAULT_BUDGETS,
         return _fail("an empty kernel")
     g = an.graph
     members = list(bits(mask))
+    if an.has_breaks:
+        across = stage_conflict(an, mask)
+        if across:
+            return _fail(across)
     alone = mask & an.alone_mask
     if alone:
         a = next(bits(alone))
@@ -135,6 +143,18 @@ def _only(verdict: Verdict, template: Template | None) -> Verdict:
     if template is None or not verdict.ok or verdict.space.template is template:
         return verdict
     return _fail(f"a {verdict.space.template.value} kernel, not a {template.value} one")
+
+
+def stage_conflict(an: Analysis, mask: int) -> str:
+    """Why units of `mask` cannot share a kernel across a graph break, or "". Stages
+    ascend with node ids, so the lowest and highest member tell."""
+    early, late = (mask & -mask).bit_length() - 1, mask.bit_length() - 1
+    if an.stage[early] == an.stage[late]:
+        return ""
+    b = break_between(an.graph, early, late)
+    where = f"the graph break at line {b.loc.line}" if b.loc is not None else "a graph break"
+    return (f"{an.ref(late)} was traced after {where} ({b.reason}), and {an.ref(early)} before "
+            "it: the GPU must finish everything before a break before the cell goes on")
 
 
 def alone_reason(an: Analysis, a: int, other: int) -> str:

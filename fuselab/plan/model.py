@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, ClassVar, Iterable, Sequence
 
-from ..ir import Graph, format_node
+from ..ir import Graph, GraphBreak, format_node
 from ..ops import Kind
 
 
@@ -102,7 +102,8 @@ NO_CONSTRAINTS = Constraints()
 
 @dataclass(frozen=True)
 class Plan:
-    """A graph's kernels in execution order."""
+    """A graph's kernels in execution order (kernels of a later stage after those of an
+    earlier one: graph breaks run everything traced before them first)."""
 
     graph: Graph
     kernels: tuple[Kernel, ...]
@@ -151,7 +152,11 @@ def format_plan(plan: Plan) -> str:
     lines = []
     for i in g.input_ids:
         lines.append(format_node(g, i))
+    crossed = 0
     for k, kern in enumerate(plan.kernels):
+        stage = kernel_stage(g, kern)
+        lines.extend(f"--- {b}" for b in g.breaks[crossed:stage])
+        crossed = max(crossed, stage)
         reads = ", ".join(f"%{i}" for i in kern.inputs) or "-"
         writes = ", ".join(f"%{i}" for i in kern.outputs) or "-"
         lines.append(f"--- kernel {k} {kern.name} [{kern.template.value}] reads {reads} writes {writes}")
@@ -211,6 +216,16 @@ def kernel_from(graph: Graph, members: Iterable[int], outputs: Iterable[int], te
     return Kernel(tuple(sorted(nodes)), tuple(inputs), tuple(sorted(outputs)), template,
                   kernel_name(graph, sorted(members)), tuple(sorted(recomputed)), space)
 
+
+def kernel_stage(graph: Graph, kernel: Kernel) -> int:
+    """The stage (graph.stages) of a kernel's computed nodes: legal kernels have one."""
+    computed = [i for i in kernel.nodes if not is_free(graph, i)] or kernel.outputs
+    return graph.stages[max(computed)] if computed else 0
+
+
+def break_between(graph: Graph, early: int, late: int) -> GraphBreak | None:
+    """The first graph break traced after node `early` and no later than node `late`."""
+    return next((b for b in graph.breaks if early < b.first <= late), None)
 
 
 def kernel_name(graph: Graph, members: Sequence[int], limit: int = 4) -> str:

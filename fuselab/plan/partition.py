@@ -15,7 +15,7 @@ from .cost import estimate
 from .device import DeviceParams
 from .kernels import kernel_members
 from .legality import DEFAULT_BUDGETS, Budgets, Verdict, check
-from .model import Constraints, Kernel, Plan, kernel_from
+from .model import Constraints, Kernel, Plan, kernel_from, kernel_stage
 
 
 class GroupCycle(ValueError):
@@ -23,8 +23,10 @@ class GroupCycle(ValueError):
 
 
 def topo_order(an: Analysis, groups: Sequence[int]) -> list[int]:
-    """The groups in an order where every group comes after those it reads from
-    (lowest first unit first among the ready ones); raises GroupCycle if they form a cycle."""
+    """The groups in an order where every group comes after those it reads from (the
+    earliest stage, then the lowest first unit, first among the ready ones: every kernel
+    of a stage runs before the graph break that ends it); raises GroupCycle if they form a
+    cycle."""
     owner: dict[int, int] = {}
     for gi, m in enumerate(groups):
         for v in bits(m):
@@ -41,7 +43,8 @@ def topo_order(an: Analysis, groups: Sequence[int]) -> list[int]:
         for h in ps:
             succs[h].append(gi)
     indeg = [len(p) for p in preds]
-    key = [(m & -m).bit_length() for m in groups]
+    first = [(m & -m).bit_length() for m in groups]
+    key = [(an.stage[f - 1], f) for f in first] if an.has_breaks else first
     ready = [(key[gi], gi) for gi in range(len(groups)) if indeg[gi] == 0]
     heapq.heapify(ready)
     out: list[int] = []
@@ -122,8 +125,8 @@ class GroupCost:
 def problems(plan: Plan) -> list[str]:
     """What is wrong with a plan, if anything: a kernel that breaks the template contract
     or its budgets, reads a value no earlier kernel stored, a unit nobody computes, a
-    cell result nobody stores, a constraint not honoured, a kernel whose space is not its
-    legal one. Empty for a good plan."""
+    cell result nobody stores, a constraint not honoured, kernels out of stage order, a
+    kernel whose space is not its legal one. Empty for a good plan."""
     an = analyse(plan.graph)
     budgets = plan.budgets or DEFAULT_BUDGETS
     out: list[str] = []
@@ -145,6 +148,8 @@ def problems(plan: Plan) -> list[str]:
             out.append(f"kernel {k} says {kern.template.value} but is {v.space.template.value}")
         elif v.space != kern.space:
             out.append(f"kernel {k} carries the space {kern.space}, legality gives {v.space}")
+        if k and kernel_stage(plan.graph, kern) < kernel_stage(plan.graph, plan.kernels[k - 1]):
+            out.append(f"kernel {k} runs after kernel {k - 1}, which is of a later stage (a graph break between)")
         for j in kern.inputs:
             if j not in available:
                 out.append(f"kernel {k} reads %{j}, which no earlier kernel stores")

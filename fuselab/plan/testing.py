@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..ir import Graph, GraphBuilder
+from ..ir import Graph, GraphBuilder, SourceLoc
 from ..ops import Aval, OpaqueFn, ShapeError
 
 F32 = np.float32
@@ -355,11 +355,13 @@ FLIP = OpaqueFn("flip", lambda xp, a: xp.flip(a, -1))
 
 
 def random_graph(n_ops: int, choose: Callable[[Sequence[Any]], Any] | None = None,
-                 rows: int = 4, cols: int = 5, n_outputs: int | None = None) -> Graph:
+                 rows: int = 4, cols: int = 5, n_outputs: int | None = None,
+                 break_odds: int = 0) -> Graph:
     """A random DAG of about n_ops table ops over shapes broadcastable to (rows, cols):
     elementwise ops, reductions over either axis or all, per-row values broadcast back,
     views (transpose, slice, reshape) and an occasional opaque op. `choose(seq)` picks one
-    element (random.choice by default; hypothesis passes a draw)."""
+    element (random.choice by default; hypothesis passes a draw). With `break_odds` n,
+    Python needs the value of each op with odds 1 in n: a graph break after it."""
     choose = choose or random.Random(0).choice
     b = GraphBuilder()
     R, C = rows, cols
@@ -402,6 +404,8 @@ def random_graph(n_ops: int, choose: Callable[[Sequence[Any]], Any] | None = Non
             continue
         nodes.append(i)
         made += 1
+        if break_odds and choose(range(break_odds)) == 0:
+            b.graph_break(i, f"Python needed the value of v{made}", SourceLoc(made, f"if v{made} > 0:"))
     # every value nothing reads is a result (so nothing is pruned), plus a few others
     made_ids = nodes[4:] or nodes[:1]
     read = {j for i in made_ids for j in b.nodes[i].inputs}

@@ -98,13 +98,13 @@ class ReduceKeys:
 
 def compatibility(an: Analysis, keys: ReduceKeys, apart: dict[int, int] | None = None) -> dict[int, int]:
     """unit -> the units it could ever share a legal kernel with (a necessary condition
-    of legality.check, pair by pair): nothing for opaque and copy units; reductions of one
-    key (not one computed from the other, unless the key is a row shape); a unit and a
-    reduction it could join; two other units when a pointwise kernel could hold both (some
-    iteration space suits both) or a reduction key could take both; never two units the
-    user keeps apart (`apart`: unit -> units). Then convexity: a kernel holding u and a
-    descendant w holds every unit on the paths between them, so each of those must be
-    compatible with both (repeated until nothing changes)."""
+    of legality.check, pair by pair): none across a graph break; nothing for opaque and
+    copy units; reductions of one key (not one computed from the other, unless the key is
+    a row shape); a unit and a reduction it could join; two other units when a pointwise
+    kernel could hold both (some iteration space suits both) or a reduction key could take
+    both; never two units the user keeps apart (`apart`: unit -> units). Then convexity: a
+    kernel holding u and a descendant w holds every unit on the paths between them, so
+    each of those must be compatible with both (repeated until nothing changes)."""
     units = [v for v in an.units if not an.alone_mask >> v & 1]
     always = {v: bool(an.out_mask >> v & 1 or an.umask[v] & an.alone_mask) for v in units}
     # the shapes a pointwise kernel holding v could iterate over: v's own if v is always
@@ -123,8 +123,11 @@ def compatibility(an: Analysis, keys: ReduceKeys, apart: dict[int, int] | None =
     joins = {v: {k for k in allkeys if keys.could_join(an, v, k, always[v])}
              for v in units if not an.reduce_mask >> v & 1}
     out = {v: 0 for v in an.units}
+    stage = an.stage if an.has_breaks else None
     for i, u in enumerate(units):
         for v in units[i + 1:]:
+            if stage is not None and stage[u] != stage[v]:
+                continue        # a graph break between them (legality.stage_conflict)
             ru, rv = an.reduce_mask >> u & 1, an.reduce_mask >> v & 1
             if ru and rv:
                 # one key; and a reduction kernel finishes its reductions together, so

@@ -9,7 +9,9 @@
   (recompute.py) then duplicates cheap producers where that pays.
 - "max": the largest legal kernels regardless of cost (greedy merging of every legal pair).
 - "unfused": one op per kernel, except what the user asked to fuse.
-Every plan carries its constraints and a log of the decisions taken.
+Every plan carries its constraints and a log of the decisions taken. Graph breaks are
+constraints of the trace: no kernel spans one (legality), and the kernels before a break
+run before those after it (partition.topo_order).
 """
 from __future__ import annotations
 
@@ -48,6 +50,9 @@ def plan(graph: Graph, strategy: str = "auto", constraints: Constraints = NO_CON
     t0 = time.perf_counter()
     log: list[Decision] = [Decision("constraint", n) for n in notes]
     log += [Decision("constraint", f"asked: {h}") for h in constraints.history]
+    log += [Decision("constraint", f"{b}: what was traced before it runs first, then the device "
+                     f"syncs (a kernel boundary, {params.sync_s * 1e6:.0f} us)",
+                     (b.node,) if b.node is not None else ()) for b in graph.breaks]
     initial, terms = prepare(an, constraints, budgets)
     cost = GroupCost(an, params, budgets)
     search_log: list[Decision] = []
