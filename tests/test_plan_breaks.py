@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 from fuselab.interp import run_graph, run_plan
 from fuselab.ir import Graph, GraphBuilder, SourceLoc, verify
 from fuselab.plan import PlanError, make_plan, unfused_plan
-from fuselab.plan import testing as T
 from fuselab.plan.cost import DeviceParams, crossed_breaks, plan_time, report
 from fuselab.plan.model import kernel_stage
 from fuselab.plan.partition import problems
+
+import support as T
 
 LINE = SourceLoc(3, "if s > 0:")
 WHY = "Python needed the value of `s > 0`"

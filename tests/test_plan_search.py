@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from fuselab.interp import run_graph, run_plan
 from fuselab.ir import GraphBuilder, verify
 from fuselab.plan import make_plan
-from fuselab.plan import testing as T
 from fuselab.plan.analysis import analyse, bits, mask_of
 from fuselab.plan.cost import DeviceParams, crossed_breaks, plan_time
 from fuselab.plan.legality import DEFAULT_BUDGETS
@@ -25,6 +24,8 @@ from fuselab.plan.search.branch_bound import BranchAndBound
 from fuselab.plan.search.common import NO_TERMS, prepare
 from fuselab.plan.search.compat import NO_TEMPLATE
 from fuselab.plan.search.context import SearchContext
+
+import support as T
 
 PARAMS = {
     "h200": DeviceParams(),
