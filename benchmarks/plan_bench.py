@@ -11,6 +11,7 @@
    predicted time of the auto, unfused and max plans (H200 default device parameters).
 
     python benchmarks/plan_bench.py            # print the tables
+    python benchmarks/plan_bench.py --quick    # fewer sizes and seeds (a minute): before/after a change
     python benchmarks/plan_bench.py --write    # and replace "## Planner (CPU)" in BENCHMARKS.md
     python benchmarks/plan_bench.py --gpu      # on a GPU machine: predicted vs measured
 """
@@ -106,9 +107,9 @@ def timed_plan(g, make=None) -> tuple:
     return plan, time.perf_counter() - t0
 
 
-def planning_times(repeats: int = 3) -> list[list[str]]:
+def planning_times(repeats: int = 3, sizes: tuple[int, ...] = SIZES) -> list[list[str]]:
     rows = []
-    for n in SIZES:
+    for n in sizes:
         g = support.notebook_graph(n)
         times, plan = [], None
         for _ in range(repeats):
@@ -375,11 +376,18 @@ def write(text: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="update BENCHMARKS.md")
+    ap.add_argument("--quick", action="store_true", help="fewer sizes and seeds; print only")
     ap.add_argument("--gpu", action="store_true", help="only: predicted vs measured on this GPU")
     ap.add_argument("--gpu-section", type=Path, help="a --gpu output to append to the section")
     args = ap.parse_args()
     if args.gpu:
         print(gpu_check())
+        return
+    if args.quick:
+        t0 = time.perf_counter()
+        text = section(planning_times(1, (10, 60, 500)), exact_range(3), large_cells(3), split_toggles(2),
+                       cell_suite())
+        print(text + f"\n(quick run: {time.perf_counter() - t0:.1f} s in all)")
         return
     text = section(planning_times(), exact_range(), large_cells(), split_toggles(), cell_suite())
     if args.gpu_section:
