@@ -20,6 +20,8 @@ closed kernels costing no more was searched already for the same target.
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 from ..analysis import bits
 from ..partition import topo_order
 from .assignment import Assignment
@@ -106,23 +108,36 @@ class BranchAndBound:
             before = self.best
             self.node_cap = float("inf") if plain else self.nodes + PROBE_NODES
             try:
-                self.dfs(0)
+                self.search()
             except _ProbeOver:
                 self.probes_cut += 1
                 self.state.clear()
                 self.U = self.incumbent
                 self.seen.clear()
                 self.node_cap = float("inf")
-                self.dfs(0)
+                self.search()
                 return
             if plain or self.best is not before:
                 return
             margin = 2 * margin if margin > 0 else self.L
 
-    def dfs(self, i: int, floor: float = 0.0) -> None:
-        """Place order[i] (and the units after it), children cheapest bound first.
-        `floor` is a lower bound already known for this node (its parent's bound holds
-        for every completion below it too)."""
+    def search(self) -> None:
+        """Depth first from the root. A node (dfs) yields each child to search and resumes
+        when it is done, so the recursion lives in generator objects, not on Python's
+        frame stack: CPython 3.11 maps and unmaps a frame-stack chunk on every call that
+        crosses a chunk boundary, and a search recursing around one ran twice as long."""
+        path = [self.dfs(0)]
+        while path:
+            child = next(path[-1], None)
+            if child is None:
+                path.pop()
+            else:
+                path.append(self.dfs(*child))
+
+    def dfs(self, i: int, floor: float = 0.0) -> Iterator[tuple[int, float]]:
+        """Place order[i], children cheapest bound first; yields (i + 1, its lower bound)
+        for each child to search below. `floor` is a lower bound already known for this
+        node (its parent's bound holds for every completion below it too)."""
         ctx, an, state = self.ctx, self.ctx.an, self.state
         kernels = state.kernels
         self.nodes += 1
@@ -176,7 +191,7 @@ class BranchAndBound:
                 cut = self.U * (1 - EPS)
                 lb = max(floor, self.bound(i + 1, cut))
                 if lb < cut:
-                    self.dfs(i + 1, lb)
+                    yield i + 1, lb
                 state.undo(undo)
             return
         scored = []
@@ -193,7 +208,7 @@ class BranchAndBound:
                 break
             undo = state.place(v, i, k, rs, pk)
             if undo is not None:
-                self.dfs(i + 1, lb)
+                yield i + 1, lb
                 state.undo(undo)
 
     def _interface(self, i: int) -> tuple:
