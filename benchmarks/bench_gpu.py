@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent), str(HERE.parent / "tests"), str(HERE)]
+sys.path[:0] = [str(HERE.parent), str(HERE)]    # this checkout (fuselab, tests.support), the workloads
 # A fresh CuPy kernel cache, so the compile times below are cold compiles.
 os.environ.setdefault("CUPY_CACHE_DIR", tempfile.mkdtemp(prefix="fuselab-bench-cupy-"))
 

@@ -11,6 +11,7 @@
    predicted time of the auto, unfused and max plans (H200 default device parameters).
 
     python benchmarks/plan_bench.py            # print the tables
+    python benchmarks/plan_bench.py --quick    # fewer sizes and seeds (a minute): before/after a change
     python benchmarks/plan_bench.py --write    # and replace "## Planner (CPU)" in BENCHMARKS.md
     python benchmarks/plan_bench.py --gpu      # on a GPU machine: predicted vs measured
 """
@@ -30,12 +31,13 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))   # this checkout's fuselab, and its tests/support cell library
 
 import fuselab  # noqa: E402
-from fuselab.plan import make_plan, testing  # noqa: E402
+from fuselab.plan import make_plan  # noqa: E402
 from fuselab.plan.analysis import analyse  # noqa: E402
 from fuselab.plan.cost import DeviceParams, report  # noqa: E402
+from tests import support  # noqa: E402
 
 SIZES = (10, 30, 60, 500, 2000)
 EXACT_SIZES = (40, 50, 60)
@@ -105,10 +107,10 @@ def timed_plan(g, make=None) -> tuple:
     return plan, time.perf_counter() - t0
 
 
-def planning_times(repeats: int = 3) -> list[list[str]]:
+def planning_times(repeats: int = 3, sizes: tuple[int, ...] = SIZES) -> list[list[str]]:
     rows = []
-    for n in SIZES:
-        g = testing.notebook_graph(n)
+    for n in sizes:
+        g = support.notebook_graph(n)
         times, plan = [], None
         for _ in range(repeats):
             plan, t = timed_plan(g)
@@ -117,7 +119,7 @@ def planning_times(repeats: int = 3) -> list[list[str]]:
                      str(len(plan.kernels)), f"{statistics.median(times) * 1e3:.0f}", exact_status(plan)])
         per_seed, statuses, kernels = [], [], []
         for seed in range(3):
-            g = testing.random_graph(n, random.Random(seed).choice, 64, 4096)
+            g = support.random_graph(n, random.Random(seed).choice, 64, 4096)
             plan, t = timed_plan(g)
             per_seed.append(t)
             statuses.append(exact_status(plan))
@@ -135,7 +137,7 @@ def exact_range(seeds: int = EXACT_SEEDS) -> list[list[str]]:
     for n in EXACT_SIZES:
         times, proven, units, stops, gains = [], 0, [], {}, []
         for seed in range(seeds):
-            g = testing.random_graph(n, random.Random(seed).choice, 64, 4096)
+            g = support.random_graph(n, random.Random(seed).choice, 64, 4096)
             units.append(len(analyse(g).units))
             plan, t = timed_plan(g)
             times.append(t)
@@ -156,9 +158,9 @@ def exact_range(seeds: int = EXACT_SEEDS) -> list[list[str]]:
 
 def large_cells(seeds: int = EXACT_SEEDS) -> list[list[str]]:
     """`auto` with its default budget on notebook cells of 30-100 nodes: the larger
-    reference cells, and random compositions of notebook blocks (testing.random_cell)."""
+    reference cells, and random compositions of notebook blocks (support.random_cell)."""
     rows = []
-    for name, build in testing.LARGE_CELLS.items():
+    for name, build in support.LARGE_CELLS.items():
         g = build()
         plan, t = timed_plan(g)
         ms = t * 1e3
@@ -167,7 +169,7 @@ def large_cells(seeds: int = EXACT_SEEDS) -> list[list[str]]:
     for n in (60, 100):
         times, nodes, units, kernels, proven = [], [], [], [], 0
         for seed in range(seeds):
-            g = testing.random_cell(n, seed)
+            g = support.random_cell(n, seed)
             plan, t = timed_plan(g)
             times.append(t)
             nodes.append(len(g.nodes))
@@ -185,8 +187,8 @@ def split_toggles(seeds: int = EXACT_SEEDS) -> list[list[str]]:
     the auto plans of the larger cells and of random cells ~60: re-plan time and proofs."""
     from fuselab.plan.model import PlanError
     rows = []
-    groups = {"larger reference cells": [b() for b in testing.LARGE_CELLS.values()],
-              f"random cells ~60 (seeds 0-{seeds - 1})": [testing.random_cell(60, s) for s in range(seeds)]}
+    groups = {"larger reference cells": [b() for b in support.LARGE_CELLS.values()],
+              f"random cells ~60 (seeds 0-{seeds - 1})": [support.random_cell(60, s) for s in range(seeds)]}
     for label, graphs in groups.items():
         times, proven = [], 0
         for g in graphs:
@@ -299,7 +301,7 @@ Planning needs no GPU; times are wall-clock on a shared machine (other jobs were
 ### Planning time of `auto`
 
 Notebook-like graphs chain layernorm, gelu, softmax, column-scaling and matmul blocks;
-random DAGs are `fuselab.plan.testing.random_graph` (seeds 0, 1, 2; wide, many shapes,
+random DAGs are `tests/support`'s `random_graph` (seeds 0, 1, 2; wide, many shapes,
 reductions over every axis, opaque ops), figures per seed. The exact search (A* over
 downsets for 5k steps per part, then a depth-first branch and bound over unit-to-kernel
 assignments, with probes for plans below low targets and a transposition table) proves
@@ -328,7 +330,7 @@ lack is a bound on the slow-down an open kernel suffers when a short row reducti
 
 ### Exact search on notebook cells of 30-100 nodes
 
-`auto` with its default budget on the larger reference cells of `fuselab.plan.testing`
+`auto` with its default budget on the larger reference cells of `tests/support`
 (a transformer block, Adam over three tensors with gradient clipping, option greeks,
 heat-equation steps, column statistics) and on `random_cell(n, seed)`, seeds
 0-{EXACT_SEEDS - 1}: random compositions of notebook blocks (layernorm, GELU, softmax,
@@ -374,11 +376,18 @@ def write(text: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="update BENCHMARKS.md")
+    ap.add_argument("--quick", action="store_true", help="fewer sizes and seeds; print only")
     ap.add_argument("--gpu", action="store_true", help="only: predicted vs measured on this GPU")
     ap.add_argument("--gpu-section", type=Path, help="a --gpu output to append to the section")
     args = ap.parse_args()
     if args.gpu:
         print(gpu_check())
+        return
+    if args.quick:
+        t0 = time.perf_counter()
+        text = section(planning_times(1, (10, 60, 500)), exact_range(3), large_cells(3), split_toggles(2),
+                       cell_suite())
+        print(text + f"\n(quick run: {time.perf_counter() - t0:.1f} s in all)")
         return
     text = section(planning_times(), exact_range(), large_cells(), split_toggles(), cell_suite())
     if args.gpu_section:

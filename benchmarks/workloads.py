@@ -11,6 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from fuselab.ir import Graph, GraphBuilder
+from tests.support.cells import layernorm, rmsnorm, softmax
 
 
 @dataclass
@@ -115,7 +116,6 @@ def _row_inputs(graph: Graph):
 
 
 def softmax_w(rows: int, cols: int) -> Workload:
-    from graphs import softmax
 
     def torch_fn(x):
         import torch
@@ -127,7 +127,6 @@ def softmax_w(rows: int, cols: int) -> Workload:
 
 
 def layernorm_w(rows: int, cols: int) -> Workload:
-    from graphs import layernorm
 
     def torch_fn(x, gamma, beta):
         import torch
@@ -140,7 +139,6 @@ def layernorm_w(rows: int, cols: int) -> Workload:
 
 
 def rmsnorm_w(rows: int, cols: int) -> Workload:
-    from graphs import rmsnorm
 
     def torch_fn(x, w):
         import torch

@@ -1,18 +1,15 @@
-"""Small graphs and hand-built plans shared by the codegen, runtime and GPU tests.
-
-Each builder returns (graph, plan, inputs): the plan is built with make_kernel directly
-so these tests do not depend on the planner's choices.
+"""Hand-built plans and op sweeps for the codegen, runtime and GPU tests: the plans are
+built with make_kernel directly, so these tests do not depend on the planner's choices.
+The row cells they run (softmax, layernorm, rmsnorm) come from the shared library.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from fuselab.ir import Graph, GraphBuilder, SourceLoc
-from fuselab.plan.model import Plan, Template, is_free, make_kernel
-
-
-def loc(line: int, text: str) -> SourceLoc:
-    return SourceLoc(line, text)
+from fuselab.ir import Graph, GraphBuilder
+from fuselab.plan import Plan, Template, make_kernel
+from fuselab.plan.model import is_free
+from support.cells import layernorm, loc, rmsnorm, softmax  # noqa: F401 - the codegen tests' cells
 
 
 def one_kernel(graph: Graph, template: Template) -> Plan:
@@ -21,49 +18,6 @@ def one_kernel(graph: Graph, template: Template) -> Plan:
     if not members:  # a lone view / constant output: a copy kernel
         members = [i for i in graph.output_ids]
     return Plan(graph, (make_kernel(graph, members, template),), "test")
-
-
-def softmax(rows: int, cols: int, dtype=np.float32) -> Graph:
-    b = GraphBuilder("m = x.max(-1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(-1, keepdims=True)")
-    x = b.input("x", (rows, cols), dtype)
-    m = b.reduce("max", x, axis=-1, keepdims=True, loc=loc(1, "m = x.max(-1, keepdims=True)"))
-    d = b.elemwise("subtract", [x, m], loc=loc(2, "e = np.exp(x - m)"))
-    e = b.elemwise("exp", [d], loc=loc(2, "e = np.exp(x - m)"))
-    s = b.reduce("sum", e, axis=-1, keepdims=True, loc=loc(3, "y = e / e.sum(-1, keepdims=True)"))
-    y = b.elemwise("true_divide", [e, s], loc=loc(3, "y = e / e.sum(-1, keepdims=True)"))
-    return b.build([("y", y)])
-
-
-def layernorm(rows: int, cols: int, dtype=np.float32, eps: float = 1e-5) -> Graph:
-    b = GraphBuilder()
-    x = b.input("x", (rows, cols), dtype)
-    gamma = b.input("gamma", (cols,), dtype)
-    beta = b.input("beta", (cols,), dtype)
-    inv_n = b.const(1.0 / cols, dtype)
-    mu = b.elemwise("multiply", [b.reduce("sum", x, axis=-1, keepdims=True,
-                                          loc=loc(1, "mu = x.mean(-1, keepdims=True)")), inv_n],
-                    loc=loc(1, "mu = x.mean(-1, keepdims=True)"))
-    xc = b.elemwise("subtract", [x, mu], loc=loc(2, "xc = x - mu"))
-    var = b.elemwise("multiply", [b.reduce("sum", b.elemwise("multiply", [xc, xc], loc=loc(3, "var = (xc * xc).mean(-1, keepdims=True)")),
-                                           axis=-1, keepdims=True, loc=loc(3, "var = (xc * xc).mean(-1, keepdims=True)")), inv_n],
-                     loc=loc(3, "var = (xc * xc).mean(-1, keepdims=True)"))
-    r = b.elemwise("sqrt", [b.elemwise("add", [var, b.const(eps, dtype)], loc=loc(4, "r = np.sqrt(var + eps)"))],
-                   loc=loc(4, "r = np.sqrt(var + eps)"))
-    y = b.elemwise("add", [b.elemwise("multiply", [b.elemwise("true_divide", [xc, r], loc=loc(5, "y = xc / r * gamma + beta")), gamma],
-                                      loc=loc(5, "y = xc / r * gamma + beta")), beta], loc=loc(5, "y = xc / r * gamma + beta"))
-    return b.build([("y", y)])
-
-
-def rmsnorm(rows: int, cols: int, dtype=np.float32, eps: float = 1e-6) -> Graph:
-    b = GraphBuilder()
-    x = b.input("x", (rows, cols), dtype)
-    w = b.input("w", (cols,), dtype)
-    ms = b.elemwise("multiply", [b.reduce("sum", b.elemwise("multiply", [x, x]), axis=-1, keepdims=True),
-                                 b.const(1.0 / cols, dtype)], loc=loc(1, "ms = (x * x).mean(-1, keepdims=True)"))
-    inv = b.elemwise("reciprocal", [b.elemwise("sqrt", [b.elemwise("add", [ms, b.const(eps, dtype)])])],
-                     loc=loc(2, "y = x / np.sqrt(ms + eps) * w"))
-    y = b.elemwise("multiply", [b.elemwise("multiply", [x, inv]), w], loc=loc(2, "y = x / np.sqrt(ms + eps) * w"))
-    return b.build([("y", y)])
 
 
 # ---------------------------------------------------------------------------

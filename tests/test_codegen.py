@@ -15,7 +15,7 @@ from fuselab.codegen.nvrtc import compile_source, numbered
 from fuselab.codegen.prelude import prelude_for
 from fuselab.ir import GraphBuilder
 from fuselab.plan import unfused_plan
-from fuselab.plan.model import Plan, Template, make_kernel
+from fuselab.plan import Plan, Template, make_kernel
 
 from codegen_util import needs_nvrtc, nvrtc_compile
 from graphs import (ALL_DTYPES, FLOAT_DTYPES, all_casts, all_elementwise, all_reductions, layernorm, loc,

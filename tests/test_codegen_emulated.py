@@ -59,7 +59,7 @@ def _hand_kernel(body: str, block: int):
     """A KernelCode around a hand-written body (the emulator's own behaviour under test)."""
     from fuselab.codegen.model import KernelCode, Param
     from fuselab.ir import GraphBuilder
-    from fuselab.plan.model import Plan, Template, make_kernel
+    from fuselab.plan import Plan, Template, make_kernel
     b = GraphBuilder()
     x = b.input("x", (block,), np.int32)
     y = b.elemwise("negative", [x])

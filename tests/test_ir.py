@@ -10,7 +10,7 @@ import pytest
 from fuselab.interp import PlanExecutionError, run_graph, run_plan
 from fuselab.ir import Graph, GraphBuilder, VerifyError, format_graph, prune, verify
 from fuselab.ops import OPS, Aval, Kind, ShapeError
-from fuselab.plan.model import Kernel, Plan, Template, make_kernel
+from fuselab.plan import Kernel, Plan, Template, make_kernel
 
 
 def softmax_graph() -> Graph:

@@ -9,10 +9,11 @@ from hypothesis import strategies as st
 from fuselab.interp import run_graph, run_plan
 from fuselab.ir import GraphBuilder
 from fuselab.plan import PlanError, make_plan
-from fuselab.plan import testing as T
 from fuselab.plan.analysis import analyse
 from fuselab.plan.partition import problems
-from fuselab.plan.testing import Expr
+
+import support as T
+from support import Expr
 
 
 def kernel_with(plan, node: int) -> int:

@@ -8,9 +8,10 @@ import pytest
 
 from fuselab.ir import GraphBuilder
 from fuselab.plan import make_plan, unfused_plan
-from fuselab.plan import testing as T
 from fuselab.plan.cost import DeviceParams, report
-from fuselab.plan.testing import Expr
+
+import support as T
+from support import Expr
 
 P = DeviceParams.h200_default()
 F32 = 4

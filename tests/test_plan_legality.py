@@ -8,11 +8,12 @@ from fuselab.interp import run_graph, run_plan
 from fuselab.ir import GraphBuilder, verify
 from fuselab.ops import Aval, OpaqueFn
 from fuselab.plan import Template, make_plan
-from fuselab.plan import testing as T
 from fuselab.plan.analysis import analyse, mask_of
 from fuselab.plan.legality import Budgets, check
 from fuselab.plan.partition import problems
-from fuselab.plan.testing import Expr
+
+import support as T
+from support import Expr
 
 
 def run_equal(plan) -> None:

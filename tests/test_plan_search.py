@@ -12,16 +12,20 @@ from hypothesis import strategies as st
 from fuselab.interp import run_graph, run_plan
 from fuselab.ir import GraphBuilder, verify
 from fuselab.plan import make_plan
-from fuselab.plan import testing as T
 from fuselab.plan.analysis import analyse, bits, mask_of
-from fuselab.plan.assign import AssignSearch
-from fuselab.plan.constraints import prepare
-from fuselab.plan.cost import DeviceParams, plan_time
-from fuselab.plan.exact import Exact
+from fuselab.plan.cost import DeviceParams, crossed_breaks, plan_time
 from fuselab.plan.legality import DEFAULT_BUDGETS
 from fuselab.plan.model import NO_CONSTRAINTS, Constraints, PlanError
 from fuselab.plan.partition import GroupCost, GroupCycle, problems, topo_order
+from fuselab.plan.search import branch_bound
 from fuselab.plan.search import plan as search_plan
+from fuselab.plan.search.astar import AStar
+from fuselab.plan.search.branch_bound import BranchAndBound
+from fuselab.plan.search.common import NO_TERMS, prepare
+from fuselab.plan.search.compat import NO_TEMPLATE
+from fuselab.plan.search.context import SearchContext
+
+import support as T
 
 PARAMS = {
     "h200": DeviceParams(),
@@ -67,13 +71,18 @@ def brute_force(graph, params, constraints: Constraints = NO_CONSTRAINTS) -> flo
     return best
 
 
-def small_graphs(count: int, max_units: int = 9):
+def small_graphs(count: int, max_units: int = 9, break_odds: int = 0):
+    """Random graphs of 2 to max_units units; with `break_odds`, only those whose units
+    lie on both sides of a graph break."""
     shapes = [(2, 3), (4, 5), (64, 4096), (4096, 64), (1, 1 << 20), (3, 1)]
     found = 0
     for seed in range(10 * count):
         rnd = random.Random(seed)
-        g = T.random_graph(rnd.randint(2, 9), rnd.choice, *rnd.choice(shapes))
-        if 2 <= len(analyse(g).units) <= max_units:
+        g = T.random_graph(rnd.randint(2, 9), rnd.choice, *rnd.choice(shapes), break_odds=break_odds)
+        an = analyse(g)
+        if break_odds and len({an.stage[v] for v in an.units}) < 2:
+            continue
+        if 2 <= len(an.units) <= max_units:
             yield seed, g, PARAMS[rnd.choice(sorted(PARAMS))]
             found += 1
             if found == count:
@@ -141,17 +150,17 @@ def test_auto_with_constraints_is_optimal_among_the_partitions_that_honour_them(
 
 
 def branch_and_bound(graph, params, stats: dict | None = None) -> float:
-    """The time of the plan the branch and bound of assign.py alone proves optimal,
+    """The time of the plan the branch and bound (branch_bound.py) alone proves optimal,
     starting from the unfused plan (small graphs never reach it through plan(): A*
     proves them first)."""
     an = analyse(graph)
     cost = GroupCost(an, params, DEFAULT_BUDGETS)
-    initial, together, apart = prepare(an, NO_CONSTRAINTS, DEFAULT_BUDGETS)
-    ex = Exact(an, cost, params, together, apart, 10**9)
+    initial, terms = prepare(an, NO_CONSTRAINTS, DEFAULT_BUDGETS)
+    ctx = SearchContext(an, cost, params, terms, 10**9)
     groups = []
-    for part in ex.parts():
+    for part in ctx.parts():
         mine = [m for m in initial if m & part]
-        search = AssignSearch(ex)
+        search = BranchAndBound(ctx)
         res = search.run(sum(cost(m)[1] for m in mine), mine, part)
         assert res.optimal
         if stats is not None:
@@ -179,30 +188,33 @@ def legal_plans(an, cost, units: list[int]):
 STARVED_COMPUTE = DeviceParams(launch_s=1e-8, throughput=1e11, sm_count=1000)
 
 
-@pytest.mark.parametrize("seed,graph,params", list(small_graphs(300, max_units=7)), ids=lambda x: str(x)[:12])
+@pytest.mark.parametrize("seed,graph,params",
+                         list(small_graphs(300, max_units=7)) + list(small_graphs(80, max_units=7, break_odds=3)),
+                         ids=lambda x: str(x)[:12])
 @pytest.mark.parametrize("device", ["drawn", "starved-compute"])
 def test_lower_bounds_never_exceed_the_cost_of_any_legal_plan(seed, graph, params, device):
     """Admissibility, checked directly: every legal plan is replayed through both exact
     searches. A*'s estimate after each prefix of its kernels, and the branch and bound's
     bound after each unit it places (every placement accepted), never exceed the plan's
-    cost. An inadmissible term could "prove" a plan optimal with a cheaper one unseen."""
+    cost. An inadmissible term could "prove" a plan optimal with a cheaper one unseen.
+    Graphs with graph breaks too: no kernel spans one, which the bounds count on."""
     params = STARVED_COMPUTE if device == "starved-compute" else params
     an = analyse(graph)
     cost = GroupCost(an, params, DEFAULT_BUDGETS)
-    ex = Exact(an, cost, params, [], {}, 10**9)
-    for part in ex.parts():
+    ctx = SearchContext(an, cost, params, NO_TERMS, 10**9)
+    for part in ctx.parts():
         units = list(bits(part))
         if len(units) < 2:
             continue
-        search = AssignSearch(ex)
+        search = BranchAndBound(ctx)
         search.prepare(part)
+        state = search.state
         for groups, total in legal_plans(an, cost, units):
             limit = total * (1 + 1e-9)
-            ex.active = part
-            ex._h.clear()
+            astar = AStar(ctx, part)
             done, spent = an.all_mask & ~part, 0.0
             for m in groups:
-                assert spent + ex.bound(done)[0] <= limit, (groups, m)
+                assert spent + astar.bound(done)[0] <= limit, (groups, m)
                 done, spent = done | m, spent + cost(m)[1]
             home = {v: gi for gi, m in enumerate(groups) for v in bits(m)}
             kernel_of_group: dict[int, int] = {}
@@ -211,18 +223,19 @@ def test_lower_bounds_never_exceed_the_cost_of_any_legal_plan(seed, graph, param
                 k = kernel_of_group.get(home[v], -1)
                 pk = 0
                 for u in bits(an.pmask[v] & part):
-                    pk |= 1 << search.kof[u]
-                rs = ex._reduce_state(v, search.kmask[k] if k >= 0 else 0, search.krs[k] if k >= 0 else None)
-                assert rs is not False and (k < 0 or search.keff[k] >> v & 1), (groups, v)
-                rec = search._apply(v, i, k, rs, pk)
+                    pk |= 1 << state.kernel_of[u]
+                kernel = state.kernels[k] if k >= 0 else None
+                rs = ctx.keys.state_after(v, kernel.members if kernel else 0, kernel.reduce if kernel else None)
+                assert rs is not NO_TEMPLATE and (k < 0 or kernel.joinable >> v & 1), (groups, v)
+                rec = state.place(v, i, k, rs, pk)
                 assert rec is not None, (groups, v)
-                undo.append((v, rec))
+                undo.append(rec)
                 if k < 0:
-                    kernel_of_group[home[v]] = len(search.kmask) - 1
+                    kernel_of_group[home[v]] = len(state.kernels) - 1
                 assert search.bound(i + 1) <= limit, (groups, i)
-            for v, rec in reversed(undo):
-                search._undo(v, rec)
-            assert not search.kmask and search.closed_total == 0.0
+            for rec in reversed(undo):
+                state.undo(rec)
+            assert not state.kernels and state.closed_total == 0.0
 
 
 @pytest.mark.parametrize("seed,graph,params",
@@ -231,13 +244,26 @@ def test_branch_and_bound_is_optimal_among_all_legal_partitions(seed, graph, par
     assert branch_and_bound(graph, params) == pytest.approx(brute_force(graph, params), rel=1e-9)
 
 
+@pytest.mark.parametrize("seed,graph,params", list(small_graphs(60, break_odds=3)), ids=lambda x: str(x)[:12])
+def test_with_graph_breaks_both_exact_searches_are_optimal_among_all_legal_partitions(seed, graph, params):
+    """No kernel spans a graph break, so the exact searches' bounds count the two sides
+    apart; the plans stay the cheapest legal ones (the syncs at the breaks are the same
+    in every plan, and plan_time adds them)."""
+    plan = search_plan(graph, "auto", params=params, recompute=False)
+    assert problems(plan) == []
+    best = brute_force(graph, params)
+    syncs = len(crossed_breaks(plan)) * params.sync_s
+    assert syncs > 0 and plan_time(plan, params) == pytest.approx(best + syncs, rel=1e-9)
+    assert any("optimal under the cost model" in d.text for d in plan.log)
+    assert branch_and_bound(graph, params) == pytest.approx(best, rel=1e-9)
+
+
 def test_branch_and_bound_with_every_probe_cut_short_is_optimal(monkeypatch):
     """The probes (low targets, cut after PROBE_NODES nodes) and the transposition table
     only prune: with probes cut after 3 nodes and the first target just above the root bound, the branch
     and bound still agrees with brute force, and both mechanisms do fire."""
-    import fuselab.plan.assign as assign
-    monkeypatch.setattr(assign, "PROBE_NODES", 3)
-    monkeypatch.setattr(assign, "PROBE_MARGIN", 0.01)
+    monkeypatch.setattr(branch_bound, "PROBE_NODES", 3)
+    monkeypatch.setattr(branch_bound, "PROBE_MARGIN", 0.01)
     stats: dict = {}
     for seed, graph, params in list(small_graphs(120)) + list(larger_graphs(8, 10)):
         assert branch_and_bound(graph, params, stats) == pytest.approx(brute_force(graph, params), rel=1e-9), seed
@@ -248,17 +274,16 @@ def test_transposition_table_and_probes_keep_the_optimum_of_the_plain_branch_and
     """On random DAGs of 32 ops (too large for brute force), the branch and bound with
     its transposition table and probes cut short finds plans exactly as cheap as without
     either (the plain search, checked against brute force above), and the table fires."""
-    import fuselab.plan.assign as assign
     hits = 0
     for seed in range(8):
         g = T.random_graph(32, random.Random(seed).choice, 64, 4096)
         params = PARAMS[sorted(PARAMS)[seed % 3]]
-        monkeypatch.setattr(assign, "PROBE_NODES", 3)
+        monkeypatch.setattr(branch_bound, "PROBE_NODES", 3)
         stats: dict = {}
         fast = branch_and_bound(g, params, stats)
         hits += stats["memo_hits"]
-        monkeypatch.setattr(assign, "MEMO_ENTRIES", 0)
-        monkeypatch.setattr(assign, "PROBE_MARGIN", float("inf"))
+        monkeypatch.setattr(branch_bound, "MEMO_ENTRIES", 0)
+        monkeypatch.setattr(branch_bound, "PROBE_MARGIN", float("inf"))
         plain = branch_and_bound(g, params)
         monkeypatch.undo()
         assert fast == pytest.approx(plain, rel=1e-9), seed
@@ -342,14 +367,14 @@ def test_the_slow_row_write_term_leaves_room_for_compute_slack(monkeypatch):
     params = DeviceParams()
     an = analyse(g)
     cost = GroupCost(an, params, DEFAULT_BUDGETS)
-    initial, together, apart = prepare(an, NO_CONSTRAINTS, DEFAULT_BUDGETS)
-    ex = Exact(an, cost, params, together, apart, 10**9)
-    part = max(ex.parts(), key=int.bit_count)
-    best = AssignSearch(ex).run(sum(cost(m)[1] for m in initial if m & part),
-                                [m for m in initial if m & part], part)
+    initial, terms = prepare(an, NO_CONSTRAINTS, DEFAULT_BUDGETS)
+    ctx = SearchContext(an, cost, params, terms, 10**9)
+    part = max(ctx.parts(), key=int.bit_count)
+    best = BranchAndBound(ctx).run(sum(cost(m)[1] for m in initial if m & part),
+                                   [m for m in initial if m & part], part)
     assert best.optimal and best.time_s < 5.75e-6
-    monkeypatch.setattr(AssignSearch, "improve", lambda self, groups, t: (groups, t))
-    res = AssignSearch(ex).run(5.75e-6, [m for m in initial if m & part], part)
+    monkeypatch.setattr(BranchAndBound, "improve", lambda self, groups, t: (groups, t))
+    res = BranchAndBound(ctx).run(5.75e-6, [m for m in initial if m & part], part)
     assert res.optimal and res.time_s == pytest.approx(best.time_s, rel=1e-9)
 
 
@@ -367,8 +392,8 @@ def test_a_producer_read_through_a_slice_counts_only_the_slice_as_compute():
     best = brute_force(g, params)
     assert plan_time(plan, params) == pytest.approx(best, rel=1e-9)
     an = analyse(g)
-    ex = Exact(an, GroupCost(an, params, DEFAULT_BUDGETS), params, [], {}, 10**9)
-    assert ex.bound(0)[0] <= best * (1 + 1e-9)       # A*'s estimate from the start
+    ctx = SearchContext(an, GroupCost(an, params, DEFAULT_BUDGETS), params, NO_TERMS, 10**9)
+    assert AStar(ctx, an.all_mask).bound(0)[0] <= best * (1 + 1e-9)       # A*'s estimate from the start
 
 
 def test_open_kernels_never_offer_a_join_that_closes_a_cycle(monkeypatch):
@@ -376,20 +401,21 @@ def test_open_kernels_never_offer_a_join_that_closes_a_cycle(monkeypatch):
     (keff) exclude those downstream of a kernel it reaches: keff equals its definition
     recomputed from scratch, so the launch bound never counts on such a join."""
     checked = 0
-    orig = AssignSearch.dfs
+    orig = BranchAndBound.dfs
 
     def dfs(self, i, *a):
         nonlocal checked
-        for k, el in enumerate(self.kelig):
-            if self.kclosed[k] is None:
+        kernels = self.state.kernels
+        for k, ks in enumerate(kernels):
+            if ks.closed_time is None:
                 blocked = 0
-                for j in bits(self.kreach[k]):
-                    blocked |= self.kdesc[j]
-                assert self.keff[k] == el & ~blocked, (i, k)
+                for j in bits(ks.reaches):
+                    blocked |= kernels[j].downstream
+                assert ks.joinable == ks.eligible & ~blocked, (i, k)
                 checked += 1
         return orig(self, i, *a)
 
-    monkeypatch.setattr(AssignSearch, "dfs", dfs)
+    monkeypatch.setattr(BranchAndBound, "dfs", dfs)
     for seed in range(3):
         g = T.random_graph(40, random.Random(seed).choice, 64, 4096)
         search_plan(g, "auto", recompute=False, exact_steps=8_000, exact_seconds=float("inf"))

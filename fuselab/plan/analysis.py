@@ -15,10 +15,9 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Iterator
 
-import numpy as np
-
 from ..ir import Graph
 from ..ops import Kind
+from .device import DeviceParams, op_weight
 from .model import is_free
 
 
@@ -68,8 +67,11 @@ class Analysis:
         self.reduce_mask = mask_of(i for i in self.units if g.nodes[i].kind is Kind.REDUCE)
         self.nbytes = [nd.aval.nbytes for nd in g.nodes]
         self.shapes = [nd.shape for nd in g.nodes]
-        self._weights: dict = {}
+        self._weights: dict[DeviceParams, list[float]] = {}
         self.size = [nd.aval.size for nd in g.nodes]
+        # graph breaks: the stage of each node (ids ascend with stages)
+        self.stage = g.stages
+        self.has_breaks = bool(g.breaks)
 
         # effective producers: (u, chain of free nodes from u's side to v's side)
         prods: list[tuple[tuple[int, tuple[int, ...]], ...]] = [()] * n
@@ -151,12 +153,11 @@ class Analysis:
         """`f32[64,128]` per node (reasons quote them often)."""
         return [str(nd.aval) for nd in self.graph.nodes]
 
-    def weights(self, params) -> list[float]:
-        """Add-equivalent cost of one evaluation of each node on a device (cost.py's rule),
-        cached per device parameters."""
+    def weights(self, params: DeviceParams) -> list[float]:
+        """Add-equivalent cost of one evaluation of each node on a device, cached per
+        device parameters."""
         w = self._weights.get(params)
         if w is None:
-            from .cost import op_weight
             w = self._weights[params] = [op_weight(nd, params, self.graph) for nd in self.graph.nodes]
         return w
 
@@ -178,9 +179,6 @@ class Analysis:
         for v in members if members is not None else bits(mask):
             r |= pmask[v]
         return r & ~mask
-
-    def dtype_of(self, i: int) -> np.dtype:
-        return self.graph.nodes[i].dtype
 
 
 def analyse(graph: Graph) -> Analysis:

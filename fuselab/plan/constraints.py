@@ -1,9 +1,9 @@
 """User constraints: "fuse these" and "keep these apart", the explorer's toggles.
 
-A toggle adds a constraint to the plan's Constraints and re-plans through the same search
-(search.plan), so toggles accumulate and every result is again a legal plan. A toggle that
-directly contradicts an earlier one (cut an edge that was fused) replaces it; one that
-cannot be honoured raises PlanError with the reason.
+A toggle adds a constraint to the plan's Constraints (this module) and re-plans through
+the same search (verbs.py), so toggles accumulate and every result is again a legal plan.
+A toggle that directly contradicts an earlier one (cut an edge that was fused) replaces
+it; one that cannot be honoured raises PlanError with the reason.
 
 Targets: a node id (int), a kernel of the current plan as ("k", index) or the Kernel
 object, an edge as (producer, consumer). Views and constants are recomputed in every
@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .analysis import Analysis, analyse, bits, mask_of
-from .legality import Budgets, alone_reason, check
+from .analysis import Analysis, analyse, bits
+from .kernels import kernel_members
 from .model import Constraints, Kernel, Plan, PlanError
-from .partition import GroupCycle, topo_order
 
 
 # ---------------------------------------------------------------------------
@@ -64,7 +63,6 @@ def _producer_unit(an: Analysis, i: int) -> int:
 
 def _kernel_units(an: Analysis, plan: Plan, target: Any) -> set[int]:
     """The units of a kernel named as ("k", index) or by the Kernel object."""
-    from .cost import kernel_members
     k = target if isinstance(target, Kernel) else target[1]
     if isinstance(k, Kernel):
         idx = next((j for j, kk in enumerate(plan.kernels) if kk is k or kk == k), None)
@@ -114,8 +112,9 @@ def _describe(targets: Iterable[Any]) -> str:
 # toggles
 # ---------------------------------------------------------------------------
 
-def fuse(plan: Plan, *targets: Any) -> Plan:
-    """A new plan with all the targets in one kernel, or PlanError saying why not."""
+def with_together(plan: Plan, targets: tuple[Any, ...]) -> tuple[Constraints, list[str]]:
+    """The plan's constraints with all the targets in one kernel, and notes on what that
+    replaces; PlanError when the targets name nothing to fuse."""
     an = analyse(plan.graph)
     units: set[int] = set()
     for t in targets:
@@ -144,11 +143,12 @@ def fuse(plan: Plan, *targets: Any) -> Plan:
             apart.append(a)
     c = Constraints(plan.constraints.together + (T,), tuple(apart),
                     plan.constraints.history + (f"fuse {_describe(targets)}",))
-    return _replan(plan, c, notes)
+    return c, notes
 
 
-def split(plan: Plan, *targets: Any) -> Plan:
-    """A new plan keeping the targets apart, or PlanError saying why not."""
+def with_apart(plan: Plan, targets: tuple[Any, ...]) -> tuple[Constraints, list[str]]:
+    """The plan's constraints keeping the targets apart, and notes on what that replaces;
+    PlanError when the targets name nothing to split."""
     an = analyse(plan.graph)
     sets: list[frozenset[int]] = []
     loose: set[int] = set()
@@ -181,88 +181,4 @@ def split(plan: Plan, *targets: Any) -> Plan:
             together.append(T)
     c = Constraints(tuple(together), plan.constraints.apart + tuple(sets),
                     plan.constraints.history + (f"split {_describe(targets)}",))
-    return _replan(plan, c, notes)
-
-
-def _replan(plan: Plan, c: Constraints, notes: list[str]) -> Plan:
-    from .search import plan as search_plan
-    strategy = plan.strategy if plan.strategy in ("auto", "max", "unfused") else "auto"
-    return search_plan(plan.graph, strategy, c, plan.params, plan.budgets, notes=tuple(notes))
-
-
-# ---------------------------------------------------------------------------
-# turning constraints into the searches' terms
-# ---------------------------------------------------------------------------
-
-def prepare(an: Analysis, c: Constraints, budgets: Budgets) -> tuple[list[int], list[int], dict[int, int]]:
-    """(initial partition in order, together-sets closed over paths, unit -> units it must
-    stay apart from). Raises PlanError when no plan can honour the constraints."""
-    apart_with: dict[int, int] = {}
-    for a in c.apart:
-        m = mask_of(a)
-        for v in a:
-            apart_with[v] = apart_with.get(v, 0) | (m & ~(1 << v))
-    sets = [mask_of(T) for T in c.together]
-    # overlapping sets, and sets on each other's paths, must be one kernel
-    changed = True
-    while changed:
-        changed = False
-        hulls = [_hull(an, m) for m in sets]
-        for i in range(len(sets)):
-            for j in range(i + 1, len(sets)):
-                if hulls[i] & hulls[j]:
-                    sets[i] |= sets.pop(j)
-                    changed = True
-                    break
-            if changed:
-                break
-    together = []
-    for m in sets:
-        h = _hull(an, m)
-        _check_together(an, m, h, apart_with, budgets)
-        together.append(h)
-    covered = 0
-    for h in together:
-        covered |= h
-    groups = together + [1 << v for v in bits(an.all_mask & ~covered)]
-    try:
-        return topo_order(an, groups), together, apart_with
-    except GroupCycle:
-        # two fused groups each read what the other computes: {1, 5} and {2, 3} of
-        # 1 -> 2, 3 -> 5
-        raise PlanError("cannot fuse these groups as asked: "
-                        + " and ".join(an.refs(bits(m)) for m in together)
-                        + " would each wait for a value another computes (a cycle)") from None
-
-
-def _hull(an: Analysis, m: int) -> int:
-    """m plus every unit on a path between two of its units (a kernel must contain them,
-    or running it would need a value it computes later)."""
-    up = down = 0
-    for v in bits(m):
-        up |= an.anc[v]
-        down |= an.desc[v]
-    return m | (up & down)
-
-
-def _check_together(an: Analysis, asked: int, hull: int, apart_with: dict[int, int],
-                    budgets: Budgets) -> None:
-    what = an.refs(bits(asked))
-    extra = hull & ~asked
-    path = f" (with {an.refs(bits(extra))}, which lie on the paths between them)" if extra else ""
-    alone = hull & an.alone_mask
-    if alone and hull.bit_count() > 1:
-        a = next(bits(alone))
-        if asked >> a & 1:
-            other = next(v for v in bits(hull) if v != a)
-            raise PlanError(f"cannot fuse {what}: {alone_reason(an, a, other)}")
-        raise PlanError(f"cannot fuse {what}: {an.ref(a)} lies on the path between them and "
-                        "runs alone (opaque)")
-    for v in bits(hull):
-        clash = apart_with.get(v, 0) & hull
-        if clash:
-            raise PlanError(f"cannot fuse {what}{path}: you asked to keep {an.ref(v)} and "
-                            f"{an.ref(next(bits(clash)))} apart")
-    verdict = check(an, hull, budgets)
-    if not verdict.ok:
-        raise PlanError(f"cannot fuse {what}{path}: {verdict.reason}")
+    return c, notes

@@ -14,119 +14,23 @@
   or warp, so with fewer rows than SMs it leaves SMs idle. Other templates size their grid
   to the data (a reduction never runs on a single block).
 
-The cost is additive over kernels, which is what lets the exact search (exact.py) work on
-sets of executed nodes. Device numbers come from a calibration (fuselab.runtime measures
-a device-to-device copy and an empty launch) or from DeviceParams.h200_default().
+The cost is additive over kernels, which is what lets the exact searches work on sets of
+executed nodes. A plan also pays `sync_s` for each graph break it crosses (the device
+finishes its work and hands Python a value); every plan of a graph crosses the same ones,
+so the searches leave them out and only the report adds them. Device numbers come from a
+calibration (fuselab.runtime measures a device-to-device copy and an empty launch) or
+from DeviceParams.h200_default() (device.py).
 """
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass, fields
-from pathlib import Path
-from typing import Any, Mapping
+from dataclasses import dataclass
 
-from ..ir import special_exponent
-from ..ops import OPS
+from ..ir import GraphBreak
 from .analysis import Analysis, analyse, bits, mask_of
-from .legality import Budgets, Space, check
-from .model import Plan, Template
-
-
-@dataclass(frozen=True)
-class DeviceParams:
-    """What the cost model knows about a device.
-
-    Defaults (`h200_default`) are documented H200 figures as seen from Python/CuPy:
-    - bandwidth 4.0e12 B/s: effective, counting read + write bytes (a device-to-device copy
-      measures ~4.3 TB/s that way; HBM3e peak is 4.8 TB/s);
-    - launch 4 us: one CuPy kernel launch from Python, including argument marshalling;
-    - throughput 6e13 add-equivalent flop/s (fp32 non-tensor ~67 TFLOP/s peak);
-    - transcendental x4: a table flop of an SFU op (exp, log, sin, ...) costs 4 adds;
-    - fp64 x2: double precision runs at half the fp32 rate on sm_90;
-    - 132 SMs; a row up to 64 KiB stays on chip (registers / shared memory), longer rows
-      are swept once per dependent phase.
-    """
-
-    name: str = "NVIDIA H200 (documented defaults)"
-    bandwidth: float = 4.0e12
-    launch_s: float = 4.0e-6
-    throughput: float = 6.0e13
-    transcendental: float = 4.0
-    fp64: float = 2.0
-    sm_count: int = 132
-    row_cache_bytes: int = 65536
-    source: str = "defaults"
-
-    @classmethod
-    def h200_default(cls) -> "DeviceParams":
-        return cls()
-
-    # accepted spellings in a calibration file -> (field, scale)
-    _ALIASES = {
-        "bandwidth": ("bandwidth", 1.0), "bandwidth_Bps": ("bandwidth", 1.0),
-        "copy_bandwidth": ("bandwidth", 1.0), "copy_bandwidth_Bps": ("bandwidth", 1.0),
-        "bandwidth_GBps": ("bandwidth", 1e9), "copy_bandwidth_GBps": ("bandwidth", 1e9),
-        "bandwidth_TBps": ("bandwidth", 1e12),
-        "launch_s": ("launch_s", 1.0), "launch": ("launch_s", 1.0),
-        "launch_overhead_s": ("launch_s", 1.0), "launch_us": ("launch_s", 1e-6),
-        "throughput": ("throughput", 1.0), "flops": ("throughput", 1.0),
-        "flops_per_s": ("throughput", 1.0), "fp32_flops": ("throughput", 1.0),
-        "tflops": ("throughput", 1e12),
-        "transcendental": ("transcendental", 1.0), "fp64": ("fp64", 1.0),
-        "sm_count": ("sm_count", 1), "multiprocessors": ("sm_count", 1),
-        "row_cache_bytes": ("row_cache_bytes", 1),
-        "name": ("name", None), "device": ("name", None), "device_name": ("name", None),
-        "source": ("source", None),
-    }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any], source: str = "calibration") -> "DeviceParams":
-        """Build from a calibration record; unknown keys are ignored, missing ones default.
-        Accepts fuselab.runtime.calibrate's record ({"bandwidth_Bps", "launch_s",
-        "flops_per_s", "transcendental_factor", "sm_count", "device_name"}) and other
-        spellings, e.g. {"device": "NVIDIA H200", "copy_bandwidth_GBps": 4300, "launch_us": 3.1}."""
-        kw: dict[str, Any] = {"source": source}
-        factor = d.get("transcendental_factor")
-        if factor is not None:
-            # fuselab.runtime.calibrate measures how many FMA-times one expf costs; our
-            # multiplier applies to table flops (exp: 8), an FMA being 2 flops
-            kw["transcendental"] = float(factor) * 2 / OPS["exp"].flops
-        for key, value in d.items():
-            if key not in cls._ALIASES or value is None:
-                continue
-            fname, scale = cls._ALIASES[key]
-            if scale is None:
-                kw[fname] = str(value)
-                continue
-            v = float(value) * scale
-            if not math.isfinite(v) or v <= 0:
-                raise ValueError(f"calibration value {key}={value!r} must be a positive number")
-            kw[fname] = int(round(v)) if fname in ("sm_count", "row_cache_bytes") else v
-        return cls(**kw)
-
-    @classmethod
-    def load(cls, path: str | Path, device: str | None = None) -> "DeviceParams":
-        """Read a JSON calibration cache: one record, or {device name: record} (pick
-        `device`, or the only one)."""
-        data = json.loads(Path(path).read_text())
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: a calibration cache is a JSON object")
-        if any(k in cls._ALIASES for k in data):
-            return cls.from_dict(data, source=str(path))
-        records = {k: v for k, v in data.items() if isinstance(v, dict)}
-        if device is None:
-            if len(records) != 1:
-                raise ValueError(f"{path} holds {len(records)} devices; say which one")
-            device = next(iter(records))
-        if device not in records:
-            raise ValueError(f"{path} has no calibration for {device!r} (has: {', '.join(records)})")
-        rec = dict(records[device])
-        rec.setdefault("name", device)
-        return cls.from_dict(rec, source=str(path))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+from .device import DeviceParams
+from .kernels import kernel_members, unfused_plan
+from .model import Kernel, Plan, Space, Template, kernel_stage
 
 
 @dataclass(frozen=True)
@@ -154,22 +58,6 @@ class KernelCost:
     @property
     def bound(self) -> str:
         return "compute" if self.compute_s > self.memory_s else "memory"
-
-
-def op_weight(nd, params: DeviceParams, graph) -> float:
-    """Add-equivalents of one evaluation of node `nd` of `graph`."""
-    k = special_exponent(graph, nd)
-    if k in (0.5, -1):                              # a square root or a division
-        sub = OPS["sqrt" if k == 0.5 else "reciprocal"]
-        w = float(sub.flops) * (params.transcendental if sub.transcendental else 1.0)
-    else:
-        w = float(k - 1 if k else nd.opdef.flops)   # x**3 is two multiplies
-        if nd.opdef.transcendental and not k:
-            w *= params.transcendental
-    ct = nd.loop_dtype
-    if ct.kind == "f" and ct.itemsize == 8:
-        w *= params.fp64
-    return w
 
 
 def read_bytes(an: Analysis, mask: int) -> dict[int, int]:
@@ -260,6 +148,8 @@ class PlanReport:
     unfused_intermediate_bytes: int
     unfused_time_s: float
     params: DeviceParams
+    breaks: tuple[GraphBreak, ...] = ()  # graph breaks the plan crosses, one sync each
+    sync_s: float = 0.0                 # their device syncs, in time_s (and unfused_time_s)
 
     @property
     def bytes_total(self) -> int:
@@ -296,6 +186,10 @@ class PlanReport:
         rows.append(f"intermediates: {self.intermediates} arrays, {_b(self.intermediate_bytes)} "
                     f"({_b(self.intermediate_bytes_avoided)} avoided vs unfused), peak "
                     f"{_b(self.peak_intermediate_bytes)}")
+        if self.breaks:
+            rows.append(f"graph breaks: {len(self.breaks)}, a device sync each "
+                        f"({self.sync_s * 1e6:.2f} us in the totals):")
+            rows += [f"  {b}" for b in self.breaks]
         return "\n".join(rows)
 
 
@@ -306,22 +200,14 @@ def _b(n: float) -> str:
     return f"{int(n)} B"
 
 
-_NO_BUDGET = Budgets(10**9, 10**9, 10**9)
-
-
-def kernel_members(an: Analysis, kernel) -> int:
-    """The units a kernel computes (a copy kernel: the free node it stores)."""
-    m = mask_of(i for i in kernel.nodes if an.unit[i] and not an.free[i])
-    return m or mask_of(kernel.outputs)
-
-
-def kernel_space(an: Analysis, mask: int, stored: int) -> Space:
-    """The kernel's space by the legality rules; a hand-made illegal kernel is costed as a
-    pointwise kernel over its largest output (the report still works, legality says why)."""
-    v = check(an, mask, _NO_BUDGET, stored)
-    if v.ok and v.space is not None:
-        return v.space
-    big = max(bits(stored or mask), key=lambda i: an.size[i])
+def kernel_space(an: Analysis, kernel: Kernel) -> Space:
+    """The space legality found for the kernel; a kernel built by hand that its template
+    cannot run is costed as a pointwise kernel over its largest output (the report still
+    works, legality says why)."""
+    if kernel.space is not None:
+        return kernel.space
+    mask = kernel_members(an, kernel)
+    big = max(bits(mask_of(kernel.outputs) or mask), key=lambda i: an.size[i])
     return Space(Template.POINTWISE, an.shape(big), full=mask)
 
 
@@ -330,9 +216,17 @@ def kernel_costs(plan: Plan, params: DeviceParams) -> tuple[KernelCost, ...]:
     out = []
     for k, kern in enumerate(plan.kernels):
         mask = kernel_members(an, kern)
-        stored = mask_of(kern.outputs)
-        out.append(estimate(an, mask, stored, kernel_space(an, mask, stored), params, k, kern.name))
+        out.append(estimate(an, mask, mask_of(kern.outputs), kernel_space(an, kern), params, k, kern.name))
     return tuple(out)
+
+
+def crossed_breaks(plan: Plan) -> tuple[GraphBreak, ...]:
+    """The graph breaks with a kernel before and a kernel after them: at each, the
+    device finishes what came before and Python reads a value back."""
+    if not plan.graph.breaks or not plan.kernels:
+        return ()
+    stages = [kernel_stage(plan.graph, k) for k in plan.kernels]
+    return plan.graph.breaks[min(stages):max(stages)]
 
 
 def _intermediates(plan: Plan) -> tuple[int, int, int]:
@@ -362,26 +256,28 @@ def _intermediates(plan: Plan) -> tuple[int, int, int]:
 
 def report(plan: Plan, params: DeviceParams | None = None) -> PlanReport:
     """Bytes, launches, intermediates and predicted time of `plan` and of its unfused plan."""
-    from . import unfused_plan
     params = params or DeviceParams.h200_default()
     costs = kernel_costs(plan, params)
     base = plan if plan.strategy == "unfused" and not plan.constraints.active else unfused_plan(plan.graph)
     base_costs = costs if base is plan else kernel_costs(base, params)
     n, ib, peak = _intermediates(plan)
     _, base_ib, _ = _intermediates(base)
+    breaks = crossed_breaks(plan)
+    sync = len(breaks) * params.sync_s
     return PlanReport(
         kernels=costs, launches=len(costs),
         bytes_read=sum(c.bytes_read for c in costs), bytes_written=sum(c.bytes_written for c in costs),
         extra_bytes=sum(c.extra_bytes for c in costs), intermediates=n, intermediate_bytes=ib,
-        peak_intermediate_bytes=peak, time_s=sum(c.time_s for c in costs),
+        peak_intermediate_bytes=peak, time_s=sum(c.time_s for c in costs) + sync,
         unfused_launches=len(base_costs), unfused_bytes=sum(c.bytes_total for c in base_costs),
-        unfused_intermediate_bytes=base_ib, unfused_time_s=sum(c.time_s for c in base_costs),
-        params=params)
+        unfused_intermediate_bytes=base_ib, unfused_time_s=sum(c.time_s for c in base_costs) + sync,
+        params=params, breaks=breaks, sync_s=sync)
 
 
 def plan_time(plan: Plan, params: DeviceParams | None = None) -> float:
-    """Predicted time of a plan (the quantity `auto` minimises)."""
-    return sum(c.time_s for c in kernel_costs(plan, params or DeviceParams.h200_default()))
+    """Predicted time of a plan (`auto` minimises it: the syncs are the same in every plan)."""
+    params = params or DeviceParams.h200_default()
+    return sum(c.time_s for c in kernel_costs(plan, params)) + len(crossed_breaks(plan)) * params.sync_s
 
 
-__all__ = ["DeviceParams", "KernelCost", "PlanReport", "estimate", "report", "plan_time"]
+__all__ = ["DeviceParams", "KernelCost", "PlanReport", "estimate", "report", "plan_time", "crossed_breaks"]

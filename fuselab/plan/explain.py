@@ -1,18 +1,20 @@
 """Answers for the explorer: can two kernels merge, and why is each kernel boundary there.
 
 `legal_merge(plan, k1, k2)` says whether the union of two kernels is one legal kernel of
-that plan (no cycle through a third kernel, one template, no opaque company, budgets,
-the user's "keep apart"). `boundaries(plan)` walks every value that crosses from one
-kernel to another and says why those kernels are not one: illegal (the reason), kept
-apart by the user, or fusing them would cost more (the predicted times).
+that plan (not across a graph break, no cycle through a third kernel, one template, no
+opaque company, budgets, the user's "keep apart"). `boundaries(plan)` walks every value
+that crosses from one kernel to another and says why those kernels are not one: a graph
+break (with the user's line), illegal (the reason), kept apart by the user, or fusing them
+would cost more (the predicted times).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .analysis import Analysis, analyse, bits
-from .cost import DeviceParams, kernel_members
-from .legality import DEFAULT_BUDGETS, check
+from .device import DeviceParams
+from .kernels import kernel_members
+from .legality import DEFAULT_BUDGETS, check, stage_conflict
 from .model import Plan
 from .partition import GroupCost
 
@@ -79,6 +81,9 @@ def legal_merge(plan: Plan, k1: int, k2: int) -> tuple[bool, str]:
 
 def _legal(an: Analysis, plan: Plan, succ: list[set[int]], k1: int, k2: int) -> tuple[bool, str]:
     m1, m2 = kernel_members(an, plan.kernels[k1]), kernel_members(an, plan.kernels[k2])
+    across = stage_conflict(an, m1 | m2) if an.has_breaks else ""
+    if across:
+        return False, across      # the break forces this boundary, whatever else holds
     for a in plan.constraints.apart:
         x, y = [v for v in a if m1 >> v & 1], [v for v in a if m2 >> v & 1]
         if x and y:

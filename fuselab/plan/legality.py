@@ -4,7 +4,7 @@ Every refusal carries a reason a person can read; the explorer shows it verbatim
 
 THE TEMPLATE CONTRACT (fuselab.codegen implements exactly these; this module must only
 accept kernels of these forms). "Free" nodes (constants, full/arange, views) follow
-model.make_kernel: they are duplicated into every kernel that reads them.
+kernels.make_kernel: they are duplicated into every kernel that reads them.
 
 - POINTWISE: every non-free node is ELEMWISE (or the kernel is one free node that is a
   cell result: a copy). All STORED outputs have the same shape S, the iteration space;
@@ -32,6 +32,10 @@ model.make_kernel: they are duplicated into every kernel that reads them.
   dependence of a full reduction (x / x.sum()), which no single kernel can do.
 - OPAQUE: exactly one opaque node, alone.
 
+Every template: the computed nodes come from one stage of the trace. A graph break (Python
+needed a value) runs everything traced before it, and the device finishes, before the cell
+goes on, so no kernel holds nodes from both sides of one.
+
 Budgets bound the size of a kernel: compute nodes, array parameters, and a register
 estimate (values live at once in the kernel's expression DAG).
 """
@@ -42,7 +46,7 @@ from dataclasses import dataclass
 
 from ..ops import Kind
 from .analysis import Analysis, bits, broadcasts_to, shape_text
-from .model import Template
+from .model import Space, Template, break_between
 
 
 @dataclass(frozen=True)
@@ -56,19 +60,7 @@ class Budgets:
 
 
 DEFAULT_BUDGETS = Budgets()
-
-
-@dataclass(frozen=True)
-class Space:
-    """The iteration space a legal kernel runs over, as its template sees it."""
-
-    template: Template
-    shape: tuple[int, ...]          # POINTWISE: S; REDUCTION: input I; ROW: F; OPAQUE: result
-    result: tuple[int, ...] = ()    # REDUCTION: R; ROW: the per-row shape F[:-1]
-    rows: int = 0                   # ROW: number of rows
-    passes: int = 1                 # ROW: sweeps over a row when it does not fit on chip
-    full: int = 0                   # members evaluated once per element of `shape`;
-    #                                 the others once per element of `result` (per row)
+UNLIMITED = Budgets(10**9, 10**9, 10**9)    # the template contract alone
 
 
 @dataclass(frozen=True)
@@ -98,13 +90,18 @@ def axes_text(an: Analysis, r: int) -> str:
 
 
 def check(an: Analysis, mask: int, budgets: Budgets = DEFAULT_BUDGETS,
-          stored: int | None = None) -> Verdict:
+          stored: int | None = None, template: Template | None = None) -> Verdict:
     """Is a kernel computing exactly the units in `mask` (storing `stored`, by default the
-    members read outside it or kept by the user) legal, and over which space?"""
+    members read outside it or kept by the user) legal, and over which space? With a
+    `template`, only under that one (a kernel built by hand for a given template)."""
     if not mask:
         return _fail("an empty kernel")
     g = an.graph
     members = list(bits(mask))
+    if an.has_breaks:
+        across = stage_conflict(an, mask)
+        if across:
+            return _fail(across)
     alone = mask & an.alone_mask
     if alone:
         a = next(bits(alone))
@@ -112,8 +109,10 @@ def check(an: Analysis, mask: int, budgets: Budgets = DEFAULT_BUDGETS,
             other = next(v for v in members if v != a)
             return _fail(alone_reason(an, a, other))
         if g.nodes[a].kind is Kind.OPAQUE:
-            return Verdict(True, space=Space(Template.OPAQUE, an.shape(a)))
-        return Verdict(True, space=Space(Template.POINTWISE, an.shape(a), full=mask))
+            space = Space(Template.OPAQUE, an.shape(a))
+        else:
+            space = Space(Template.POINTWISE, an.shape(a), full=mask)
+        return _only(Verdict(True, space=space), template)
     if stored is None:
         stored = an.stored_of(mask, members)
     over = _budget(an, mask, members, stored, budgets)
@@ -121,7 +120,13 @@ def check(an: Analysis, mask: int, budgets: Budgets = DEFAULT_BUDGETS,
         return _fail(over)
     reduces = mask & an.reduce_mask
     if not reduces:
-        return _pointwise(an, mask, stored)
+        return _only(_pointwise(an, mask, stored), template)
+    if template is Template.ROW:
+        return _row(an, mask, members, stored, reduces)
+    if template is Template.REDUCTION:
+        return _reduction(an, mask, stored, reduces)
+    if template is not None:
+        return _fail(f"{an.ref(next(bits(reduces)))} reduces: a {template.value} kernel has no reductions")
     red = _reduction(an, mask, stored, reduces)
     if red.ok:
         return red
@@ -131,6 +136,25 @@ def check(an: Analysis, mask: int, budgets: Budgets = DEFAULT_BUDGETS,
     if red.dependence:
         return _fail(f"{red.reason}; a row kernel cannot help: {row.reason}", True)
     return red
+
+
+def _only(verdict: Verdict, template: Template | None) -> Verdict:
+    """The verdict, unless it is for another template than the one asked for."""
+    if template is None or not verdict.ok or verdict.space.template is template:
+        return verdict
+    return _fail(f"a {verdict.space.template.value} kernel, not a {template.value} one")
+
+
+def stage_conflict(an: Analysis, mask: int) -> str:
+    """Why units of `mask` cannot share a kernel across a graph break, or "". Stages
+    ascend with node ids, so the lowest and highest member tell."""
+    early, late = (mask & -mask).bit_length() - 1, mask.bit_length() - 1
+    if an.stage[early] == an.stage[late]:
+        return ""
+    b = break_between(an.graph, early, late)
+    where = f"the graph break at line {b.loc.line}" if b.loc is not None else "a graph break"
+    return (f"{an.ref(late)} was traced after {where} ({b.reason}), and {an.ref(early)} before "
+            "it: the GPU must finish everything before a break before the cell goes on")
 
 
 def alone_reason(an: Analysis, a: int, other: int) -> str:

@@ -1,17 +1,18 @@
 """Plain, immutable plan data: a partition of a graph's nodes into kernels.
 
-Free nodes (constants, generators like `full`/`arange`, and views) cost nothing to
-recompute, so they are placed inside every kernel that reads them instead of being
-materialised; they get a kernel of their own only when they are themselves a cell output.
+The bottom of `fuselab.plan`: it imports nothing else of the planner. Free nodes
+(constants, generators like `full`/`arange`, and views) cost nothing to recompute, so they
+are placed inside every kernel that reads them instead of being materialised; they get a
+kernel of their own only when they are themselves a cell output.
 """
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Sequence
 
-from ..ir import Graph, format_node
+from ..ir import Graph, GraphBreak, format_node
 from ..ops import Kind
 
 
@@ -24,6 +25,21 @@ class Template(enum.Enum):
     OPAQUE = "opaque"         # a library call (cuBLAS, sort, ...)
 
 
+@dataclass(frozen=True)
+class Space:
+    """The iteration space of a legal kernel, as its template sees it (legality.check
+    works it out; cost and codegen read it from the kernel)."""
+
+    template: Template
+    shape: tuple[int, ...]          # POINTWISE: S; REDUCTION: input I; ROW: F; OPAQUE: result
+    result: tuple[int, ...] = ()    # REDUCTION: R; ROW: the per-row shape F[:-1]
+    rows: int = 0                   # ROW: number of rows
+    passes: int = 1                 # ROW: sweeps over a row when it does not fit on chip
+    full: int = 0                   # members evaluated once per element of `shape` (a
+    #                                 bitset of node ids); the others once per element of
+    #                                 `result` (per row)
+
+
 def is_free(graph: Graph, i: int) -> bool:
     """Nodes recomputed inside each consumer: constants, generators and views."""
     n = graph.nodes[i]
@@ -33,7 +49,9 @@ def is_free(graph: Graph, i: int) -> bool:
 @dataclass(frozen=True)
 class Kernel:
     """One launch. `nodes` are computed here (ascending ids, free nodes included),
-    `inputs` are materialised arrays it reads, `outputs` are the nodes it stores."""
+    `inputs` are materialised arrays it reads, `outputs` are the nodes it stores, `space`
+    the iteration space legality found for it (None only for a kernel built by hand that
+    its template cannot run)."""
 
     nodes: tuple[int, ...]
     inputs: tuple[int, ...]
@@ -42,10 +60,7 @@ class Kernel:
     name: str = ""
     # nodes of this kernel also computed by another kernel (recomputation), for display
     recomputed: tuple[int, ...] = ()
-
-    @property
-    def compute_nodes(self) -> tuple[int, ...]:
-        return self.nodes
+    space: Space | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +102,9 @@ NO_CONSTRAINTS = Constraints()
 
 @dataclass(frozen=True)
 class Plan:
+    """A graph's kernels in execution order (kernels of a later stage after those of an
+    earlier one: graph breaks run everything traced before them first)."""
+
     graph: Graph
     kernels: tuple[Kernel, ...]
     strategy: str = "custom"
@@ -111,58 +129,22 @@ class Plan:
 
     @property
     def launches(self) -> int:
-        return sum(1 for k in self.kernels)
+        return len(self.kernels)
 
     def __str__(self) -> str:
         return format_plan(self)
 
-    # -- the explorer's toggles: each returns a new Plan or raises PlanError ----------
-    def fuse(self, *targets: Any) -> "Plan":
-        """Put the targets in one kernel. Targets: node ids, kernels as ("k", index) or
-        Kernel objects, edges as (producer, consumer)."""
-        from .constraints import fuse
-        return fuse(self, *targets)
-
-    def split(self, *targets: Any) -> "Plan":
-        """Keep the targets apart: ("k", i) splits kernel i into single ops, an edge
-        (producer, consumer) is cut, one node leaves its kernel, several nodes are kept
-        pairwise apart."""
-        from .constraints import split
-        return split(self, *targets)
-
-    def cut(self, producer: int, consumer: int) -> "Plan":
-        """Materialise `producer` for `consumer`: the two never share a kernel."""
-        from .constraints import split
-        return split(self, (producer, consumer))
-
-    def with_strategy(self, strategy: str) -> "Plan":
-        """Re-plan with another strategy, keeping the constraints."""
-        from .search import plan as search_plan
-        return search_plan(self.graph, strategy, self.constraints, self.params, self.budgets)
-
-    def without_constraints(self) -> "Plan":
-        from .search import plan as search_plan
-        return search_plan(self.graph, self.strategy, NO_CONSTRAINTS, self.params, self.budgets)
-
-    # -- questions the explorer asks ------------------------------------------------
-    def report(self, params: Any = None):
-        """Bytes, launches, intermediates and predicted time (cost.PlanReport)."""
-        from .cost import report
-        return report(self, params or self.params)
-
-    def legal_merge(self, k1: int, k2: int) -> tuple[bool, str]:
-        from .explain import legal_merge
-        return legal_merge(self, k1, k2)
-
-    def boundaries(self):
-        """For each edge between kernels: why it is not fused (explain.Boundary)."""
-        from .explain import boundaries
-        return boundaries(self)
-
-    def explain(self) -> str:
-        """The decision log and the kernel boundaries, as text."""
-        from .explain import explain
-        return explain(self)
+    # The verbs, functions of fuselab.plan (verbs.py) attached there as methods: this
+    # module imports nothing above it. Each toggle returns a new Plan or raises PlanError.
+    fuse: ClassVar[Callable[..., "Plan"]]                 # put targets in one kernel
+    split: ClassVar[Callable[..., "Plan"]]                # keep targets apart
+    cut: ClassVar[Callable[..., "Plan"]]                  # materialise an edge
+    with_strategy: ClassVar[Callable[..., "Plan"]]        # re-plan, same constraints
+    without_constraints: ClassVar[Callable[..., "Plan"]]
+    report: ClassVar[Callable[..., Any]]                  # cost.PlanReport
+    legal_merge: ClassVar[Callable[..., tuple[bool, str]]]
+    boundaries: ClassVar[Callable[..., tuple]]            # explain.Boundary per kernel edge
+    explain: ClassVar[Callable[..., str]]                 # the log and boundaries as text
 
 
 def format_plan(plan: Plan) -> str:
@@ -170,7 +152,11 @@ def format_plan(plan: Plan) -> str:
     lines = []
     for i in g.input_ids:
         lines.append(format_node(g, i))
+    crossed = 0
     for k, kern in enumerate(plan.kernels):
+        stage = kernel_stage(g, kern)
+        lines.extend(f"--- {b}" for b in g.breaks[crossed:stage])
+        crossed = max(crossed, stage)
         reads = ", ".join(f"%{i}" for i in kern.inputs) or "-"
         writes = ", ".join(f"%{i}" for i in kern.outputs) or "-"
         lines.append(f"--- kernel {k} {kern.name} [{kern.template.value}] reads {reads} writes {writes}")
@@ -192,15 +178,12 @@ def needed_free_nodes(graph: Graph, members: Iterable[int]) -> set[int]:
     return out
 
 
-def make_kernel(graph: Graph, members: Iterable[int], template: Template,
-                stored_elsewhere: Sequence[int] = ()) -> Kernel:
-    """Build a Kernel from its member nodes: adds the free nodes they read, and works
-    out which materialised arrays it reads and which of its nodes it must store."""
+def kernel_outputs(graph: Graph, members: Iterable[int]) -> list[int]:
+    """The members a kernel of exactly these nodes must store: cell results and values
+    a node outside the kernel reads."""
     members = set(members)
     nodes = members | needed_free_nodes(graph, members)
-    outputs = [i for i in sorted(members)
-               if i in graph.output_ids or used_outside(graph, i, nodes, members)]
-    return kernel_from(graph, members, outputs, template)
+    return [i for i in sorted(members) if i in graph.output_ids or used_outside(graph, i, nodes, members)]
 
 
 def used_outside(graph: Graph, i: int, nodes: set[int], members: set[int]) -> bool:
@@ -220,9 +203,9 @@ def used_outside(graph: Graph, i: int, nodes: set[int], members: set[int]) -> bo
 
 
 def kernel_from(graph: Graph, members: Iterable[int], outputs: Iterable[int], template: Template,
-                recomputed: Iterable[int] = ()) -> Kernel:
-    """A Kernel whose stored outputs the caller decided (the planner knows which kernel
-    stores a value that several kernels recompute)."""
+                space: Space | None, recomputed: Iterable[int] = ()) -> Kernel:
+    """A Kernel whose stored outputs and space the caller decided (the planner knows
+    which kernel stores a value that several kernels recompute)."""
     members = set(members)
     nodes = members | needed_free_nodes(graph, members)
     inputs: dict[int, None] = {}    # materialised arrays read, in order of first use
@@ -231,7 +214,18 @@ def kernel_from(graph: Graph, members: Iterable[int], outputs: Iterable[int], te
             if j not in nodes:
                 inputs[j] = None
     return Kernel(tuple(sorted(nodes)), tuple(inputs), tuple(sorted(outputs)), template,
-                  kernel_name(graph, sorted(members)), tuple(sorted(recomputed)))
+                  kernel_name(graph, sorted(members)), tuple(sorted(recomputed)), space)
+
+
+def kernel_stage(graph: Graph, kernel: Kernel) -> int:
+    """The stage (graph.stages) of a kernel's computed nodes: legal kernels have one."""
+    computed = [i for i in kernel.nodes if not is_free(graph, i)] or kernel.outputs
+    return graph.stages[max(computed)] if computed else 0
+
+
+def break_between(graph: Graph, early: int, late: int) -> GraphBreak | None:
+    """The first graph break traced after node `early` and no later than node `late`."""
+    return next((b for b in graph.breaks if early < b.first <= late), None)
 
 
 def kernel_name(graph: Graph, members: Sequence[int], limit: int = 4) -> str:

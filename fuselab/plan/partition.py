@@ -10,9 +10,12 @@ from __future__ import annotations
 import heapq
 from typing import Sequence
 
-from .analysis import Analysis, bits
-from .legality import Budgets, Verdict, check
-from .model import Constraints, Kernel, Plan, kernel_from
+from .analysis import Analysis, analyse, bits
+from .cost import estimate
+from .device import DeviceParams
+from .kernels import kernel_members
+from .legality import DEFAULT_BUDGETS, Budgets, Verdict, check
+from .model import Constraints, Kernel, Plan, kernel_from, kernel_stage
 
 
 class GroupCycle(ValueError):
@@ -20,8 +23,10 @@ class GroupCycle(ValueError):
 
 
 def topo_order(an: Analysis, groups: Sequence[int]) -> list[int]:
-    """The groups in an order where every group comes after those it reads from
-    (lowest first unit first among the ready ones); raises GroupCycle if they form a cycle."""
+    """The groups in an order where every group comes after those it reads from (the
+    earliest stage, then the lowest first unit, first among the ready ones: every kernel
+    of a stage runs before the graph break that ends it); raises GroupCycle if they form a
+    cycle."""
     owner: dict[int, int] = {}
     for gi, m in enumerate(groups):
         for v in bits(m):
@@ -38,7 +43,9 @@ def topo_order(an: Analysis, groups: Sequence[int]) -> list[int]:
         for h in ps:
             succs[h].append(gi)
     indeg = [len(p) for p in preds]
-    ready = [((m & -m).bit_length(), gi) for gi, m in enumerate(groups) if indeg[gi] == 0]
+    first = [(m & -m).bit_length() for m in groups]
+    key = [(an.stage[f - 1], f) for f in first] if an.has_breaks else first
+    ready = [(key[gi], gi) for gi in range(len(groups)) if indeg[gi] == 0]
     heapq.heapify(ready)
     out: list[int] = []
     while ready:
@@ -47,7 +54,7 @@ def topo_order(an: Analysis, groups: Sequence[int]) -> list[int]:
         for s in succs[gi]:
             indeg[s] -= 1
             if indeg[s] == 0:
-                heapq.heappush(ready, ((groups[s] & -groups[s]).bit_length(), s))
+                heapq.heappush(ready, (key[s], s))
     if len(out) != len(groups):
         raise GroupCycle("kernel groups form a cycle")
     return out
@@ -63,10 +70,6 @@ def stored_masks(an: Analysis, groups: Sequence[int]) -> list[int]:
         out.append(m & need & ~seen)
         seen |= m
     return out
-
-
-def verdicts(an: Analysis, groups: Sequence[int], budgets: Budgets) -> list[Verdict]:
-    return [check(an, m, budgets, s) for m, s in zip(groups, stored_masks(an, groups))]
 
 
 def build_plan(an: Analysis, groups: Sequence[int], strategy: str, budgets: Budgets, *,
@@ -85,21 +88,15 @@ def build_plan(an: Analysis, groups: Sequence[int], strategy: str, budgets: Budg
         v = check(an, m, budgets, s)
         if not v.ok:
             raise AssertionError(f"planner produced an illegal kernel: {v.reason}")
-        kernels.append(kernel_from(an.graph, bits(m), bits(s), v.space.template, bits(m & multi)))
+        kernels.append(kernel_from(an.graph, bits(m), bits(s), v.space.template, v.space, bits(m & multi)))
     return Plan(an.graph, tuple(kernels), strategy, notes, constraints, log, params, budgets)
-
-
-def groups_of(an: Analysis, plan: Plan) -> list[int]:
-    """The unit groups of an existing plan's kernels, in its order."""
-    from .cost import kernel_members
-    return [kernel_members(an, k) for k in plan.kernels]
 
 
 class GroupCost:
     """Legality and predicted time of a group under partition semantics (it stores what
     units outside it read), cached: the searches ask about the same sets many times."""
 
-    def __init__(self, an: Analysis, params, budgets: Budgets) -> None:
+    def __init__(self, an: Analysis, params: DeviceParams, budgets: Budgets) -> None:
         self.an, self.params, self.budgets = an, params, budgets
         self.cache: dict[int, tuple[Verdict, float]] = {}
         self.verdicts: dict[int, tuple[Verdict, int]] = {}
@@ -119,7 +116,6 @@ class GroupCost:
         hit = self.cache.get(mask)
         if hit is not None:
             return hit
-        from .cost import estimate
         v, stored = self._verdict(mask)
         t = estimate(self.an, mask, stored, v.space, self.params).time_s if v.ok else float("inf")
         self.cache[mask] = (v, t)
@@ -129,10 +125,8 @@ class GroupCost:
 def problems(plan: Plan) -> list[str]:
     """What is wrong with a plan, if anything: a kernel that breaks the template contract
     or its budgets, reads a value no earlier kernel stored, a unit nobody computes, a
-    cell result nobody stores, a constraint not honoured. Empty for a good plan."""
-    from .analysis import analyse
-    from .cost import kernel_members
-    from .legality import DEFAULT_BUDGETS
+    cell result nobody stores, a constraint not honoured, kernels out of stage order, a
+    kernel whose space is not its legal one. Empty for a good plan."""
     an = analyse(plan.graph)
     budgets = plan.budgets or DEFAULT_BUDGETS
     out: list[str] = []
@@ -152,6 +146,10 @@ def problems(plan: Plan) -> list[str]:
             out.append(f"kernel {k} is illegal: {v.reason}")
         elif v.space.template is not kern.template:
             out.append(f"kernel {k} says {kern.template.value} but is {v.space.template.value}")
+        elif v.space != kern.space:
+            out.append(f"kernel {k} carries the space {kern.space}, legality gives {v.space}")
+        if k and kernel_stage(plan.graph, kern) < kernel_stage(plan.graph, plan.kernels[k - 1]):
+            out.append(f"kernel {k} runs after kernel {k - 1}, which is of a later stage (a graph break between)")
         for j in kern.inputs:
             if j not in available:
                 out.append(f"kernel {k} reads %{j}, which no earlier kernel stores")

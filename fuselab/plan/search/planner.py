@@ -1,35 +1,36 @@
 """The planner's entry point: a strategy and the user's constraints -> a Plan.
 
 - "auto": the cheapest plan under the cost model. Greedy merging (greedy.py) gives an
-  upper bound; the exact search (exact.py: A* over executed sets, then a branch and
-  bound over unit-to-kernel assignments, assign.py) then proves it optimal or
-  improves it, part by independent part, for graphs of up to EXACT_MAX_UNITS units
+  upper bound; the exact search (exact.py: A* over executed sets, astar.py, then a
+  branch and bound over unit-to-kernel assignments, branch_bound.py) then proves it
+  optimal or improves it, part by independent part, for graphs of up to EXACT_MAX_UNITS units
   within its step and time budgets. Larger graphs, larger parts, or a search that runs
   out of budget keep the best plan found, and the log says which. Recomputation
   (recompute.py) then duplicates cheap producers where that pays.
 - "max": the largest legal kernels regardless of cost (greedy merging of every legal pair).
 - "unfused": one op per kernel, except what the user asked to fuse.
-Every plan carries its constraints and a log of the decisions taken.
+Every plan carries its constraints and a log of the decisions taken. Graph breaks are
+constraints of the trace: no kernel spans one (legality), and the kernels before a break
+run before those after it (partition.topo_order).
 """
 from __future__ import annotations
 
 import time
 
-from ..ir import Graph
-from . import STRATEGIES
-from .analysis import analyse, bits
-from .constraints import prepare
-from .cost import DeviceParams
-from .exact import Exact
-from .explain import boundaries
+from ...ir import Graph
+from ..analysis import Analysis, analyse, bits
+from ..device import DeviceParams
+from ..explain import boundaries
+from ..legality import DEFAULT_BUDGETS, Budgets
+from ..model import NO_CONSTRAINTS, Constraints, Decision, Plan
+from ..partition import GroupCost, build_plan, topo_order
+from .common import prepare
+from .exact import exact_search
 from .greedy import Greedy
-from .legality import DEFAULT_BUDGETS, Budgets
-from .model import NO_CONSTRAINTS, Constraints, Decision, Plan
-from .partition import GroupCost, build_plan, topo_order
 from .recompute import recompute as recompute_pass
 
+STRATEGIES = ("auto", "unfused", "max")
 EXACT_MAX_UNITS = 600       # graphs beyond this are planned by greedy merging alone
-EXACT_MAX_PART = 120        # independent parts beyond this keep their greedy plan
 EXACT_STEPS = 300_000       # candidate-walk steps, and
 EXACT_SECONDS = 1.0         # wall time: whichever runs out first ends the exact search
 LOG_BOUNDARIES = 60         # explain at most this many kernel boundaries in the log
@@ -49,15 +50,18 @@ def plan(graph: Graph, strategy: str = "auto", constraints: Constraints = NO_CON
     t0 = time.perf_counter()
     log: list[Decision] = [Decision("constraint", n) for n in notes]
     log += [Decision("constraint", f"asked: {h}") for h in constraints.history]
-    initial, together, apart_with = prepare(an, constraints, budgets)
+    log += [Decision("constraint", f"{b}: what was traced before it runs first, then the device "
+                     f"syncs (a kernel boundary, {params.sync_s * 1e6:.0f} us)",
+                     (b.node,) if b.node is not None else ()) for b in graph.breaks]
+    initial, terms = prepare(an, constraints, budgets)
     cost = GroupCost(an, params, budgets)
     search_log: list[Decision] = []
     summary = ""
     if strategy == "unfused":
         groups = initial
-        summary = "unfused: one op per kernel" + (" except the fused groups asked for" if together else "")
+        summary = "unfused: one op per kernel" + (" except the fused groups asked for" if terms.together else "")
     else:
-        greedy = Greedy(an, cost, "max" if strategy == "max" else "auto", apart_with)
+        greedy = Greedy(an, cost, "max" if strategy == "max" else "auto", terms.apart_with)
         groups = greedy.run(initial)
         search_log = greedy.log
         t_greedy = sum(cost(m)[1] for m in groups)
@@ -65,8 +69,8 @@ def plan(graph: Graph, strategy: str = "auto", constraints: Constraints = NO_CON
                    f"{t_greedy * 1e6:.2f} us predicted")
         if strategy == "auto":
             if len(an.units) <= EXACT_MAX_UNITS:
-                groups, text, improved = _exact(an, cost, params, together, apart_with,
-                                                exact_steps, exact_seconds, groups)
+                groups, text, improved = exact_search(an, cost, params, terms, exact_steps,
+                                                      exact_seconds, groups)
                 summary += "; " + text
                 if improved:
                     search_log = _kernel_log(an, cost, groups)
@@ -76,7 +80,7 @@ def plan(graph: Graph, strategy: str = "auto", constraints: Constraints = NO_CON
     log.append(Decision("search", summary))
     log += search_log
     if strategy == "auto" and recompute:
-        groups, rlog = recompute_pass(an, topo_order(an, groups), params, budgets, apart_with, together)
+        groups, rlog = recompute_pass(an, topo_order(an, groups), params, budgets, terms)
         log += rlog
         result = build_plan(an, groups, strategy, budgets, constraints=constraints,
                             params=params, ordered=True)
@@ -89,41 +93,7 @@ def plan(graph: Graph, strategy: str = "auto", constraints: Constraints = NO_CON
                 params, budgets)
 
 
-def _exact(an, cost: GroupCost, params: DeviceParams, together: list[int],
-           apart_with: dict[int, int], steps: int, seconds: float,
-           greedy: list[int]) -> tuple[list[int], str, bool]:
-    """Run the exact search on each independent part of the graph (compat.py): parts
-    share no kernel and no kernel cycle, so their optimal plans add up."""
-    ex = Exact(an, cost, params, together, apart_with, steps, seconds)
-    out: list[int] = []
-    optimal, improved, expanded = True, False, 0
-    parts = ex.parts()
-    skipped = 0
-    for part in parts:
-        mine = [m for m in greedy if m & part]
-        if part.bit_count() == 1:
-            out += mine
-            continue
-        if part.bit_count() > EXACT_MAX_PART:
-            out += mine
-            optimal = False
-            skipped += 1
-            continue
-        res = ex.solve(sum(cost(m)[1] for m in mine), mine, part)
-        out += res.groups
-        optimal &= res.optimal
-        improved |= res.improved
-        expanded += res.expanded
-    t = sum(cost(m)[1] for m in out)
-    state = ("optimal under the cost model" if optimal else
-             f"not proven optimal ({skipped} parts over {EXACT_MAX_PART} units kept their greedy plan)"
-             if skipped else f"not proven optimal ({ex.stopped})")
-    text = (f"exact search: {len(out)} kernels, {t * 1e6:.2f} us, {state} ({len(parts)} independent "
-            f"parts, {expanded} states expanded, {ex.steps} steps)")
-    return out, text, improved
-
-
-def _kernel_log(an, cost: GroupCost, groups: list[int]) -> list[Decision]:
+def _kernel_log(an: Analysis, cost: GroupCost, groups: list[int]) -> list[Decision]:
     """What each multi-op kernel of the exact plan fuses and what that saves."""
     out = []
     for m in groups:

@@ -1,12 +1,33 @@
-"""Which units could ever share a kernel: pairwise necessary conditions of legality.
+"""Which units could ever share a kernel: necessary conditions of legality.
 
-The exact search (exact.py) uses them twice: a candidate kernel must be a clique of the
+The exact searches use them twice: a candidate kernel must be a clique of the
 compatibility graph (so hopeless candidates are cut early), and a set of pairwise
 incompatible units needs that many kernels (a lower bound on the launches still to come).
+As a kernel grows, `ReduceKeys.state_after` follows which templates can still hold it.
 """
 from __future__ import annotations
 
-from .analysis import Analysis, bits, broadcasts_to
+import math
+from typing import NamedTuple
+
+from ..analysis import Analysis, bits, broadcasts_to
+
+
+class ReduceState(NamedTuple):
+    """What the reductions of a growing kernel still allow."""
+
+    signature: tuple                    # (input shape, axes, result shape) of its reductions
+    row_shape: tuple[int, ...] | None   # F, when they reduce the last axis of >= 2 rows
+    reduction_ok: bool                  # the reduction template can still hold the kernel
+    row_ok: bool                        # the row template can
+
+    @property
+    def rows(self) -> int:
+        """How many rows a row kernel of this state runs."""
+        return math.prod(self.row_shape[:-1])
+
+
+NO_TEMPLATE = ReduceState((), None, False, False)   # no template can, whatever joins
 
 
 class ReduceKeys:
@@ -16,6 +37,7 @@ class ReduceKeys:
 
     def __init__(self, an: Analysis) -> None:
         g = an.graph
+        self.an = an
         self.sig: dict[int, tuple] = {}
         self.rowF: dict[int, tuple[int, ...] | None] = {}
         self.key: dict[int, tuple] = {}
@@ -50,16 +72,39 @@ class ReduceKeys:
             return True
         return k[0] == "row" and (broadcasts_to(shape, k[1]) or shape == k[1][:-1])
 
+    def state_after(self, v: int, kin: int, state: ReduceState | None) -> ReduceState | None:
+        """Which templates can still hold kernel `kin` once unit v joins it: None while
+        it has no reduction, NO_TEMPLATE when neither the reduction nor the row template
+        can, whatever else joins. A unit computed from a reduction must fit its result
+        (reduction epilogue) or broadcast to its rows."""
+        an = self.an
+        if an.reduce_mask >> v & 1:
+            if state is None:
+                row_shape = self.rowF[v]
+                return ReduceState(self.sig[v], row_shape, True, row_shape is not None)
+            red_ok = state.reduction_ok and self.sig[v] == state.signature and not (an.anc[v] & kin & an.reduce_mask)
+            row_ok = state.row_ok and self.rowF[v] == state.row_shape
+        else:
+            if state is None or not (an.anc[v] & kin & an.reduce_mask):
+                return state
+            shape = an.shape(v)
+            red_ok = state.reduction_ok and broadcasts_to(shape, state.signature[2])
+            F = state.row_shape
+            row_ok = state.row_ok and (broadcasts_to(shape, F) or shape == F[:-1])
+        if red_ok or row_ok:
+            return ReduceState(state.signature, state.row_shape, red_ok, row_ok)
+        return NO_TEMPLATE
+
 
 def compatibility(an: Analysis, keys: ReduceKeys, apart: dict[int, int] | None = None) -> dict[int, int]:
     """unit -> the units it could ever share a legal kernel with (a necessary condition
-    of legality.check, pair by pair): nothing for opaque and copy units; reductions of
-    one key (not one computed from the other, unless the key is a row shape); a unit
-    and a reduction it could join; two other units when a pointwise kernel could hold
-    both (some iteration space suits both) or a reduction key could take both; never two
-    units the user keeps apart (`apart`: unit -> units). Then convexity: a kernel holding
-    u and a descendant w holds every unit on the paths between them, so each of those must
-    be compatible with both (repeated until nothing changes)."""
+    of legality.check, pair by pair): none across a graph break; nothing for opaque and
+    copy units; reductions of one key (not one computed from the other, unless the key is
+    a row shape); a unit and a reduction it could join; two other units when a pointwise
+    kernel could hold both (some iteration space suits both) or a reduction key could take
+    both; never two units the user keeps apart (`apart`: unit -> units). Then convexity: a
+    kernel holding u and a descendant w holds every unit on the paths between them, so
+    each of those must be compatible with both (repeated until nothing changes)."""
     units = [v for v in an.units if not an.alone_mask >> v & 1]
     always = {v: bool(an.out_mask >> v & 1 or an.umask[v] & an.alone_mask) for v in units}
     # the shapes a pointwise kernel holding v could iterate over: v's own if v is always
@@ -78,8 +123,11 @@ def compatibility(an: Analysis, keys: ReduceKeys, apart: dict[int, int] | None =
     joins = {v: {k for k in allkeys if keys.could_join(an, v, k, always[v])}
              for v in units if not an.reduce_mask >> v & 1}
     out = {v: 0 for v in an.units}
+    stage = an.stage if an.has_breaks else None
     for i, u in enumerate(units):
         for v in units[i + 1:]:
+            if stage is not None and stage[u] != stage[v]:
+                continue        # a graph break between them (legality.stage_conflict)
             ru, rv = an.reduce_mask >> u & 1, an.reduce_mask >> v & 1
             if ru and rv:
                 # one key; and a reduction kernel finishes its reductions together, so
@@ -107,6 +155,22 @@ def compatibility(an: Analysis, keys: ReduceKeys, apart: dict[int, int] | None =
                     out[u] &= ~(1 << w)
                     out[w] &= ~(1 << u)
                     changed = True
+    return out
+
+
+def independent_set(compat: dict[int, int], units: int, first: int = 0) -> list[int]:
+    """Units of `units` no two of which can share a kernel, so each needs a kernel of its
+    own: greedily, the unit compatible with the fewest candidates left first, from
+    `first` before the others."""
+    out: list[int] = []
+    for pool in (first, units):
+        cand = pool
+        for v in out:
+            cand &= ~compat[v] & ~(1 << v)
+        while cand:
+            v = min(bits(cand), key=lambda u: (compat[u] & cand).bit_count())
+            cand &= ~compat[v] & ~(1 << v)
+            out.append(v)
     return out
 
 

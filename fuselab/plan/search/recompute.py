@@ -9,14 +9,14 @@ partitions, and this pass can only lower the cost further.
 """
 from __future__ import annotations
 
-from ..ops import Kind
-from .analysis import Analysis, bits
-from .cost import DeviceParams, estimate
-from .legality import Budgets, check
-from .model import Decision
-from .partition import stored_masks
-
-EPS = 1e-9
+from ...ops import Kind
+from ..analysis import Analysis, bits
+from ..cost import estimate
+from ..device import DeviceParams
+from ..legality import Budgets, check
+from ..model import Decision
+from ..partition import stored_masks
+from .common import EPS, ConstraintTerms
 
 
 class _Cover:
@@ -106,12 +106,11 @@ class _Cover:
 
 
 def recompute(an: Analysis, groups: list[int], params: DeviceParams, budgets: Budgets,
-              apart_with: dict[int, int], together: list[int]) -> tuple[list[int], list[Decision]]:
-    """Groups in execution order -> groups (a cover) and the decisions taken."""
+              terms: ConstraintTerms) -> tuple[list[int], list[Decision]]:
+    """Groups in execution order -> groups (a cover) and the decisions taken. Units the
+    user fused stay where they are."""
     g = an.graph
-    pinned = 0
-    for t in together:
-        pinned |= t
+    pinned = terms.pinned
     log: list[Decision] = []
     cover = _Cover(an, groups, params, budgets)
     if any(t is None for t in cover.time):
@@ -126,7 +125,7 @@ def recompute(an: Analysis, groups: list[int], params: DeviceParams, budgets: Bu
             continue
         best = None
         for dup in dict.fromkeys((1 << p, _cone(an, p, cover.G[h], pinned))):
-            if any(apart_with.get(v, 0) & cover.G[i] for v in bits(dup) for i in readers):
+            if not all(terms.allows(cover.G[i] | dup) for i in readers):
                 continue
             res = cover.trial(p, dup, readers, h)
             if res is not None and res[0] > EPS * cover.total and (best is None or res[0] > best[0][0]):

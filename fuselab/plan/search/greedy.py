@@ -16,9 +16,9 @@ import heapq
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
-from .analysis import Analysis, bits
-from .model import Decision
-from .partition import GroupCost
+from ..analysis import Analysis, bits
+from ..model import Decision
+from ..partition import GroupCost
 
 SIBLING_FANOUT = 24   # readers of one array considered as horizontal-fusion partners
 

@@ -1,0 +1,133 @@
+"""What the cost model knows about a device, and what one op costs on it.
+
+Plain data at the bottom of the planner: analysis tables weigh ops with `op_weight`, the
+cost model (cost.py) turns bytes and weights into time with the rest.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..ir import Graph, Node, special_exponent
+from ..ops import OPS
+
+
+@dataclass(frozen=True)
+class DeviceParams:
+    """What the cost model knows about a device.
+
+    Defaults (`h200_default`) are documented H200 figures as seen from Python/CuPy:
+    - bandwidth 4.0e12 B/s: effective, counting read + write bytes (a device-to-device copy
+      measures ~4.3 TB/s that way; HBM3e peak is 4.8 TB/s);
+    - launch 4 us: one CuPy kernel launch from Python, including argument marshalling;
+    - throughput 6e13 add-equivalent flop/s (fp32 non-tensor ~67 TFLOP/s peak);
+    - transcendental x4: a table flop of an SFU op (exp, log, sin, ...) costs 4 adds;
+    - fp64 x2: double precision runs at half the fp32 rate on sm_90;
+    - 132 SMs; a row up to 64 KiB stays on chip (registers / shared memory), longer rows
+      are swept once per dependent phase;
+    - sync 10 us: what a graph break costs beyond its kernels. Python needs a value, so the
+      device finishes all queued work and copies the value back before the cell goes on:
+      a host round trip (~5-10 us through CuPy) plus the launch that can no longer overlap
+      the previous kernel's tail.
+    """
+
+    name: str = "NVIDIA H200 (documented defaults)"
+    bandwidth: float = 4.0e12
+    launch_s: float = 4.0e-6
+    throughput: float = 6.0e13
+    transcendental: float = 4.0
+    fp64: float = 2.0
+    sm_count: int = 132
+    row_cache_bytes: int = 65536
+    sync_s: float = 10e-6
+    source: str = "defaults"
+
+    @classmethod
+    def h200_default(cls) -> "DeviceParams":
+        return cls()
+
+    # accepted spellings in a calibration file -> (field, scale)
+    _ALIASES = {
+        "bandwidth": ("bandwidth", 1.0), "bandwidth_Bps": ("bandwidth", 1.0),
+        "copy_bandwidth": ("bandwidth", 1.0), "copy_bandwidth_Bps": ("bandwidth", 1.0),
+        "bandwidth_GBps": ("bandwidth", 1e9), "copy_bandwidth_GBps": ("bandwidth", 1e9),
+        "bandwidth_TBps": ("bandwidth", 1e12),
+        "launch_s": ("launch_s", 1.0), "launch": ("launch_s", 1.0),
+        "launch_overhead_s": ("launch_s", 1.0), "launch_us": ("launch_s", 1e-6),
+        "throughput": ("throughput", 1.0), "flops": ("throughput", 1.0),
+        "flops_per_s": ("throughput", 1.0), "fp32_flops": ("throughput", 1.0),
+        "tflops": ("throughput", 1e12),
+        "transcendental": ("transcendental", 1.0), "fp64": ("fp64", 1.0),
+        "sm_count": ("sm_count", 1), "multiprocessors": ("sm_count", 1),
+        "row_cache_bytes": ("row_cache_bytes", 1),
+        "sync_s": ("sync_s", 1.0), "sync_us": ("sync_s", 1e-6),
+        "name": ("name", None), "device": ("name", None), "device_name": ("name", None),
+        "source": ("source", None),
+    }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], source: str = "calibration") -> "DeviceParams":
+        """Build from a calibration record; unknown keys are ignored, missing ones default.
+        Accepts fuselab.runtime.calibrate's record ({"bandwidth_Bps", "launch_s",
+        "flops_per_s", "transcendental_factor", "sm_count", "device_name"}) and other
+        spellings, e.g. {"device": "NVIDIA H200", "copy_bandwidth_GBps": 4300, "launch_us": 3.1}."""
+        kw: dict[str, Any] = {"source": source}
+        factor = d.get("transcendental_factor")
+        if factor is not None:
+            # fuselab.runtime.calibrate measures how many FMA-times one expf costs; our
+            # multiplier applies to table flops (exp: 8), an FMA being 2 flops
+            kw["transcendental"] = float(factor) * 2 / OPS["exp"].flops
+        for key, value in d.items():
+            if key not in cls._ALIASES or value is None:
+                continue
+            fname, scale = cls._ALIASES[key]
+            if scale is None:
+                kw[fname] = str(value)
+                continue
+            v = float(value) * scale
+            if not math.isfinite(v) or v <= 0:
+                raise ValueError(f"calibration value {key}={value!r} must be a positive number")
+            kw[fname] = int(round(v)) if fname in ("sm_count", "row_cache_bytes") else v
+        return cls(**kw)
+
+    @classmethod
+    def load(cls, path: str | Path, device: str | None = None) -> "DeviceParams":
+        """Read a JSON calibration cache: one record, or {device name: record} (pick
+        `device`, or the only one)."""
+        data = json.loads(Path(path).read_text())
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: a calibration cache is a JSON object")
+        if any(k in cls._ALIASES for k in data):
+            return cls.from_dict(data, source=str(path))
+        records = {k: v for k, v in data.items() if isinstance(v, dict)}
+        if device is None:
+            if len(records) != 1:
+                raise ValueError(f"{path} holds {len(records)} devices; say which one")
+            device = next(iter(records))
+        if device not in records:
+            raise ValueError(f"{path} has no calibration for {device!r} (has: {', '.join(records)})")
+        rec = dict(records[device])
+        rec.setdefault("name", device)
+        return cls.from_dict(rec, source=str(path))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def op_weight(nd: Node, params: DeviceParams, graph: Graph) -> float:
+    """Add-equivalents of one evaluation of node `nd` of `graph`."""
+    k = special_exponent(graph, nd)
+    if k in (0.5, -1):                              # a square root or a division
+        sub = OPS["sqrt" if k == 0.5 else "reciprocal"]
+        w = float(sub.flops) * (params.transcendental if sub.transcendental else 1.0)
+    else:
+        w = float(k - 1 if k else nd.opdef.flops)   # x**3 is two multiplies
+        if nd.opdef.transcendental and not k:
+            w *= params.transcendental
+    ct = nd.loop_dtype
+    if ct.kind == "f" and ct.itemsize == 8:
+        w *= params.fp64
+    return w
