@@ -5,7 +5,7 @@ IPython widgets nor CuPy; they load when a cell needs them.
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 from .ir import Graph, GraphBuilder, Node, verify  # noqa: E402
 from .ops import Kind  # noqa: E402

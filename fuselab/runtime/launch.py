@@ -12,7 +12,7 @@ from ..codegen import generate
 from ..codegen.model import CodegenOptions, KernelCode, OpaqueCall
 from ..interp import eval_nodes
 from ..plan.model import Plan
-from .. import __version__
+from .._version import __version__
 from .compile import compile_kernels
 from .device import device_info, device_options
 from .tune import Pending, Tuning, cache, plan_tuning, time_candidates
