@@ -1,0 +1,277 @@
+"""NumPy-exact scalar helpers that the generated kernels call (`from
+fuselab.numba_backend.scalar import ...` in every generated module). Importing this
+module imports Numba.
+
+These are the CPU counterparts of the CUDA prelude's `fl_*` helpers
+(fuselab/codegen/prelude.py) and follow the same rules: float16 is held in float32 and
+rounded to half to nearest even after every op; integer division and remainder have
+Python's signs with `x // 0 == 0`; float-to-integer casts give the smallest integer for
+NaN and values out of range (what x86's truncating conversions give NumPy). Numba has
+no float16 on the CPU, so half values travel as their 16 bits and are converted here.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic, overload
+
+_jit = njit(cache=True, nogil=True, error_model="numpy")
+
+
+# ---------------------------------------------------------------------------
+# Bit casts (Numba has no scalar view): one LLVM bitcast each
+# ---------------------------------------------------------------------------
+
+def _bitcast(src: types.Type, dst: types.Type, llvm_dst: ir.Type):
+    @intrinsic
+    def cast(typingctx, x):
+        if x != src:
+            return None
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], llvm_dst)
+        return dst(src), codegen
+    return cast
+
+
+f32_bits = _bitcast(types.float32, types.uint32, ir.IntType(32))
+bits_f32 = _bitcast(types.uint32, types.float32, ir.FloatType())
+f64_bits = _bitcast(types.float64, types.uint64, ir.IntType(64))
+
+
+# ---------------------------------------------------------------------------
+# float16: 16 bits in memory, float32 in registers
+# ---------------------------------------------------------------------------
+
+@_jit
+def fl_from_half(h):
+    """The float32 value of half bits `h` (exact: every half is a float32)."""
+    u = np.uint32(h)
+    sign = (u & np.uint32(0x8000)) << np.uint32(16)
+    exp = (u >> np.uint32(10)) & np.uint32(0x1F)
+    mant = u & np.uint32(0x3FF)
+    if exp == 0:
+        # zero or subnormal: mant * 2**-24, exact in float32
+        v = np.float32(mant) * np.float32(5.9604644775390625e-08)
+        return -v if sign else v
+    if exp == 0x1F:
+        return bits_f32(np.uint32(sign | np.uint32(0x7F800000) | (mant << np.uint32(13))))
+    return bits_f32(np.uint32(sign | ((exp + np.uint32(112)) << np.uint32(23)) | (mant << np.uint32(13))))
+
+
+@_jit
+def fl_to_half(f):
+    """Half bits of float32 `f`, rounded to nearest even (NumPy's npy_float_to_half)."""
+    u = f32_bits(np.float32(f))
+    sign = (u & np.uint32(0x80000000)) >> np.uint32(16)
+    f_exp = u & np.uint32(0x7F800000)
+    mant = u & np.uint32(0x007FFFFF)
+    if f_exp >= np.uint32(0x47800000):                  # overflow, inf or NaN
+        if f_exp == np.uint32(0x7F800000) and mant != 0:
+            h = np.uint32(0x7C00) + (mant >> np.uint32(13))
+            return np.uint16(sign + (h if h != np.uint32(0x7C00) else np.uint32(0x7C01)))   # stays a NaN
+        return np.uint16(sign + np.uint32(0x7C00))
+    if f_exp <= np.uint32(0x38000000):                  # a subnormal half, or zero
+        if f_exp < np.uint32(0x33000000):
+            return np.uint16(sign)
+        e = f_exp >> np.uint32(23)
+        sig = np.uint32(0x00800000) + mant
+        shift = np.uint32(126) - e                      # 14 .. 24 bits below the half's last place
+        q = sig >> shift
+        rem = sig & ((np.uint32(1) << shift) - np.uint32(1))
+        tie = np.uint32(1) << (shift - np.uint32(1))
+        if rem > tie or (rem == tie and (q & np.uint32(1))):
+            q += np.uint32(1)
+        return np.uint16(sign + q)
+    q = mant >> np.uint32(13)
+    rem = mant & np.uint32(0x1FFF)
+    if rem > np.uint32(0x1000) or (rem == np.uint32(0x1000) and (q & np.uint32(1))):
+        q += np.uint32(1)                               # a carry into the exponent is right
+    return np.uint16(sign + ((f_exp - np.uint32(0x38000000)) >> np.uint32(13)) + q)
+
+
+@_jit
+def fl_to_half64(d):
+    """Half bits of float64 `d`, rounded once to nearest even (npy_double_to_half)."""
+    u = f64_bits(np.float64(d))
+    sign = np.uint32((u & np.uint64(0x8000000000000000)) >> np.uint64(48))
+    d_exp = u & np.uint64(0x7FF0000000000000)
+    mant = u & np.uint64(0x000FFFFFFFFFFFFF)
+    if d_exp >= np.uint64(0x40F0000000000000):
+        if d_exp == np.uint64(0x7FF0000000000000) and mant != 0:
+            h = np.uint32(0x7C00) + np.uint32(mant >> np.uint64(42))
+            return np.uint16(sign + (h if h != np.uint32(0x7C00) else np.uint32(0x7C01)))
+        return np.uint16(sign + np.uint32(0x7C00))
+    if d_exp <= np.uint64(0x3F00000000000000):
+        if d_exp < np.uint64(0x3E60000000000000):
+            return np.uint16(sign)
+        e = d_exp >> np.uint64(52)
+        sig = np.uint64(0x0010000000000000) + mant
+        shift = np.uint64(1051) - e                     # 43 .. 53
+        q = sig >> shift
+        rem = sig & ((np.uint64(1) << shift) - np.uint64(1))
+        tie = np.uint64(1) << (shift - np.uint64(1))
+        if rem > tie or (rem == tie and (q & np.uint64(1))):
+            q += np.uint64(1)
+        return np.uint16(sign + np.uint32(q))
+    q = mant >> np.uint64(42)
+    rem = mant & np.uint64(0x3FFFFFFFFFF)
+    tie = np.uint64(0x20000000000)
+    if rem > tie or (rem == tie and (q & np.uint64(1))):
+        q += np.uint64(1)
+    return np.uint16(sign + np.uint32((d_exp - np.uint64(0x3F00000000000000)) >> np.uint64(42)) + np.uint32(q))
+
+
+@_jit
+def fl_round_half(f):
+    """float32 -> the nearest half, as a float32: one NumPy float16 op's rounding."""
+    return fl_from_half(fl_to_half(f))
+
+
+@_jit
+def fl_round_half64(d):
+    """float64 -> the nearest half (one rounding), as a float32."""
+    return fl_from_half(fl_to_half64(d))
+
+
+# ---------------------------------------------------------------------------
+# Float -> integer casts (x86 truncation, as NumPy gets it)
+# ---------------------------------------------------------------------------
+
+@_jit
+def fl_f2i32(x):
+    if x > -2147483649.0 and x < 2147483648.0:
+        return np.int32(x)
+    return np.int32(-2147483648)
+
+
+@_jit
+def fl_f2i64(x):
+    if x >= -9223372036854775808.0 and x < 9223372036854775808.0:
+        return np.int64(x)
+    return np.int64(-9223372036854775807 - 1)
+
+
+@_jit
+def fl_f2u64(x):
+    if x < 9223372036854775808.0:
+        return np.uint64(fl_f2i64(x))
+    return np.uint64(fl_f2i64(x - 9223372036854775808.0)) ^ np.uint64(0x8000000000000000)
+
+
+# ---------------------------------------------------------------------------
+# Division, remainder and powers with NumPy's rules
+# ---------------------------------------------------------------------------
+
+def _float_divmod(a, b):
+    """Placeholder for Numba: the typed versions are the overloads below."""
+    raise NotImplementedError
+
+
+@overload(_float_divmod, jit_options={"cache": True, "error_model": "numpy"})
+def _float_divmod_impl(a, b):
+    # Constants of the operands' own float type, so that float32 stays float32.
+    t = np.dtype(str(a)).type
+    zero, one, half = t(0), t(1), t(0.5)
+
+    def impl(a, b):
+        """npy_divmod: (floor quotient, remainder with the sign of b), snapped."""
+        mod = np.fmod(a, b)
+        if b == zero:
+            return a / b, mod
+        div = (a - mod) / b
+        if mod != zero:
+            if (b < zero) != (mod < zero):
+                mod += b
+                div -= one
+        else:
+            mod = np.copysign(zero, b)
+        if div != zero:
+            floordiv = np.floor(div)
+            if div - floordiv > half:
+                floordiv += one
+        else:
+            floordiv = np.copysign(zero, a / b)
+        return floordiv, mod
+    return impl
+
+
+@_jit
+def fl_floor_divide_float(a, b):
+    return _float_divmod(a, b)[0]
+
+
+@_jit
+def fl_remainder_float(a, b):
+    if b == 0:
+        return np.fmod(a, b)
+    return _float_divmod(a, b)[1]
+
+
+@_jit
+def fl_floor_divide_int(a, b):
+    """Signed a // b in int64 (the caller narrows): floor, x // 0 == 0, MIN // -1 wraps."""
+    a, b = np.int64(a), np.int64(b)
+    if b == 0:
+        return np.int64(0)
+    if b == -1:
+        return np.int64(np.uint64(0) - np.uint64(a))
+    q = a // b                     # Numba's integer // is already floor division
+    return q
+
+
+@_jit
+def fl_remainder_int(a, b):
+    a, b = np.int64(a), np.int64(b)
+    if b == 0 or b == -1:
+        return np.int64(0)
+    return a % b                   # Python's sign rule, as NumPy's
+
+
+@_jit
+def fl_floor_divide_uint(a, b):
+    a, b = np.uint64(a), np.uint64(b)
+    return a // b if b != 0 else np.uint64(0)
+
+
+@_jit
+def fl_remainder_uint(a, b):
+    a, b = np.uint64(a), np.uint64(b)
+    return a % b if b != 0 else np.uint64(0)
+
+
+@_jit
+def fl_power_int(a, b):
+    """Signed a ** b by squaring, wrapping (in 64 bits; the caller narrows). NumPy raises
+    for negative exponents; a kernel cannot, so it gives the integer part instead."""
+    a, b = np.int64(a), np.int64(b)
+    if b < 0:
+        if a == 1:
+            return np.int64(1)
+        if a == -1:
+            return np.int64(-1) if b & 1 else np.int64(1)
+        return np.int64(0)
+    base, out, e = np.uint64(a), np.uint64(1), np.uint64(b)
+    while e != 0:
+        if e & np.uint64(1):
+            out = out * base
+        base = base * base
+        e >>= np.uint64(1)
+    return np.int64(out)
+
+
+@_jit
+def fl_power_uint(a, b):
+    base, out, e = np.uint64(a), np.uint64(1), np.uint64(b)
+    while e != 0:
+        if e & np.uint64(1):
+            out = out * base
+        base = base * base
+        e >>= np.uint64(1)
+    return out
+
+
+__all__ = ["fl_from_half", "fl_to_half", "fl_to_half64", "fl_round_half", "fl_round_half64", "fl_f2i32",
+           "fl_f2i64", "fl_f2u64", "fl_floor_divide_float", "fl_remainder_float", "fl_floor_divide_int",
+           "fl_remainder_int", "fl_floor_divide_uint", "fl_remainder_uint", "fl_power_int", "fl_power_uint",
+           "f32_bits", "bits_f32", "f64_bits"]
