@@ -54,7 +54,7 @@ class PyContext:
         return em
 
     def store(self, nid: int, offset: ix.Affine, value: str) -> str:
-        return f"{self.out_arr[nid]}[{render(offset)}] = {value}"
+        return f"{self.out_arr[nid]}[ix({render(offset)})] = {value}"
 
     def listing(self) -> list[str]:
         return [format_node(self.graph, i) for i in self.kernel.nodes]
@@ -65,8 +65,13 @@ class PyContext:
         params = [self.in_arr[n] for n in self.kernel.inputs] + [self.out_arr[n] for n in self.kernel.outputs]
         fn = [self.options.decorator(), f"def {self.name}({', '.join(params)}):", *indent(body, 1)]
         helpers = sorted(set(_HELPER.findall("\n".join(body))))
+        g = self.graph
+        header = [*header, "parameters: " + ", ".join(
+            f"{self.in_arr.get(n) or self.out_arr[n]} {g.nodes[n].aval}" for n in (*self.kernel.inputs, *self.kernel.outputs))]
         lines = [f"# {h}" if h else "#" for h in header]
         lines += ["import numpy as np", "from numba import njit, prange", ""]
+        lines += ["# Indices are unsigned: Numba then drops its check for negative indices, which",
+                  "# would keep LLVM from vectorizing the loops.", "ix = np.uint64", ""]
         if helpers:
             lines += [f"from fuselab.numba_backend.scalar import {', '.join(helpers)}", ""]
         lines += ["", *fn, ""]

@@ -30,8 +30,8 @@ class CodegenError(ValueError):
 
 
 _RESERVED = frozenset(keyword.kwlist) | frozenset(
-    "np numba njit prange range min max abs len int float bool True False None "
-    "i r c row col o u j part o0 n_o lo hi".split())   # and the templates' loop variables
+    "np numba njit prange range min max abs len int float bool True False None ix "
+    "i r c row col o u j part o0 n_o lo hi r_b col_b".split())   # and the templates' loop variables
 
 
 class Names:
@@ -97,7 +97,7 @@ def has_divmod(a: ix.Affine) -> bool:
 
 def load_expr(array: str, dtype: np.dtype, offset: str) -> str:
     """The register value of array[offset] (float16: decoded from its bits)."""
-    return f"fl_from_half({array}[{offset}])" if is_half(dtype) else f"{array}[{offset}]"
+    return f"fl_from_half({array}[ix({offset})])" if is_half(dtype) else f"{array}[ix({offset})]"
 
 
 def store_expr(dtype: np.dtype, value: str) -> str:
@@ -117,6 +117,7 @@ class PyEmitter:
         self.fixed: dict[int, str] = dict(fixed or {})
         self.lines: list[tuple[int, str]] = []     # (node id, statement); -1: loads
         self._memo: dict[tuple[int, Coords], str] = {}
+        self._indices: list[ix.Affine] = []
 
     def emit(self, line: str, node: int = -1) -> None:
         self.lines.append((node, line))
@@ -128,9 +129,9 @@ class PyEmitter:
         self.lines = []
         return out
 
-    def visited_coords(self) -> list[ix.Affine]:
-        """Every coordinate a value was asked for at (loads and generators included)."""
-        return [c for _, coords in self._memo for c in coords]
+    def indices(self) -> list[ix.Affine]:
+        """Every array offset loaded and every generator index computed so far."""
+        return list(self._indices)
 
     def forget(self) -> None:
         """A new scope: values computed so far are no longer visible."""
@@ -150,12 +151,15 @@ class PyEmitter:
     def _value(self, nid: int, coords: Coords) -> str:
         n = self.graph.nodes[nid]
         if nid in self.inputs:
-            return self.load(nid, ix.linearize(coords, n.shape))
+            offset = ix.linearize(coords, n.shape)
+            self._indices.append(offset)
+            return self.load(nid, offset)
         if nid not in self.nodes:
             raise CodegenError(f"%{nid} ({n.op}) is neither computed in this kernel nor one of its inputs")
         if n.op in ("const", "full"):
             return literal(n.args["value"], n.dtype)
         if n.op == "arange":
+            self._indices.append(coords[0])
             return self._assign(nid, arange_expr(n, render(coords[0])))
         if n.kind is Kind.INJECTIVE:
             return self.value(n.inputs[0], view_coords(self.graph, n, coords))

@@ -31,7 +31,7 @@ def generate(ctx: PyContext) -> PyKernel:
     flat = ix.delinearize(ix.Affine.of(i), shape)
     em = ctx.emitter()
     stores = [ctx.store(o, ix.Affine.of(i), em.stored(o, flat)) for o in k.outputs]
-    affine = not any(has_divmod(c) for c in em.visited_coords())
+    affine = not any(has_divmod(c) for c in em.indices())
     if affine or len(shape) < 2 or shape[-1] < MIN_INNER:
         body = [f"for i in prange({n}):", *indent(em.take_lines() + stores, 1)]
         note = f"one flat prange loop over {n} elements" + ("" if affine else " (index math per element)")

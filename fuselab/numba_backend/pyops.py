@@ -67,9 +67,16 @@ def _float_only(fn: str) -> Render:
     return render
 
 
+# float32 functions with a vectorizable, correctly rounded version in scalar.py (libm's
+# are one call per element: a fused softmax or GELU would lose to NumPy's SIMD loops)
+FAST_F32 = {"exp": "fl_exp_f32", "expm1": "fl_expm1_f32", "tanh": "fl_tanh_f32"}
+
+
 def _math(fn: str) -> Render:
     """A libm function of the loop's float type (Numba keeps float32 in float32)."""
     def render(a: Sequence[str], ct: np.dtype) -> str:
+        if fn in FAST_F32 and np.dtype(ct) in (np.float32, np.float16):
+            return f"{FAST_F32[fn]}({a[0]})"
         return f"{ctor(ct)}(np.{fn}({', '.join(a)}))"
     return render
 

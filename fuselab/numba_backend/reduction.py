@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ..codegen import index as ix
 from ..ops import Kind
-from .accum import Acc, accumulator
+from .accum import Acc, accumulator, blocked_loop
 from .context import PyContext
 from .emit import CodegenError, indent
 from .model import PyKernel
@@ -135,15 +135,15 @@ def generate(ctx: PyContext) -> PyKernel:
         unit += [f"o = u // {splits}" if splits > 1 else "o = u"]
         for a in accs:
             unit += a.declare()
-        unit += [f"for r in range({lo}, {hi}):", *indent(step, 1)]
+        unit += blocked_loop("r", lo, hi, accs, step)
         unit += _finish_one(ctx, p, accs, partials, splits, "o")
     else:
         unit += [f"o0 = u // {splits} * {tile}" if splits > 1 else f"o0 = u * {tile}",
                  f"n_o = min({K} - o0, {tile})"]
         for a in accs:
             unit += a.declare_array(str(tile))
-        unit += [f"for r in range({lo}, {hi}):", "    for j in range(n_o):", "        o = o0 + j",
-                 *indent(step, 2)]
+        unit += blocked_loop("r", lo, hi, folded, ["for j in range(n_o):", "    o = o0 + j", *indent(step, 1)],
+                             each="for j in range(n_o):")
         unit += ["for j in range(n_o):", "    o = o0 + j",
                  *indent(_finish_one(ctx, p, folded, partials, splits, "o"), 1)]
     body += [f"for u in prange({tiles * splits}):", *indent(unit, 1)]
@@ -156,7 +156,7 @@ def generate(ctx: PyContext) -> PyKernel:
         comb.append(f"for part in range({splits}):")
         for a in accs:
             pv, pi = partials[a.node]
-            comb += indent(a.merge(f"{pv}[o * {splits} + part]", f"{pi}[o * {splits} + part]" if pi else None), 1)
+            comb += indent(a.merge(f"{pv}[ix(o * {splits} + part)]", f"{pi}[ix(o * {splits} + part)]" if pi else None), 1)
         comb += _epilogue(ctx, p, accs, "o")
         body += indent(comb, 1)
     strategy = ("column: tiles of %d outputs walk the rows" % tile if tile > 1 else "inner: one output per unit")

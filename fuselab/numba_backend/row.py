@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..codegen import index as ix
 from ..ops import Kind
-from .accum import accumulator
+from .accum import accumulator, blocked_loop
 from .context import PyContext
 from .emit import CodegenError, indent
 from .model import PyKernel
@@ -86,7 +86,7 @@ def generate(ctx: PyContext) -> PyKernel:
             body += accs[r].declare()
             v = em.value(g.nodes[r].inputs[0], full)
             loop += em.take_lines() + accs[r].step(v, "col")
-        body += [f"for col in range({p.cols}):", *indent(loop, 1)]
+        body += blocked_loop("col", "0", str(p.cols), [accs[r] for r in mine], loop)
         for r in mine:
             name = ctx.names.fresh(f"v{r}")
             body.append(f"{name} = {accs[r].result()}  # %{r} {g.nodes[r].op} of the row")

@@ -52,6 +52,7 @@ class Executable:
             for j in kern.inputs:
                 last[j] = k
         self._last_read = last
+        self.peak_bytes = 0       # outputs and intermediates alive at once, at most (last run)
 
     @property
     def compile_s(self) -> dict[str, float]:
@@ -67,6 +68,7 @@ class Executable:
             originals[i] = inputs[g.nodes[i].args["name"]]
             env[i] = flat(originals[i], g.nodes[i].dtype)
         keep = g.output_ids
+        alive = peak = 0
         for k, (code, comp) in enumerate(zip(self.codes, self.compiled)):
             t0 = time.perf_counter()
             for j in code.inputs:
@@ -78,11 +80,14 @@ class Executable:
                 outs = [np.empty(g.nodes[o].aval.size, storage(g.nodes[o].dtype)) for o in code.outputs]
                 comp.fn(*[env[j] for j in code.inputs], *outs)
                 env.update(zip(code.outputs, outs))
+            alive += sum(env[o].nbytes for o in code.outputs)
+            peak = max(peak, alive)
             if timings is not None:
                 timings.append(time.perf_counter() - t0)
             for j in code.inputs:   # free intermediates after their last reader
                 if self._last_read.get(j) == k and j not in keep and j not in originals:
-                    del env[j]
+                    alive -= env.pop(j).nbytes
+        self.peak_bytes = peak
         missing = [name for name, i in g.outputs if i not in env]
         if missing:
             raise PlanExecutionError(f"no kernel stores the output(s) {', '.join(missing)}")

@@ -37,6 +37,7 @@ def _bitcast(src: types.Type, dst: types.Type, llvm_dst: ir.Type):
 f32_bits = _bitcast(types.float32, types.uint32, ir.IntType(32))
 bits_f32 = _bitcast(types.uint32, types.float32, ir.FloatType())
 f64_bits = _bitcast(types.float64, types.uint64, ir.IntType(64))
+bits_f64 = _bitcast(types.uint64, types.float64, ir.DoubleType())
 
 
 # ---------------------------------------------------------------------------
@@ -271,7 +272,69 @@ def fl_power_uint(a, b):
     return out
 
 
-__all__ = ["fl_from_half", "fl_to_half", "fl_to_half64", "fl_round_half", "fl_round_half64", "fl_f2i32",
+# ---------------------------------------------------------------------------
+# float32 exp, expm1 and tanh that LLVM can vectorize
+# ---------------------------------------------------------------------------
+# libm's expf / tanhf are calls, one element at a time (tens of ns for tanhf), where
+# NumPy's own float32 loops are SIMD: a fused softmax or GELU would lose to NumPy on the
+# transcendental alone. These compute in float64 without a call or a branch (selects
+# only), so a loop around them vectorizes: e^x = 2^n e^r with |r| <= ln2/2 and a degree-11
+# Taylor polynomial for e^r - 1 (relative error < 1e-13), then one rounding to float32,
+# which makes them correctly rounded except within 1e-13 of a rounding boundary. (NumPy's
+# SIMD expf is within a few ulp, glibc's within one.)
+
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01   # ln 2 in 32 bits: n * _LN2_HI is exact
+_LN2_LO = 1.90821492927058770002e-10
+
+
+_ROUND = 6755399441055744.0   # 1.5 * 2**52: adding it rounds a float64 to an integer in its low bits
+
+
+@_jit
+def _expm1_parts(d):
+    """(2**n, e**r - 1) with d = n ln2 + r, for float64 d in [-120, 100]."""
+    k = d * _LOG2E + _ROUND
+    n = k - _ROUND
+    r = (d - n * _LN2_HI) - n * _LN2_LO
+    q = r * (1.0 + r * (0.5 + r * (1.0 / 6 + r * (1.0 / 24 + r * (1.0 / 120 + r * (1.0 / 720 + r * (
+        1.0 / 5040 + r * (1.0 / 40320 + r * (1.0 / 362880 + r * (1.0 / 3628800 + r * (1.0 / 39916800)))))))))))
+    scale = bits_f64((f64_bits(k) - f64_bits(_ROUND) + np.uint64(1023)) << np.uint64(52))
+    return scale, q
+
+
+@_jit
+def _clamp(d, lo, hi):
+    d = d if d < hi else hi
+    return d if d > lo else lo
+
+
+@_jit
+def fl_exp_f32(x):
+    d = _clamp(np.float64(x), -120.0, 100.0)
+    scale, q = _expm1_parts(d)
+    y = np.float32(scale * (1.0 + q))
+    return y if x == x else x
+
+
+@_jit
+def fl_expm1_f32(x):
+    d = _clamp(np.float64(x), -120.0, 100.0)
+    scale, q = _expm1_parts(d)
+    y = np.float32(scale * q + (scale - 1.0))
+    return x if (x != x or x == 0) else y     # NaN, and the sign of a zero
+
+
+@_jit
+def fl_tanh_f32(x):
+    d = _clamp(2.0 * np.abs(np.float64(x)), 0.0, 40.0)
+    scale, q = _expm1_parts(d)
+    em = scale * q + (scale - 1.0)                 # e^(2|x|) - 1, accurate near 0
+    y = np.copysign(np.float32(em / (em + 2.0)), x)
+    return y if x == x else x
+
+
+__all__ = ["fl_exp_f32", "fl_expm1_f32", "fl_tanh_f32", "fl_from_half", "fl_to_half", "fl_to_half64", "fl_round_half", "fl_round_half64", "fl_f2i32",
            "fl_f2i64", "fl_f2u64", "fl_floor_divide_float", "fl_remainder_float", "fl_floor_divide_int",
            "fl_remainder_int", "fl_floor_divide_uint", "fl_remainder_uint", "fl_power_int", "fl_power_uint",
            "f32_bits", "bits_f32", "f64_bits"]
