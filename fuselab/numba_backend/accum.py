@@ -174,6 +174,36 @@ def blocked_loop(var: str, lo: str, hi: str, accs: list[Acc], body: list[str],
             *indent(end, 1)]
 
 
+CHUNK = 64   # elements computed (in a loop LLVM vectorizes) before they are folded in order
+
+
+def fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], values: dict[int, str],
+              names: Names, computes: bool = True) -> tuple[list[str], list[str]]:
+    """(set-up, loop): fold the values that `lines` compute for each `var` in range(lo, hi)
+    into `accs` (`values`: reduce node -> the expression folded in).
+
+    A fold is sequential (fastmath is off, so LLVM keeps the order of a float sum, and
+    with it the vector units idle): when the values take computing, each chunk of CHUNK
+    elements is first computed into small buffers by a loop without a fold, which LLVM
+    vectorizes (a softmax's exp), then folded in order. Loads alone (`computes` False) are
+    folded directly."""
+    if not computes:
+        return [], blocked_loop(var, lo, hi, accs, [*lines, *[l for a in accs for l in a.step(values[a.node], var)]])
+    setup: list[str] = []
+    buffers: dict[str, str] = {}
+    for a in accs:
+        v = values[a.node]
+        if v not in buffers:
+            buffers[v] = names.fresh(f"buf_{v}")
+            setup.append(f"{buffers[v]} = np.empty({CHUNK}, {ctor(a.value_dtype)})")
+    compute = [f"{var} = {var}_c + k", *lines, *[f"{b}[ix(k)] = {v}" for v, b in buffers.items()]]
+    steps = [l for a in accs for l in a.step(f"{buffers[values[a.node]]}[ix(k)]", f"{var}_c + k")]
+    fold = blocked_loop("k", "0", "n_c", accs, steps)
+    loop = [f"for {var}_c in range({lo}, {hi}, {CHUNK}):", f"    n_c = min({CHUNK}, {hi} - {var}_c)",
+            "    for k in range(n_c):", *indent(compute, 2), *indent(fold, 1)]
+    return setup, loop
+
+
 def accumulator(graph: Graph, nid: int, names: Names) -> Acc:
     n = graph.nodes[nid]
     value_dtype = graph.nodes[n.inputs[0]].dtype

@@ -16,6 +16,8 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from ..codegen import index as ix
+from ..codegen.model import CodegenError  # noqa: F401 - one error for both backends' templates
+from ..codegen.emit import array_name, indent, unwrap  # noqa: F401 - backend-neutral helpers, shared
 from ..ir import Graph, Node, product_exponent
 from ..ops import Kind
 from .pyops import ELEMWISE, PRODUCTS
@@ -25,13 +27,9 @@ Coords = tuple[ix.Affine, ...]
 LoadFn = Callable[[int, ix.Affine], str]
 
 
-class CodegenError(ValueError):
-    """A kernel the Numba templates cannot express (a planner bug, or an unsupported op)."""
-
-
 _RESERVED = frozenset(keyword.kwlist) | frozenset(
     "np numba njit prange range min max abs len int float bool True False None ix "
-    "i r c row col o u j part o0 n_o lo hi r_b col_b".split())   # and the templates' loop variables
+    "i r c row col o u j k part o0 n_o n_c lo hi r_b col_b k_b r_c col_c".split())   # and the templates' loop variables
 
 
 class Names:
@@ -55,15 +53,6 @@ def comment(node: Node) -> str:
     if node.loc is None:
         return ""
     return f"  # line {node.loc.line}: {' '.join(node.loc.text.split())}"
-
-
-def array_name(graph: Graph, nid: int) -> str:
-    """A readable base name for a materialised array: the user's name if it has one."""
-    n = graph.nodes[nid]
-    if n.op == "input":
-        return str(n.args["name"])
-    names = graph.names_of(nid)
-    return names[0] if names else f"v{nid}"
 
 
 def render(a: ix.Affine) -> str:
@@ -121,6 +110,10 @@ class PyEmitter:
 
     def emit(self, line: str, node: int = -1) -> None:
         self.lines.append((node, line))
+
+    def computes(self) -> bool:
+        """Whether the statements emitted so far compute anything (more than loads)."""
+        return any(nid >= 0 for nid, _ in self.lines)
 
     def take_lines(self) -> list[str]:
         """The statements emitted so far, in program order (node ids are topological;
@@ -226,22 +219,3 @@ def arange_expr(n: Node, i: str) -> str:
     delta = int(second) - int(first)   # unsigned 64-bit arithmetic wraps like NumPy's fill
     return (f"{ctor(dt)}(np.uint64({int(first) % 2 ** 64}) + np.uint64({i}) * "
             f"np.uint64({delta % 2 ** 64}))")
-
-
-def unwrap(expr: str) -> str:
-    """`(a + b)` -> `a + b` when the outer parentheses enclose the whole expression."""
-    if not (expr.startswith("(") and expr.endswith(")")):
-        return expr
-    depth = 0
-    for k, ch in enumerate(expr):
-        depth += ch == "("
-        depth -= ch == ")"
-        if depth == 0 and k < len(expr) - 1:
-            return expr
-    return expr[1:-1]
-
-
-def indent(lines: Sequence[str], depth: int) -> list[str]:
-    pad = "    " * depth
-    return [pad + line if line else line for line in lines]
-

@@ -78,7 +78,7 @@ def measure(plan: Plan, unfused: Plan | None, inputs: Mapping[str, Any], repeats
     fns["plain NumPy"] = lambda: reference(plan, inputs)
     say("timing " + ", ".join(fns))
     with np.errstate(all="ignore"):
-        timed = time_interleaved(fns, repeats, bytes_moved={k: nbytes for k in fns})
+        timed = time_interleaved(fns, repeats, bytes_moved={k: nbytes for k in fns}, max_seconds=4.0)
     t_plan = timed[label]
     if per_kernel:
         samples: list[list[float]] = []

@@ -16,84 +16,15 @@ tile of T consecutive outputs over a chunk of the R elements:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..codegen import index as ix
-from ..ops import Kind
-from .accum import Acc, accumulator, blocked_loop
+# the CUDA template's analysis of the kernel: the same contract (layout, prologue, epilogue)
+from ..codegen.reduction import _Problem as Problem, _analyse as analyse, _coords as coords
+from .accum import Acc, accumulator, blocked_loop, fold_loop
 from .context import PyContext
-from .emit import CodegenError, indent
+from .emit import indent
 from .model import PyKernel
 
 MIN_UNITS = 16   # fewer units than this: split the reduced range
-
-
-@dataclass(frozen=True)
-class Problem:
-    shape: tuple[int, ...]          # the reduced nodes' input shape X
-    axes: tuple[int, ...]
-    layout: str                     # merged axes, "KR", "RK", "KRK", ...
-    kept: int                       # K: number of outputs
-    reduced: int                    # R: elements per output
-    reduces: tuple[int, ...]
-    prologue_out: tuple[int, ...]   # stored nodes of shape X
-    epilogue_out: tuple[int, ...]   # stored nodes of K elements
-
-
-def analyse(ctx: PyContext) -> Problem:
-    g, k = ctx.graph, ctx.kernel
-    reduces = [i for i in k.nodes if g.nodes[i].kind is Kind.REDUCE]
-    if not reduces:
-        raise CodegenError(f"reduction kernel {ctx.name} has no reduce node")
-    firsts = {(g.nodes[g.nodes[r].inputs[0]].shape, g.nodes[r].args["axes"]) for r in reduces}
-    if len(firsts) != 1:
-        raise CodegenError(f"reduction kernel {ctx.name}: its reductions differ in input shape or axes "
-                           f"({sorted(firsts)})")
-    ((shape, axes),) = firsts
-    after = set(reduces)
-    for i in k.nodes:   # nodes downstream of a reduction: the epilogue
-        if any(j in after for j in g.nodes[i].inputs):
-            after.add(i)
-    for i in k.nodes:
-        if g.nodes[i].kind is Kind.REDUCE and any(j in after for j in g.nodes[i].inputs):
-            raise CodegenError(f"reduction kernel {ctx.name}: %{i} reduces the result of another reduction")
-    kept = ix.prod(d for a, d in enumerate(shape) if a not in axes)
-    reduced = ix.prod(shape[a] for a in axes)
-    feeds: set[int] = set()
-    stack = [g.nodes[r].inputs[0] for r in reduces]
-    while stack:
-        i = stack.pop()
-        if i in feeds or i not in k.nodes:
-            continue
-        feeds.add(i)
-        stack.extend(g.nodes[i].inputs)
-    prologue, epilogue = [], []
-    for o in k.outputs:
-        n = g.nodes[o]
-        if o not in after and (o in feeds or n.shape == shape):
-            if n.shape != shape:
-                raise CodegenError(f"reduction kernel {ctx.name}: output %{o} {n.aval} feeds a reduction "
-                                   f"but is not of the reduced shape {shape}")
-            prologue.append(o)
-        elif n.aval.size == kept:
-            epilogue.append(o)
-        else:
-            raise CodegenError(f"reduction kernel {ctx.name}: output %{o} {n.aval} is neither of the reduced "
-                               f"shape {shape} nor one value per output element ({kept})")
-    merged: list[str] = []
-    for a, d in enumerate(shape):
-        if d != 1:
-            tag = "R" if a in axes else "K"
-            if not merged or merged[-1] != tag:
-                merged.append(tag)
-    return Problem(shape, axes, "".join(merged), kept, reduced, tuple(reduces), tuple(prologue), tuple(epilogue))
-
-
-def coords(p: Problem, out: ix.Affine, r: ix.Affine) -> tuple[ix.Affine, ...]:
-    """Coordinates in X of the element with output index `out` and reduction index `r`."""
-    kc = iter(ix.delinearize(out, [d for a, d in enumerate(p.shape) if a not in p.axes]))
-    rc = iter(ix.delinearize(r, [p.shape[a] for a in p.axes]))
-    return tuple(next(rc) if a in p.axes else next(kc) for a in range(len(p.shape)))
 
 
 def generate(ctx: PyContext) -> PyKernel:
@@ -112,12 +43,11 @@ def generate(ctx: PyContext) -> PyKernel:
 
     # the fold of one element (o, r): prologue values, their stores, one step per reduction
     em = ctx.emitter()
-    step: list[str] = []
-    for a in folded:
-        v = em.value(g.nodes[a.node].inputs[0], at)
-        step += em.take_lines() + a.step(v, "r")
+    values = {a.node: em.value(g.nodes[a.node].inputs[0], at) for a in folded}
     stores = [ctx.store(o, ix.linearize(at, p.shape), em.stored(o, at)) for o in p.prologue_out]
-    step = step + em.take_lines() + stores
+    computes = em.computes() or bool(stores)
+    element = em.take_lines() + stores
+    step = element + [l for a in folded for l in a.step(values[a.node], "r")]
 
     lo = "part * {c}".format(c=chunk) if splits > 1 else "0"
     hi = f"min({R}, part * {chunk} + {chunk})" if splits > 1 else f"{R}"
@@ -133,9 +63,10 @@ def generate(ctx: PyContext) -> PyKernel:
     unit = [f"part = u % {splits}"] if splits > 1 else []
     if tile == 1:
         unit += [f"o = u // {splits}" if splits > 1 else "o = u"]
+        setup, loop = fold_loop("r", lo, hi, accs, element, values, ctx.names, computes)
         for a in accs:
             unit += a.declare()
-        unit += blocked_loop("r", lo, hi, accs, step)
+        unit += setup + loop
         unit += _finish_one(ctx, p, accs, partials, splits, "o")
     else:
         unit += [f"o0 = u // {splits} * {tile}" if splits > 1 else f"o0 = u * {tile}",

@@ -10,61 +10,12 @@ so results do not depend on the number of threads.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..codegen import index as ix
-from ..ops import Kind
-from .accum import accumulator, blocked_loop
+from ..codegen.row import _analyse as analyse   # the row contract is the CUDA template's
+from .accum import accumulator, fold_loop
 from .context import PyContext
-from .emit import CodegenError, indent
+from .emit import indent
 from .model import PyKernel
-
-
-@dataclass(frozen=True)
-class RowShape:
-    shape: tuple[int, ...]       # F
-    rows: int
-    cols: int
-    reduces: tuple[int, ...]
-    levels: dict[int, int]       # reduce node -> pass number (1-based)
-    full_out: tuple[int, ...]
-    row_out: tuple[int, ...]
-
-
-def analyse(ctx: PyContext) -> RowShape:
-    g, k = ctx.graph, ctx.kernel
-    reduces = [i for i in k.nodes if g.nodes[i].kind is Kind.REDUCE]
-    if not reduces:
-        raise CodegenError(f"row kernel {ctx.name} has no reduction")
-    shapes = {g.nodes[g.nodes[r].inputs[0]].shape for r in reduces}
-    if len(shapes) != 1:
-        raise CodegenError(f"row kernel {ctx.name}: reductions over different shapes {sorted(shapes)}")
-    (shape,) = shapes
-    if not shape:
-        raise CodegenError(f"row kernel {ctx.name}: a row kernel needs at least one axis")
-    for r in reduces:
-        if g.nodes[r].args["axes"] != (len(shape) - 1,):
-            raise CodegenError(f"row kernel {ctx.name}: %{r} does not reduce the last axis of {shape}")
-    levels: dict[int, int] = {}
-    depth: dict[int, int] = {}
-    for i in k.nodes:   # the number of reductions on the longest path to each node
-        d = max((depth.get(j, 0) for j in g.nodes[i].inputs), default=0)
-        if g.nodes[i].kind is Kind.REDUCE:
-            levels[i] = d + 1
-            d += 1
-        depth[i] = d
-    rows = ix.prod(shape[:-1])
-    full_out, row_out = [], []
-    for o in k.outputs:
-        n = g.nodes[o]
-        if n.shape == shape:
-            full_out.append(o)
-        elif n.aval.size == rows:
-            row_out.append(o)
-        else:
-            raise CodegenError(f"row kernel {ctx.name}: output %{o} {n.aval} is neither full-shape {shape} "
-                               "nor one value per row")
-    return RowShape(shape, rows, shape[-1], tuple(reduces), levels, tuple(full_out), tuple(row_out))
 
 
 def generate(ctx: PyContext) -> PyKernel:
@@ -81,12 +32,14 @@ def generate(ctx: PyContext) -> PyKernel:
         mine = [r for r in p.reduces if p.levels[r] == level]
         body.append(f"# pass {level}: " + ", ".join(f"%{r} {g.nodes[r].op}" for r in mine))
         em = ctx.emitter(fixed)
-        loop: list[str] = []
+        values = {r: em.value(g.nodes[r].inputs[0], full) for r in mine}
+        computes = em.computes()
+        setup, loop = fold_loop("col", "0", str(p.cols), [accs[r] for r in mine], em.take_lines(), values, ctx.names,
+                                computes)
+        body += setup
         for r in mine:
             body += accs[r].declare()
-            v = em.value(g.nodes[r].inputs[0], full)
-            loop += em.take_lines() + accs[r].step(v, "col")
-        body += blocked_loop("col", "0", str(p.cols), [accs[r] for r in mine], loop)
+        body += loop
         for r in mine:
             name = ctx.names.fresh(f"v{r}")
             body.append(f"{name} = {accs[r].result()}  # %{r} {g.nodes[r].op} of the row")

@@ -8,6 +8,7 @@ interpreter. Importing this module imports Numba.
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from typing import Any, Mapping
 
 import numpy as np
@@ -19,6 +20,20 @@ from .codegen import generate
 from .compile import Compiled, compile_kernel
 from .model import NumbaOptions, PyKernel
 from .pytypes import is_half, storage
+
+
+_CODES: "OrderedDict[tuple[Plan, NumbaOptions], tuple]" = OrderedDict()
+
+
+def codes_for(plan: Plan, options: NumbaOptions) -> tuple:
+    """Generated code for a plan, remembered (a re-run of a cell generates nothing)."""
+    key = (plan, options)
+    if key not in _CODES:
+        _CODES[key] = generate(plan, options)
+        if len(_CODES) > 256:
+            _CODES.popitem(last=False)
+    _CODES.move_to_end(key)
+    return _CODES[key]
 
 
 def flat(a: Any, dtype: np.dtype) -> np.ndarray:
@@ -39,7 +54,7 @@ class Executable:
         self.plan = plan
         self.options = options or NumbaOptions()
         g = plan.graph
-        self.codes = generate(plan, self.options)
+        self.codes = codes_for(plan, self.options)
         self.compiled: list[Compiled | None] = []
         for code in self.codes:
             if isinstance(code, PyKernel):

@@ -252,17 +252,12 @@ def fl_power_int(a, b):
         if a == -1:
             return np.int64(-1) if b & 1 else np.int64(1)
         return np.int64(0)
-    base, out, e = np.uint64(a), np.uint64(1), np.uint64(b)
-    while e != 0:
-        if e & np.uint64(1):
-            out = out * base
-        base = base * base
-        e >>= np.uint64(1)
-    return np.int64(out)
+    return np.int64(fl_power_uint(a, b))
 
 
 @_jit
 def fl_power_uint(a, b):
+    """a ** b by squaring in uint64 (wrapping; the caller narrows)."""
     base, out, e = np.uint64(a), np.uint64(1), np.uint64(b)
     while e != 0:
         if e & np.uint64(1):
