@@ -10,7 +10,7 @@ import pytest
 from numba_util import FULL, run_numba
 
 from fuselab.interp import run_graph
-from fuselab.runtime.verify import compare
+from fuselab.runtime.verify import RTOL, compare
 
 from cases import all_cases
 
@@ -34,6 +34,12 @@ def _selected(case) -> bool:
 
 
 CASES = [c for c in ALL if _selected(c)]
+
+
+def twice(rtol):
+    """Two implementations each within `rtol` of NumPy are within twice that of each other
+    (reductions add in different orders)."""
+    return 2 * rtol if rtol is not None else {dt: 2 * r for dt, r in RTOL.items()}
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +69,7 @@ def test_case_matches_numpy_and_emulated_cuda(case, emulated):
         assert check.ok, f"{plan.strategy} plan vs NumPy: {check.worst}"
         if emulated is not None:
             cuda = emulated.run(plan, case.inputs)
-            check = compare(got, cuda, case.rtol)
+            check = compare(got, cuda, twice(case.rtol))
             assert check.ok, f"{plan.strategy} plan vs emulated CUDA: {check.worst}"
         again = run_numba(plan, case.inputs)
         for name in got:   # deterministic: the same bits on a second run

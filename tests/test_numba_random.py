@@ -34,5 +34,5 @@ def test_random_program_matches_numpy(seed, emulated):
         check = compare(got, want, program_rtol(graph))
         assert check.ok, f"seed {seed}, {plan.strategy} plan:\n{plan}\n{check.worst}"
         if emulated is not None and seed in EMULATED_SEEDS:
-            check = compare(got, emulated.run(plan, inputs), program_rtol(graph))
+            check = compare(got, emulated.run(plan, inputs), 2 * program_rtol(graph))   # both within rtol of NumPy
             assert check.ok, f"seed {seed}, {plan.strategy} plan vs emulated CUDA:\n{plan}\n{check.worst}"
