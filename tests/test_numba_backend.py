@@ -262,3 +262,25 @@ def test_magic_backend_numba():
     r = ip.user_ns["r"]
     assert r.backend == "numba" and r.measurement is not None and "Numba backend" in r.summary()
     ip.user_ns.clear()
+
+
+def test_float16_fast_mode_rounds_only_what_it_stores():
+    """fp16_math='fast' keeps float32 inside the kernel: the result is the float32 chain
+    rounded once; 'numpy' rounds after every op, as NumPy does."""
+    from fuselab.numba_backend import NumbaOptions
+    b = GraphBuilder()
+    x = b.input("x", (4099,), np.float16)
+    y = x
+    for op, c in [("multiply", 1.37), ("add", 0.61), ("multiply", x), ("subtract", 0.3), ("true_divide", 1.9)]:
+        y = b.elemwise(op, [y, c if isinstance(c, int) else b.const(c, np.float16)])
+    g = b.build([("y", y)])
+    plan = one_kernel(g, Template.POINTWISE)
+    xs = np.random.default_rng(5).uniform(-3, 3, 4099).astype(np.float16)
+    numpy_mode = run_numba(plan, {"x": xs}, SERIAL)["y"]
+    fast = run_numba(plan, {"x": xs}, NumbaOptions(parallel=False, fp16_math="fast"))["y"]
+    np.testing.assert_array_equal(numpy_mode, run_graph(g, {"x": xs})["y"])         # bit-equal to NumPy
+    f = xs.astype(np.float32)
+    want = ((((f * np.float32(np.float16(1.37)) + np.float32(np.float16(0.61))) * f) - np.float32(np.float16(0.3)))
+            / np.float32(np.float16(1.9))).astype(np.float16)
+    np.testing.assert_array_equal(fast, want)
+    assert (fast != numpy_mode).any()     # the modes differ somewhere on 4099 values

@@ -29,6 +29,7 @@ def generate(ctx: PyContext) -> PyKernel:
     n = ix.prod(shape)
     i = ix.Var("i", max(n, 1))
     flat = ix.delinearize(ix.Affine.of(i), shape)
+    taken = set(ctx.names.used)
     em = ctx.emitter()
     stores = [ctx.store(o, ix.Affine.of(i), em.stored(o, flat)) for o in k.outputs]
     affine = not any(has_divmod(c) for c in em.indices())
@@ -39,6 +40,7 @@ def generate(ctx: PyContext) -> PyKernel:
         rows, cols = ix.prod(shape[:-1]), shape[-1]
         r, c = ix.Var("r", rows), ix.Var("c", cols)
         coords = (*ix.delinearize(ix.Affine.of(r), shape[:-1]), ix.Affine.of(c))
+        ctx.names.used = taken      # the flat attempt's names are free again
         em = ctx.emitter()
         at = ix.Affine.of(r) * cols + ix.Affine.of(c)
         stores = [ctx.store(o, at, em.stored(o, coords)) for o in k.outputs]
