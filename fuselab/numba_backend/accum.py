@@ -197,8 +197,18 @@ def fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], val
             buffers[v] = names.fresh(f"buf_{v}")
             setup.append(f"{buffers[v]} = np.empty({CHUNK}, {ctor(a.value_dtype)})")
     compute = [f"{var} = {var}_c + k", *lines, *[f"{b}[ix(k)] = {v}" for v, b in buffers.items()]]
-    steps = [l for a in accs for l in a.step(f"{buffers[values[a.node]]}[ix(k)]", f"{var}_c + k")]
-    fold = blocked_loop("k", "0", "n_c", accs, steps)
+    # float sums of values already of their type add each block of a buffer as a tree
+    tree = [a for a in accs if a.blocked and register(a.value_dtype) == register(a.acc_dtype)]
+    steps = [l for a in accs if a not in tree for l in a.step(f"{buffers[values[a.node]]}[ix(k)]", f"{var}_c + k")]
+    if not tree:
+        fold = blocked_loop("k", "0", "n_c", accs, steps)
+    else:
+        fold = [f"for k_b in range(0, n_c, {BLOCK}):",
+                *indent([l for a in accs if a not in tree for l in a.begin_block()], 1),
+                *[f"    {a.blk} = fl_block_sum({buffers[values[a.node]]}, k_b, min(k_b + {BLOCK}, n_c))"
+                  for a in tree],
+                *([f"    for k in range(k_b, min(k_b + {BLOCK}, n_c)):", *indent(steps, 2)] if steps else []),
+                *indent([l for a in accs for l in a.end_block()], 1)]
     loop = [f"for {var}_c in range({lo}, {hi}, {CHUNK}):", f"    n_c = min({CHUNK}, {hi} - {var}_c)",
             "    for k in range(n_c):", *indent(compute, 2), *indent(fold, 1)]
     return setup, loop

@@ -267,6 +267,20 @@ def fl_power_uint(a, b):
     return out
 
 
+@_jit
+def fl_block_sum(buf, lo, hi):
+    """The sum of buf[lo:hi] (at most 16 values) in buf's type: a fixed tree for a full
+    block (no chain of dependent adds, and pairwise accuracy), in order for a short one."""
+    if hi - lo == 16:
+        b = buf[lo:hi]
+        return (((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]))) + \
+            (((b[8] + b[9]) + (b[10] + b[11])) + ((b[12] + b[13]) + (b[14] + b[15])))
+    s = buf[lo] - buf[lo]
+    for k in range(lo, hi):
+        s += buf[k]
+    return s
+
+
 # ---------------------------------------------------------------------------
 # float32 exp, expm1 and tanh that LLVM can vectorize
 # ---------------------------------------------------------------------------
@@ -329,7 +343,7 @@ def fl_tanh_f32(x):
     return y if x == x else x
 
 
-__all__ = ["fl_exp_f32", "fl_expm1_f32", "fl_tanh_f32", "fl_from_half", "fl_to_half", "fl_to_half64", "fl_round_half", "fl_round_half64", "fl_f2i32",
+__all__ = ["fl_block_sum", "fl_exp_f32", "fl_expm1_f32", "fl_tanh_f32", "fl_from_half", "fl_to_half", "fl_to_half64", "fl_round_half", "fl_round_half64", "fl_f2i32",
            "fl_f2i64", "fl_f2u64", "fl_floor_divide_float", "fl_remainder_float", "fl_floor_divide_int",
            "fl_remainder_int", "fl_floor_divide_uint", "fl_remainder_uint", "fl_power_int", "fl_power_uint",
            "f32_bits", "bits_f32", "f64_bits"]
