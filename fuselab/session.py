@@ -272,7 +272,10 @@ class Session:
         elif self.backend == "numba":
             from .numba_backend.measure import execute_checked
             inputs = {k: v.get() if hasattr(v, "get") else v for k, v in self.traced.inputs.items()}
-            outs, self.check = execute_checked(self.plan, inputs, self.numba_options())
+            numpy_in = self.traced.array_module == "numpy"
+            outs, self.check = execute_checked(self.plan, inputs, self.numba_options(),
+                                               on_fp_error=self.traced.fp_error if numpy_in else None,
+                                               known=self.traced.break_values() if numpy_in else {})
             if self.traced.array_module == "cupy":
                 import cupy
                 outs = {k: cupy.asarray(v) for k, v in outs.items()}

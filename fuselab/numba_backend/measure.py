@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..interp import run_graph
+from ..interp import run_graph, run_plan
 from ..plan.model import Plan
 from ..runtime.measure import Measurement, cell_bytes
 from ..runtime.timing import Timing, summarize
@@ -51,11 +51,16 @@ def reference(plan: Plan, inputs: Mapping[str, Any]) -> dict[str, Any]:
     return run_graph(plan.graph, inputs, np)
 
 
-def execute_checked(plan: Plan, inputs: Mapping[str, Any], options: NumbaOptions | None = None
-                    ) -> tuple[dict[str, np.ndarray], Check]:
-    """Run `plan` and compare its results with plain NumPy's."""
-    outs = Executable(plan, options).run(inputs)
-    return outs, compare(outs, reference(plan, inputs))
+def execute_checked(plan: Plan, inputs: Mapping[str, Any], options: NumbaOptions | None = None,
+                    on_fp_error: Callable[[int, str], None] | None = None,
+                    known: Mapping[int, Any] | None = None) -> tuple[dict[str, np.ndarray], Check]:
+    """Run `plan` and compare its results with the reference interpreter's (NumPy), which
+    also reports the floating-point errors NumPy would warn about (`on_fp_error`), as the
+    NumPy backend does. `known`: values computed at graph breaks, which the kernels that
+    store them need not compute again."""
+    outs = Executable(plan, options).run(inputs, known=known)
+    want = run_plan(plan, inputs, np, on_fp_error=on_fp_error, known=known)
+    return outs, compare(outs, want)
 
 
 def measure(plan: Plan, unfused: Plan | None, inputs: Mapping[str, Any], repeats: int = 20,
