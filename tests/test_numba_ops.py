@@ -1,17 +1,17 @@
 """tests/test_ops.py's matrix through the Numba backend: every ufunc of the op table over
 dtypes and broadcast shapes (0-size and size-1 dimensions), reductions over axes, casts,
 weak and strong scalars — traced from NumPy source, planned (auto), compiled and run,
-against plain NumPy. Many ops share one cell (one fused kernel) to keep compiles few."""
+against plain NumPy, through `run_cell` (the magic's path, bindings included). Many ops
+share one cell (one fused kernel) to keep compiles few."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from numba_util import FULL, run_numba
+from numba_util import FULL, SERIAL
 
-import fuselab
+from fuselab.cell import run_cell
 from fuselab.ops import OPS
-from fuselab.plan import make_plan
 
 from test_ops import DTYPES, SHAPES, UFUNCS, values
 
@@ -39,12 +39,23 @@ def _numpy_results(lines: list[str], ns: dict) -> tuple[list[str], dict]:
     return kept, want
 
 
+@pytest.fixture(autouse=True)
+def _serial(monkeypatch):
+    """Cells compile their kernels without `parallel` here (a third of the compile time;
+    test_numba_backend.py checks that parallel kernels give the same bits)."""
+    from fuselab.session import Session
+    monkeypatch.setattr(Session, "numba_options", lambda self: SERIAL)
+
+
 def _check(lines: list[str], ns: dict) -> None:
+    """The cell of the lines NumPy accepts, run as %%fuse runs it on the Numba backend:
+    every name it binds holds NumPy's value and dtype."""
     kept, want = _numpy_results(lines, ns)
-    traced = fuselab.trace_cell("\n".join(kept), ns)
-    got = run_numba(make_plan(traced.graph, "auto"), traced.inputs)
+    got = dict(ns)
+    session = run_cell(got, "\n".join(kept), backend="numba", time=False, quiet=True)
+    assert session.backend == "numba" and session.check.ok, session.check.worst
     for name, w in want.items():
-        g = got[name]
+        g = np.asarray(got[name])
         assert g.dtype == w.dtype and g.shape == w.shape, (name, g.dtype, w.dtype, g.shape, w.shape)
         if w.dtype.kind in "biu":
             np.testing.assert_array_equal(g, w, err_msg=name)
