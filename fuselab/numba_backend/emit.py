@@ -18,9 +18,9 @@ import numpy as np
 from ..codegen import index as ix
 from ..codegen.model import CodegenError  # noqa: F401 - one error for both backends' templates
 from ..codegen.emit import array_name, indent, unwrap  # noqa: F401 - backend-neutral helpers, shared
-from ..ir import Graph, Node, product_exponent
+from ..ir import Graph, Node, special_exponent
 from ..ops import Kind
-from .pyops import ELEMWISE, PRODUCTS
+from .pyops import ELEMWISE, special_power
 from .pytypes import cast, ctor, is_half, literal, register
 
 Coords = tuple[ix.Affine, ...]
@@ -181,8 +181,8 @@ class PyEmitter:
         ctype = np.dtype(n.args["ctype"])
         ops = [self._operand(n, k, coords, np.dtype(bool) if (n.op == "where" and k == 0) else ctype)
                for k in range(len(n.inputs))]
-        k = product_exponent(self.graph, n)
-        expr = PRODUCTS[k].format(ops[0]) if k else ELEMWISE[n.op](ops, ctype)
+        k = special_exponent(self.graph, n)
+        expr = special_power(k, ops[0], ctype) if k else ELEMWISE[n.op](ops, ctype)
         if is_half(n.dtype) and self.fp16_numpy and n.op not in ("where", "positive"):
             expr = f"fl_round_half({unwrap(expr)})"   # NumPy rounds every float16 op to half
         return expr

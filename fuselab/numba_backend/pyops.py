@@ -220,8 +220,17 @@ for _fn in ("sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log
             "arctan2", "hypot", "copysign"):
     ELEMWISE[_fn] = _math(_fn)
 
-# x ** k for a constant 2, 3 or 4 (ir.product_exponent says when, and why)
-PRODUCTS = {2: "({0} * {0})", 3: "({0} * {0} * {0})", 4: "(({0} * {0}) * ({0} * {0}))"}
+# x ** k for a constant 2, 3, 4, 0.5 or -1 of a float loop (ir.special_exponent says when,
+# and why): products, a square root, a division
+_PRODUCTS = {2: "({0} * {0})", 3: "({0} * {0} * {0})", 4: "(({0} * {0}) * ({0} * {0}))"}
+
+
+def special_power(k: float, x: str, ct: np.dtype) -> str:
+    if k == 0.5:
+        return f"{ctor(ct)}(np.sqrt({x}))"
+    if k == -1:
+        return f"({literal(1, ct)} / {x})"
+    return _PRODUCTS[int(k)].format(x)
 
 
 def combine(op: str, acc: str, value: str, acc_dtype: np.dtype) -> str:
