@@ -32,6 +32,7 @@ Examples
     p = np.exp(x - x.max(axis=1, keepdims=True))
     p = p / p.sum(axis=1, keepdims=True)
 
+    %%fuse --backend numba           # kernels compiled for the CPU with Numba, timed against NumPy
     %%fuse --backend cpu --static    # NumPy backend, plain HTML/SVG output for saved notebooks
     %%fuse --keep t -n 50            # also bind t; time with 50 repeats
     %%fuse --fullgraph               # an error, not a graph break, where Python needs a value
@@ -44,7 +45,7 @@ Defaults can be set with ``%config FuseMagics.backend = 'cpu'`` (also ``plan``,
 ``repeats``, ``static``, ``time``, ``fp16``).
 """
 
-_CHOICES = {"backend": ("auto", "cuda", "cpu"), "plan": ("auto", "unfused", "max"), "fp16": ("numpy", "fast")}
+_CHOICES = {"backend": ("auto", "cuda", "cpu", "numba"), "plan": ("auto", "unfused", "max"), "fp16": ("numpy", "fast")}
 
 
 def _usage(msg: str) -> UsageError:
@@ -53,11 +54,11 @@ def _usage(msg: str) -> UsageError:
 
 @magics_class
 class FuseMagics(Magics):
-    backend = Unicode("auto", help="Default backend: auto, cuda or cpu").tag(config=True)
+    backend = Unicode("auto", help="Default backend: auto, cuda, numba or cpu").tag(config=True)
     plan = Unicode("auto", help="Default plan: auto, unfused or max").tag(config=True)
-    repeats = Int(20, help="Default number of timed repeats on the GPU").tag(config=True)
+    repeats = Int(20, help="Default number of timed repeats (GPU or Numba)").tag(config=True)
     static = Bool(False, help="Show plain HTML/SVG output instead of the interactive explorer").tag(config=True)
-    time = Bool(True, help="Time the plan on the GPU after running it").tag(config=True)
+    time = Bool(True, help="Time the plan (GPU or Numba) after running it").tag(config=True)
     fp16 = Unicode("numpy", help="float16 math: 'numpy' (op-by-op rounding, equal to NumPy) or "
                                  "'fast' (fp32 inside a kernel)").tag(config=True)
 
@@ -77,7 +78,8 @@ class FuseMagics(Magics):
 
     @magic_arguments()
     @argument("--backend", choices=_CHOICES["backend"], default=None,
-              help="where to run: cuda (GPU via CuPy), cpu (NumPy reference), auto (GPU if present)")
+              help="where to run: cuda (GPU via CuPy), numba (each kernel compiled for the CPU, timed), "
+                   "cpu (NumPy reference, kernel by kernel), auto (GPU if present, else Numba if installed)")
     @argument("--plan", choices=_CHOICES["plan"], default=None,
               help="fusion plan: auto (cost-model optimum), unfused (one kernel per op), max (largest legal kernels)")
     @argument("--static", action="store_true", default=None,

@@ -18,7 +18,7 @@ from .plan import Plan, PlanError, make_plan, unfused_plan
 from .runtime.verify import Check  # plain data; importing it loads no CuPy
 from .trace import TraceResult
 
-BACKENDS = ("auto", "cuda", "cpu")
+BACKENDS = ("auto", "cuda", "cpu", "numba")
 STRATEGIES = ("auto", "unfused", "max")
 
 
@@ -39,6 +39,8 @@ class KernelInfo:
     index: int
     kernel: Any
     code: Any | None = None         # codegen KernelCode (None for opaque / not generated)
+    py_code: Any | None = None      # the Numba backend's PyKernel (None: not generated)
+    python_first: bool = False      # the session runs the Python (Numba) code, not the CUDA
 
     @property
     def name(self) -> str:
@@ -62,6 +64,10 @@ class KernelInfo:
         return (f"<kernel k{self.index} {self.name}: {k.template.value}, {len(k.nodes)} node(s), "
                 f"reads {ids(k.inputs)}, writes {ids(k.outputs)}>")
 
+    @property
+    def python_source(self) -> str | None:
+        return getattr(self.py_code, "source", None)
+
 
 def cuda_status() -> tuple[bool, str]:
     """Can the CUDA backend run here? (available, reason if not, in a user's words)."""
@@ -76,6 +82,12 @@ def cuda_status() -> tuple[bool, str]:
     return ok, why
 
 
+def numba_status() -> tuple[bool, str]:
+    """Can the Numba CPU backend run here? (available, reason if not)."""
+    from .numba_backend import available
+    return available()
+
+
 def resolve_backend(requested: str, array_module: str) -> tuple[str, str]:
     """(backend, note) for a requested backend and the cell's kind of input arrays."""
     if requested not in BACKENDS:
@@ -84,12 +96,21 @@ def resolve_backend(requested: str, array_module: str) -> tuple[str, str]:
         if array_module == "cupy":
             return "cpu", "CPU backend: CuPy inputs are copied to the host and back"
         return "cpu", "CPU backend (requested): the plan runs with NumPy, kernel by kernel; times are predicted"
+    if requested == "numba":
+        ok, why = numba_status()
+        if not ok:
+            raise BackendError(f"the Numba backend cannot run here: {why}", None,
+                               "pip install 'fuselab[cpu]', or use --backend cpu")
+        copied = "; CuPy inputs are copied to the host and back" if array_module == "cupy" else ""
+        return "numba", f"Numba backend (requested): each kernel compiled for the CPU; times are measured{copied}"
     ok, why = cuda_status()
     if ok:
         return "cuda", ""
     if requested == "cuda" or array_module == "cupy":
         raise BackendError(f"the CUDA backend cannot run here: {why}", None,
                            "run on a machine with an NVIDIA GPU and CuPy, or use --backend cpu with NumPy arrays")
+    if numba_status()[0]:
+        return "numba", f"Numba backend ({why}): each kernel compiled for the CPU; times are measured"
     return "cpu", f"CPU backend ({why}): the plan runs with NumPy, kernel by kernel; times are predicted"
 
 
@@ -102,13 +123,14 @@ class Session:
         self.repeats = repeats
         self.codegen_options = codegen_options
         self.unfused: Plan = unfused_plan(self.graph)
-        self.plan: Plan = self.unfused if strategy == "unfused" else make_plan(self.graph, strategy)
+        self.plan: Plan = self.unfused if strategy == "unfused" else self._make_plan(strategy)
         self.history: list[Plan] = [self.plan]
         self.message = ""                 # the last choice's outcome, e.g. a refusal reason
         self.outputs: dict[str, Any] | None = None
         self.check: Check | None = None
         self.measurement: Any = None
         self._codes: dict[int, tuple] = {}
+        self._py_codes: dict[int, tuple] = {}
         self._listeners: list[Callable[["Session"], None]] = []
 
     @classmethod
@@ -123,7 +145,9 @@ class Session:
     @property
     def kernels(self) -> tuple[KernelInfo, ...]:
         codes = self.codes(optional=True)
-        return tuple(KernelInfo(i, k, codes[i] if codes else None) for i, k in enumerate(self.plan.kernels))
+        py = self.python_codes(optional=True)
+        return tuple(KernelInfo(i, k, codes[i] if codes else None, py[i] if py else None,
+                                self.backend == "numba") for i, k in enumerate(self.plan.kernels))
 
     def report(self, plan: Plan | None = None):
         """The planner's cost report (bytes, launches, predicted time) for a plan."""
@@ -132,6 +156,9 @@ class Session:
 
     def device_params(self):
         from .plan.cost import DeviceParams
+        if self.backend == "numba":
+            from .numba_backend.calibrate import device_params
+            return device_params()
         if self.backend == "cuda":
             try:
                 from .runtime import calibration
@@ -153,6 +180,29 @@ class Session:
                 raise
         return self._codes[key]
 
+    def python_codes(self, optional: bool = False) -> tuple | None:
+        """The Numba backend's Python for each kernel of the current plan (cached per
+        plan); generating it needs no Numba."""
+        key = id(self.plan)
+        if key not in self._py_codes:
+            try:
+                from .numba_backend import generate
+                self._py_codes = {key: generate(self.plan, self.numba_options())}
+            except Exception:
+                if optional:
+                    return None
+                raise
+        return self._py_codes[key]
+
+    def numba_options(self):
+        from .numba_backend import NumbaOptions
+        return NumbaOptions(fp16_math=getattr(self.codegen_options, "fp16_math", "numpy"))
+
+    def _make_plan(self, strategy: str) -> Plan:
+        """Plans for the machine that runs them: the Numba backend plans with the CPU's
+        calibrated figures."""
+        return make_plan(self.graph, strategy, params=self.device_params() if self.backend == "numba" else None)
+
     # -- choosing ---------------------------------------------------------------
     def on_change(self, callback: Callable[["Session"], None]) -> None:
         self._listeners.append(callback)
@@ -171,7 +221,7 @@ class Session:
         if strategy not in STRATEGIES:
             raise PlanChoiceError(f"session.choose({strategy!r}): there is no such plan", "no such plan",
                                   f"choose one of {', '.join(repr(s) for s in STRATEGIES)}")
-        plan = self.unfused if strategy == "unfused" else make_plan(self.graph, strategy)
+        plan = self.unfused if strategy == "unfused" else self._make_plan(strategy)
         return self._set(plan, f"{strategy} plan")
 
     def fuse(self, *targets: Any) -> Plan:
@@ -219,6 +269,16 @@ class Session:
                                                        options=self.codegen_options)
             if self.traced.array_module == "numpy":
                 outs = {k: v.get() if hasattr(v, "get") else v for k, v in outs.items()}
+        elif self.backend == "numba":
+            from .numba_backend.measure import execute_checked
+            inputs = {k: v.get() if hasattr(v, "get") else v for k, v in self.traced.inputs.items()}
+            numpy_in = self.traced.array_module == "numpy"
+            outs, self.check = execute_checked(self.plan, inputs, self.numba_options(),
+                                               on_fp_error=self.traced.fp_error if numpy_in else None,
+                                               known=self.traced.break_values() if numpy_in else {})
+            if self.traced.array_module == "cupy":
+                import cupy
+                outs = {k: cupy.asarray(v) for k, v in outs.items()}
         else:
             from .interp import run_plan
             inputs = {k: v.get() if hasattr(v, "get") else v for k, v in self.traced.inputs.items()}
@@ -235,10 +295,20 @@ class Session:
         return outs
 
     def measure(self, repeats: int | None = None, progress: Callable[[str], None] | None = None):
-        """Time plan, unfused and eager runs on the GPU (CUDA backend only)."""
+        """Time plan, unfused and eager runs: on the GPU (CUDA backend), or on the CPU
+        against plain NumPy (Numba backend)."""
+        if self.backend == "numba":
+            from .numba_backend.measure import measure as measure_cpu
+            inputs = {k: v.get() if hasattr(v, "get") else v for k, v in self.traced.inputs.items()}
+            self.measurement = measure_cpu(self.plan, self.unfused, inputs, repeats=repeats or self.repeats,
+                                           options=self.numba_options(), progress=progress)
+            for cb in self._listeners:
+                cb(self)
+            return self.measurement
         if self.backend != "cuda":
-            raise BackendError("measurement needs the CUDA backend", None,
-                               "run on a machine with an NVIDIA GPU; predicted times are shown instead")
+            raise BackendError("measurement needs the CUDA or the Numba backend", None,
+                               "run on a machine with an NVIDIA GPU, or pip install 'fuselab[cpu]' and use "
+                               "--backend numba; predicted times are shown instead")
         from . import runtime
         self.measurement = runtime.measure(self.plan, self.unfused, self.traced.inputs,
                                            repeats=repeats or self.repeats, options=self.codegen_options,

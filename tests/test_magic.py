@@ -132,8 +132,10 @@ def test_cpu_backend_says_so(ip, capsys):
     from fuselab.session import cuda_status
     if cuda_status()[0]:
         pytest.skip("GPU present")
-    assert run(ip, "-o r", "y = x + 1").success
+    assert run(ip, "-o r --backend cpu", "y = x + 1").success
     assert "CPU backend" in ip.user_ns["r"].summary()
+    assert run(ip, "-o r", "y = x + 1").success    # auto: Numba when it is installed, else NumPy
+    assert ip.user_ns["r"].summary().splitlines()[1].startswith(("Numba backend", "CPU backend"))
 
 
 def test_cupy_fuse_functions_are_traced_through(ip):

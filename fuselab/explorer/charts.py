@@ -11,7 +11,7 @@ import io
 from typing import Any
 
 from .graph import kernel_color
-from .numbers import measured_kernels, plan_report
+from .numbers import measured_kernels, measured_label, plan_report
 
 
 def timing_chart_png(session: Any) -> bytes | None:
@@ -23,6 +23,7 @@ def timing_chart_png(session: Any) -> bytes | None:
     from matplotlib.figure import Figure
 
     measured = measured_kernels(session.measurement)
+    label = measured_label(session)
     copy_bw = rep.params.bandwidth
     n = len(rep.kernels)
     labels = [f"k{c.index} {c.name}"[:26] for c in rep.kernels]
@@ -39,15 +40,15 @@ def timing_chart_png(session: Any) -> bytes | None:
               alpha=0.45, edgecolor=colors, label="predicted (cost model, pale)")
     if measured:
         meas_us = [(t or 0.0) * 1e6 for t in measured[:n]] + [0.0] * (n - len(measured))
-        ax_t.barh([y - h / 2 for y in ys], meas_us, height=h, color=colors, label="measured")
+        ax_t.barh([y - h / 2 for y in ys], meas_us, height=h, color=colors, label=label)
     ax_t.set_yticks(ys, labels, fontsize=8)
     ax_t.set_xlabel("time per kernel (µs)")
-    ax_t.set_title("predicted vs measured" if measured else "predicted time (no GPU measurement)", fontsize=10)
+    ax_t.set_title(f"predicted vs {label}" if measured else "predicted time (no GPU measurement)", fontsize=10)
     ax_t.legend(fontsize=8, loc="lower right")
 
     if measured:
         frac = [(c.bytes_total / t / copy_bw) if t else 0.0 for c, t in zip(rep.kernels, measured)]
-        title, alpha = "achieved bandwidth (measured)", 1.0
+        title, alpha = f"achieved bandwidth ({label})", 1.0
     else:
         frac = [c.bytes_total / c.time_s / copy_bw if c.time_s else 0.0 for c in rep.kernels]
         title, alpha = "bandwidth (predicted, pale)", 0.45

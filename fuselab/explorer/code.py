@@ -12,14 +12,15 @@ LIGHT_STYLE, DARK_STYLE = "default", "github-dark"
 HL_CLASS = "fl-hl"
 
 
-def highlight(source: str) -> str:
-    """HTML of CUDA C++ source; colours come from highlight_css()."""
+def highlight(source: str, language: str = "cuda") -> str:
+    """HTML of CUDA C++ (or, with language="python", Python) source; colours come from
+    highlight_css()."""
     from pygments import highlight as pyg_highlight
     from pygments.formatters import HtmlFormatter
-    from pygments.lexers import CudaLexer
+    from pygments.lexers import CudaLexer, PythonLexer
 
     fmt = HtmlFormatter(style=LIGHT_STYLE, cssclass=HL_CLASS)
-    return pyg_highlight(source, CudaLexer(), fmt)
+    return pyg_highlight(source, PythonLexer() if language == "python" else CudaLexer(), fmt)
 
 
 @lru_cache(maxsize=2)
@@ -80,7 +81,21 @@ def kernels_with_code(session: Any) -> tuple[tuple, str]:
 
 
 def kernel_code_html(kinfo: Any, missing: str = "") -> str:
-    """The selected kernel's source, highlighted; or a plain statement of why there is none."""
+    """The selected kernel's source, highlighted, with the Numba backend's Python for the
+    same kernel next to the CUDA (the one the session runs first, the other folded)."""
+    cuda = cuda_code_html(kinfo, missing)
+    python = getattr(kinfo, "python_source", None)
+    if not python:
+        return cuda
+    py = ("<div class='fuselab-legend'>Python compiled with Numba for the CPU "
+          "(<code>@njit(parallel=True)</code>, NumPy's semantics):</div>" + highlight(python, "python"))
+    if getattr(kinfo, "python_first", False):
+        return py + f"<details class='fuselab-other-code'><summary>The same kernel in CUDA C++</summary>{cuda}</details>"
+    return cuda + f"<details class='fuselab-other-code'><summary>The same kernel in Python for the CPU (Numba)</summary>{py}</details>"
+
+
+def cuda_code_html(kinfo: Any, missing: str = "") -> str:
+    """The kernel's CUDA source, highlighted; or a plain statement of why there is none."""
     if kinfo.source:
         return folded_source_html(kinfo.source)
     if kinfo.template.value == "opaque":

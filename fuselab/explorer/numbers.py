@@ -21,6 +21,11 @@ def measured_kernels(measurement: Any) -> list[float]:
     return [t for _name, t in measurement.plan.per_kernel_s] if measurement is not None else []
 
 
+def measured_label(session: Any) -> str:
+    """What measured times are: on the CPU (Numba backend) they are labelled so."""
+    return "measured (CPU)" if getattr(session, "backend", "") == "numba" else "measured"
+
+
 def bandwidth_label(params: Any) -> str:
     """What the bandwidth fractions are fractions of."""
     if params.source == "defaults":
@@ -39,7 +44,7 @@ def numbers_html(session: Any) -> str:
 
     head = ["kernel", "template", "read", "written", "launches", "bound", "predicted"]
     if measured:
-        head += ["measured", "GB/s", "of copy BW"]
+        head += [measured_label(session), "GB/s", "of copy BW"]
     rows = ["<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for c in rep.kernels:
         extra = f" (+{fmt_bytes(c.extra_bytes)} re-reads)" if c.extra_bytes else ""
@@ -85,15 +90,18 @@ def measured_line(session: Any, m: Any) -> str:
     if m is None:
         if session.backend == "cuda":
             return "<b>Measured</b>: not yet — press <i>Run on GPU</i>."
+        if session.backend == "numba":
+            return "<b>Measured (CPU)</b>: not yet — press <i>Run on CPU</i>."
         return "<b>Measured</b>: nothing (no GPU here; every time above is a prediction)."
     t = m.plan.median_s
-    parts = [f"<b>Measured</b> on {esc(m.device)} (median of {m.plan.repeats}): plan {fmt_time(t)}"]
+    label = measured_label(session).capitalize()
+    parts = [f"<b>{esc(label)}</b> on {esc(m.device)} (median of {m.plan.repeats}): plan {fmt_time(t)}"]
     if m.replay is not None:
         parts.append(f"as one CUDA graph {fmt_time(m.replay.median_s)}")
     if m.unfused is not None:
         parts.append(f"unfused {fmt_time(m.unfused.median_s)} → <b>{fmt_ratio(m.speedup_vs_unfused)}</b>")
     if m.eager is not None:
-        parts.append(f"eager CuPy {fmt_time(m.eager.median_s)} → <b>{fmt_ratio(m.speedup_vs_eager)}</b>")
+        parts.append(f"{esc(m.eager.label)} {fmt_time(m.eager.median_s)} → <b>{fmt_ratio(m.speedup_vs_eager)}</b>")
     text = ", ".join(parts) + "."
     text += (f" Compile {m.total_compile_s * 1e3:.0f} ms; peak memory {fmt_bytes(m.peak_bytes)}"
              + (f" (unfused {fmt_bytes(m.unfused_peak_bytes)})" if m.unfused_peak_bytes else "") + ".")

@@ -151,9 +151,9 @@ class Explorer:
         self._show_selection()
 
     def run(self) -> None:
-        """Measure on the GPU (plan, unfused and eager), showing progress."""
+        """Measure on the GPU, or on the CPU with Numba (plan, unfused and eager), showing progress."""
         s = self.session
-        if s.backend != "cuda":
+        if s.backend not in ("cuda", "numba"):
             self._say_refused(f"no measurement: {s.backend_note or 'the CUDA backend is not available'}")
             return
         self.run_button.disabled = True
@@ -240,8 +240,11 @@ class Explorer:
         for strategy, b in self.preset_buttons.items():
             b.button_style = "info" if s.plan.strategy == strategy else ""
         self.undo_button.disabled = len(s.history) <= 1
-        self.run_button.disabled = s.backend != "cuda"
-        if s.backend != "cuda":
+        self.run_button.disabled = s.backend not in ("cuda", "numba")
+        if s.backend == "numba":
+            self.run_button.description = "Run on CPU"
+            self.run_button.tooltip = "time this plan, the unfused plan and plain NumPy on the CPU (Numba)"
+        elif s.backend != "cuda":
             self.run_button.tooltip = f"no GPU here: {s.backend_note}"
         self._set_message(f"<span class='fuselab-legend'>{esc(s.message)}</span>" if s.message else "")
         graph_html, png = self._drawings()
@@ -311,7 +314,8 @@ class Explorer:
             return
         kinfo = kernels[min(k, len(kernels) - 1)]
         self.code_view.title = kinfo.name
-        self.code_view.source = kinfo.source or ""
+        python = getattr(kinfo, "python_source", None) if getattr(kinfo, "python_first", False) else None
+        self.code_view.source = python or kinfo.source or ""
         self.code_view.html = kernel_code_html(kinfo, missing)
         self.compile_info.value = ""
         self.compile_button.disabled = not kinfo.source

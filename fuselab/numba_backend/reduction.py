@@ -1,0 +1,126 @@
+"""The reduction template: reduce nodes over any axes, with fused producers (the prologue,
+computed per input element) and consumers (the epilogue, per output element).
+
+The reduced shape X splits into K outputs and R elements per output (flat indices `o` and
+`r`, coordinates in X by index math). A prange loop runs over work units; a unit folds a
+tile of T consecutive outputs over a chunk of the R elements:
+
+* T = 1 ("inner") unless the last axis of X is kept: each output's elements are folded
+  along the reduced axes, in order.
+* T > 1 ("column") when the last axis of X is kept: the unit walks its rows of X and
+  folds T neighbouring outputs at once, so reads stay contiguous.
+* When there are few tiles and many elements (a full reduction, a column mean), R is
+  split into chunks of a fixed size; each unit leaves a partial per output, and a second
+  loop combines the partials in chunk order. Chunk size and count depend on the shapes
+  only, so the result is the same on every machine, whatever its thread count.
+"""
+from __future__ import annotations
+
+from ..codegen import index as ix
+# the CUDA template's analysis of the kernel: the same contract (layout, prologue, epilogue)
+from ..codegen.reduction import _Problem as Problem, _analyse as analyse, _coords as coords
+from .accum import Acc, accumulator, blocked_loop, fold_loop
+from .context import PyContext
+from .emit import indent
+from .model import PyKernel
+
+MIN_UNITS = 16   # fewer units than this: split the reduced range
+
+
+def generate(ctx: PyContext) -> PyKernel:
+    p = analyse(ctx)
+    g = ctx.graph
+    K, R = p.kept, p.reduced
+    opts = ctx.options
+    tile = min(opts.tile, K) if (p.layout.endswith("K") and "R" in p.layout) else 1
+    tiles = ix.ceil_div(K, tile) if K else 0
+    splits = ix.ceil_div(R, opts.split) if (tiles < MIN_UNITS and R >= 2 * opts.split) else 1
+    chunk = ix.ceil_div(R, splits) if R else 0
+    o_var, r_var = ix.Var("o", max(K, 1)), ix.Var("r", max(R, 1))
+    at = coords(p, ix.Affine.of(o_var), ix.Affine.of(r_var))
+    accs = [accumulator(g, r, ctx.names) for r in p.reduces]
+    folded = [a.at("j") for a in accs] if tile > 1 else accs
+
+    # the fold of one element (o, r): prologue values, their stores, one step per reduction
+    em = ctx.emitter()
+    values = {a.node: em.value(g.nodes[a.node].inputs[0], at) for a in folded}
+    stores = [ctx.store(o, ix.linearize(at, p.shape), em.stored(o, at)) for o in p.prologue_out]
+    computes = em.computes() or bool(stores)
+    element = em.take_lines() + stores
+    step = element + [l for a in folded for l in a.step(values[a.node], "r")]
+
+    lo = "part * {c}".format(c=chunk) if splits > 1 else "0"
+    hi = f"min({R}, part * {chunk} + {chunk})" if splits > 1 else f"{R}"
+    partials = {a.node: (ctx.names.fresh(f"part{a.node}"),
+                         ctx.names.fresh(f"part{a.node}_index") if a.is_arg else None) for a in accs}
+    body: list[str] = []
+    if splits > 1:
+        for a in accs:
+            pv, pi = partials[a.node]
+            body.append(f"{pv} = np.empty({K * splits}, {a.array_dtype})")
+            if pi:
+                body.append(f"{pi} = np.empty({K * splits}, np.int64)")
+    unit = [f"part = u % {splits}"] if splits > 1 else []
+    if tile == 1:
+        unit += [f"o = u // {splits}" if splits > 1 else "o = u"]
+        setup, loop = fold_loop("r", lo, hi, accs, element, values, ctx.names, computes)
+        for a in accs:
+            unit += a.declare()
+        unit += setup + loop
+        unit += _finish_one(ctx, p, accs, partials, splits, "o")
+    else:
+        unit += [f"o0 = u // {splits} * {tile}" if splits > 1 else f"o0 = u * {tile}",
+                 f"n_o = min({K} - o0, {tile})"]
+        for a in accs:
+            unit += a.declare_array(str(tile))
+        unit += blocked_loop("r", lo, hi, folded, ["for j in range(n_o):", "    o = o0 + j", *indent(step, 1)],
+                             each="for j in range(n_o):")
+        unit += ["for j in range(n_o):", "    o = o0 + j",
+                 *indent(_finish_one(ctx, p, folded, partials, splits, "o"), 1)]
+    body += [f"for u in prange({tiles * splits}):", *indent(unit, 1)]
+    if splits > 1:
+        body += [f"# combine the {splits} partials of each output in chunk order", f"for o in prange({K}):"]
+        comb: list[str] = []
+        for a in accs:
+            pv, pi = partials[a.node]
+            comb += a.declare()
+        comb.append(f"for part in range({splits}):")
+        for a in accs:
+            pv, pi = partials[a.node]
+            comb += indent(a.merge(f"{pv}[ix(o * {splits} + part)]", f"{pi}[ix(o * {splits} + part)]" if pi else None), 1)
+        comb += _epilogue(ctx, p, accs, "o")
+        body += indent(comb, 1)
+    strategy = ("column: tiles of %d outputs walk the rows" % tile if tile > 1 else "inner: one output per unit")
+    if splits > 1:
+        strategy += f", the {R} reduced elements split into {splits} chunks combined in order"
+    shape = g.nodes[g.nodes[p.reduces[0]].inputs[0]].aval
+    header = [f"{ctx.name}: reduction of {shape} over axes {tuple(p.axes)} ({K} outputs x {R} elements, "
+              f"layout {p.layout or 'scalar'})", *ctx.listing(), strategy]
+    return ctx.finish(header, body, (strategy,))
+
+
+def _finish_one(ctx: PyContext, p: Problem, accs: list[Acc], partials, splits: int, o: str) -> list[str]:
+    """After a unit's loop: its partials (split), or the epilogue of output `o`."""
+    if splits == 1:
+        return _epilogue(ctx, p, accs, o)
+    out: list[str] = []
+    for a in accs:
+        pv, pi = partials[a.node]
+        out += a.store_partial(pv, pi, f"{o} * {splits} + part")
+    return out
+
+
+def _epilogue(ctx: PyContext, p: Problem, accs: list[Acc], o: str) -> list[str]:
+    """Compute and store every per-output value at output index `o`."""
+    g = ctx.graph
+    lines: list[str] = []
+    fixed: dict[int, str] = {}
+    for a in accs:
+        name = ctx.names.fresh(f"v{a.node}")
+        lines.append(f"{name} = {a.result()}")
+        fixed[a.node] = name
+    em = ctx.emitter(fixed)
+    o_var = ix.Affine.of(ix.Var(o, max(p.kept, 1)))
+    stores = [ctx.store(out, o_var, em.stored(out, ix.delinearize(o_var, g.nodes[out].shape)))
+              for out in p.epilogue_out]
+    return lines + em.take_lines() + stores

@@ -1,0 +1,145 @@
+"""Running a plan kernel by kernel with the compiled Numba kernels.
+
+Arrays travel between kernels flat and C-contiguous (float16 as its uint16 bits); each
+kernel's outputs are allocated here and intermediates are dropped after their last
+reader. Opaque kernels (matmul, sort, ...) run through NumPy, as in the reference
+interpreter. Importing this module imports Numba.
+"""
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..codegen.model import OpaqueCall
+from ..interp import PlanExecutionError, eval_node
+from ..plan.model import Plan
+from .codegen import generate
+from .compile import Compiled, compile_kernel
+from .model import NumbaOptions, PyKernel
+from .pytypes import is_half, storage
+
+
+_CODES: "OrderedDict[tuple[Plan, NumbaOptions], tuple]" = OrderedDict()
+
+
+def codes_for(plan: Plan, options: NumbaOptions) -> tuple:
+    """Generated code for a plan, remembered (a re-run of a cell generates nothing)."""
+    key = (plan, options)
+    if key not in _CODES:
+        _CODES[key] = generate(plan, options)
+        if len(_CODES) > 256:
+            _CODES.popitem(last=False)
+    _CODES.move_to_end(key)
+    return _CODES[key]
+
+
+def flat(a: Any, dtype: np.dtype) -> np.ndarray:
+    """`a` as a flat C-contiguous array of `dtype`'s storage type (no copy when it is one)."""
+    arr = np.ascontiguousarray(np.asarray(a, dtype=dtype)).reshape(-1)
+    return arr.view(np.uint16) if is_half(dtype) else arr
+
+
+def shaped(a: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """A flat storage array back as the node's array."""
+    return (a.view(np.float16) if is_half(dtype) else a).reshape(shape)
+
+
+class Executable:
+    """A plan with every kernel generated and compiled, ready to run many times."""
+
+    def __init__(self, plan: Plan, options: NumbaOptions | None = None) -> None:
+        self.plan = plan
+        self.options = options or NumbaOptions()
+        g = plan.graph
+        self.codes = codes_for(plan, self.options)
+        self.compiled: list[Compiled | None] = []
+        for code in self.codes:
+            if isinstance(code, PyKernel):
+                dts = tuple(g.nodes[i].dtype for i in (*code.inputs, *code.outputs))
+                self.compiled.append(compile_kernel(code, dts))
+            else:
+                self.compiled.append(None)
+        last: dict[int, int] = {}
+        for k, kern in enumerate(plan.kernels):
+            for j in kern.inputs:
+                last[j] = k
+        self._last_read = last
+        self.peak_bytes = 0       # outputs and intermediates alive at once, at most (last run)
+        self._buffers: dict[int, np.ndarray] = {}
+
+    @property
+    def compile_s(self) -> dict[str, float]:
+        return {c.kernel.name: c.compile_s for c in self.compiled if c is not None}
+
+    def run(self, inputs: Mapping[str, Any], timings: list[float] | None = None,
+            reuse: bool = False, known: Mapping[int, Any] | None = None) -> dict[str, np.ndarray]:
+        """Outputs by name, as NumPy arrays of the graph's shapes and dtypes. With
+        `timings`, the wall time of each kernel is appended to it. With `reuse`, kernels
+        write into the arrays of the previous `reuse` run (for timing: the kernels' work
+        without the operating system's first touch of fresh pages, as a GPU memory pool
+        spares it; the previous results are overwritten)."""
+        g = self.plan.graph
+        env: dict[int, np.ndarray] = {}
+        originals: dict[int, Any] = {}
+        for i in g.input_ids:
+            originals[i] = inputs[g.nodes[i].args["name"]]
+            env[i] = flat(originals[i], g.nodes[i].dtype)
+        keep = g.output_ids
+        alive = peak = 0
+        for k, (code, comp) in enumerate(zip(self.codes, self.compiled)):
+            t0 = time.perf_counter()
+            for j in code.inputs:
+                if j not in env:
+                    raise PlanExecutionError(f"kernel {k} ({code.name}) reads %{j}, which no earlier kernel stored")
+            try:
+                if known and all(o in known for o in code.outputs):
+                    env.update({o: flat(known[o], g.nodes[o].dtype) for o in code.outputs})
+                elif comp is None:
+                    self._opaque(code, env)   # type: ignore[arg-type]
+                else:
+                    outs = [self._buffer(o) if reuse else np.empty(g.nodes[o].aval.size, storage(g.nodes[o].dtype))
+                            for o in code.outputs]
+                    comp.fn(*[env[j] for j in code.inputs], *outs)
+                    env.update(zip(code.outputs, outs))
+            except Exception as e:   # the user's line of the kernel's (last) result
+                if getattr(e, "fuselab_node", None) is None:
+                    e.fuselab_node = code.outputs[-1] if code.outputs else None   # type: ignore[attr-defined]
+                raise
+            alive += sum(env[o].nbytes for o in code.outputs)
+            peak = max(peak, alive)
+            if timings is not None:
+                timings.append(time.perf_counter() - t0)
+            for j in code.inputs:   # free intermediates after their last reader
+                if self._last_read.get(j) == k and j not in keep and j not in originals:
+                    alive -= env.pop(j).nbytes
+        self.peak_bytes = peak
+        missing = [name for name, i in g.outputs if i not in env]
+        if missing:
+            raise PlanExecutionError(f"no kernel stores the output(s) {', '.join(missing)}")
+        return {name: originals[i] if i in originals else shaped(env[i], g.nodes[i].dtype, g.nodes[i].shape)
+                for name, i in g.outputs}
+
+    def _buffer(self, nid: int) -> np.ndarray:
+        n = self.plan.graph.nodes[nid]
+        if nid not in self._buffers:
+            self._buffers[nid] = np.empty(n.aval.size, storage(n.dtype))
+        return self._buffers[nid]
+
+    def _opaque(self, code: OpaqueCall, env: dict[int, np.ndarray]) -> None:
+        g = self.plan.graph
+        local = {j: shaped(env[j], g.nodes[j].dtype, g.nodes[j].shape) for j in code.inputs}
+        with np.errstate(all="ignore"):
+            for i in code.nodes:
+                n = g.nodes[i]
+                local[i] = eval_node(np, n, [local[j] for j in n.inputs])
+        for o in code.outputs:
+            env[o] = flat(local[o], g.nodes[o].dtype).copy() if local[o].base is not None else \
+                flat(local[o], g.nodes[o].dtype)
+
+
+def execute(plan: Plan, inputs: Mapping[str, Any], options: NumbaOptions | None = None) -> dict[str, np.ndarray]:
+    """Compile (or find compiled) and run `plan` once."""
+    return Executable(plan, options).run(inputs)

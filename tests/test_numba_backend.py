@@ -1,0 +1,287 @@
+"""The Numba backend's own rules: op table coverage, float16 rounding, the vectorizable
+float32 functions, determinism across thread counts, the compile cache, and the backend in
+the session, the magic and the explorer."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from numba_util import PARALLEL, SERIAL, numba, run_numba
+
+from fuselab.interp import run_graph
+from fuselab.ir import GraphBuilder
+from fuselab.ops import OPS, Kind
+from fuselab.plan import make_plan
+from fuselab.plan.model import Template
+from fuselab.runtime.verify import compare
+
+from graphs import layernorm, one_kernel, softmax
+
+
+def test_every_op_of_the_table_has_a_python_rule():
+    from fuselab.numba_backend.codegen import NUMPY_ONLY
+    from fuselab.numba_backend.pyops import ELEMWISE, REDUCTIONS
+    missing = [n for n, o in OPS.items() if o.kind is Kind.ELEMWISE and n != "astype" and n not in ELEMWISE]
+    assert not missing, f"add these ops to fuselab/numba_backend/pyops.py: {missing}"
+    assert {n for n, o in OPS.items() if o.kind is Kind.REDUCE} == set(REDUCTIONS) | set(NUMPY_ONLY)
+
+
+# -- float16 -------------------------------------------------------------------
+
+def _halves(x: np.ndarray) -> np.ndarray:
+    from fuselab.numba_backend.scalar import fl_to_half, fl_to_half64
+    convert = fl_to_half64 if x.dtype == np.float64 else fl_to_half
+
+    @numba.njit
+    def run(x, out):
+        for i in range(x.shape[0]):
+            out[i] = convert(x[i])
+    out = np.empty(x.size, np.uint16)
+    run(x, out)
+    return out
+
+
+def test_float16_conversions_round_to_nearest_even_as_numpy():
+    from fuselab.numba_backend.scalar import fl_from_half
+
+    @numba.njit
+    def decode(h, out):
+        for i in range(h.shape[0]):
+            out[i] = fl_from_half(h[i])
+    bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    got = np.empty(bits.size, np.float32)
+    decode(bits, got)
+    np.testing.assert_array_equal(got.view(np.uint32), bits.view(np.float16).astype(np.float32).view(np.uint32))
+    # every midpoint between neighbouring halves and the values either side of it, in
+    # float32 and float64: the ties and the boundaries of round-to-nearest-even
+    h = np.sort(bits.view(np.float16)[np.isfinite(bits.view(np.float16))].astype(np.float64))
+    mids = (h[:-1] + h[1:]) / 2
+    for dt in (np.float32, np.float64):
+        for x in (mids, np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf), np.array([np.inf, -np.inf, np.nan,
+                                                                                           7e4, -7e4, 1e-9, 3e-8])):
+            x = x.astype(dt)
+            with np.errstate(over="ignore"):
+                want = x.astype(np.float16).view(np.uint16)
+            np.testing.assert_array_equal(_halves(x), want)
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 2 ** 32, 1 << 20, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.testing.assert_array_equal(_halves(x), x.astype(np.float16).view(np.uint16))
+
+
+def _ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def key(v):
+        i = v.view(np.int32).astype(np.int64)
+        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+    return np.abs(key(a) - key(b))
+
+
+@pytest.mark.parametrize("name, ref", [("exp", np.exp), ("expm1", np.expm1), ("tanh", np.tanh)])
+def test_vectorizable_float32_functions_are_correctly_rounded(name, ref):
+    from fuselab.numba_backend import scalar
+    fn = getattr(scalar, f"fl_{name}_f32")
+
+    @numba.njit
+    def run(x, out):
+        for i in range(x.shape[0]):
+            out[i] = fn(x[i])
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.integers(0, 2 ** 32, 1 << 20, dtype=np.uint64).astype(np.uint32).view(np.float32),
+                        rng.uniform(-110, 95, 1 << 18).astype(np.float32), rng.uniform(-1, 1, 1 << 18).astype(np.float32),
+                        np.array([0, -0.0, np.inf, -np.inf, np.nan, 88.72283, 88.72284, -103.97, 1e-45, 9.1],
+                                 np.float32)])
+    got = np.empty_like(x)
+    run(x, got)
+    with np.errstate(all="ignore"):
+        want = ref(x.astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    assert _ulps(got[ok], want[ok]).max() == 0          # the correctly rounded float32
+    np.testing.assert_array_equal(np.signbit(got[ok]), np.signbit(want[ok]))
+
+
+# -- parallel kernels ---------------------------------------------------------------
+
+def _parallel_cases():
+    rng = np.random.default_rng(3)
+    out = []
+    b = GraphBuilder()
+    x = b.input("x", (1 << 17,), np.float32)
+    g = b.build([("s", b.reduce("sum", b.elemwise("multiply", [x, x]))), ("a", b.reduce("argmax", x)),
+                 ("m", b.reduce("max", x))])
+    out.append((one_kernel(g, Template.REDUCTION), {"x": rng.standard_normal(1 << 17).astype(np.float32)}))
+    b = GraphBuilder()
+    x = b.input("x", (40000, 48), np.float32)
+    g = b.build([("c", b.elemwise("multiply", [b.reduce("sum", x, axis=0), b.const(1 / 40000, np.float32)]))])
+    out.append((one_kernel(g, Template.REDUCTION), {"x": rng.standard_normal((40000, 48)).astype(np.float32)}))
+    for make in (softmax, layernorm):
+        g = make(300, 257)
+        out.append((one_kernel(g, Template.ROW),
+                    {n: rng.standard_normal(g.nodes[i].shape).astype(np.float32)
+                     for n, i in zip(g.input_names(), g.input_ids)}))
+    b = GraphBuilder()
+    x = b.input("x", (999, 1001), np.float16)
+    w = b.input("w", (1001,), np.float16)
+    g = b.build([("y", b.elemwise("tanh", [b.elemwise("multiply", [x, w])]))])
+    out.append((one_kernel(g, Template.POINTWISE), {"x": rng.standard_normal((999, 1001)).astype(np.float16),
+                                                    "w": rng.standard_normal(1001).astype(np.float16)}))
+    return out
+
+
+@pytest.mark.parametrize("k", range(5))
+def test_parallel_kernels_give_the_same_bits_on_any_number_of_threads(k):
+    plan, inputs = _parallel_cases()[k]
+    serial = run_numba(plan, inputs, SERIAL)
+    check = compare(serial, run_graph(plan.graph, inputs), 1e-3 if plan.graph.nodes[0].dtype == np.float16 else 1e-5)
+    assert check.ok, check.worst
+    threads = numba.get_num_threads()
+    try:
+        for n in sorted({1, threads}):
+            numba.set_num_threads(n)
+            got = run_numba(plan, inputs, PARALLEL)
+            for name in serial:
+                np.testing.assert_array_equal(got[name], serial[name], err_msg=f"{name}, {n} thread(s)")
+    finally:
+        numba.set_num_threads(threads)
+
+
+# -- the compile cache -----------------------------------------------------------------
+
+def test_compiled_once_per_process_and_loaded_from_disk_by_the_next(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUSELAB_CACHE_DIR", str(tmp_path))
+    from fuselab.numba_backend.run import Executable
+    b = GraphBuilder()
+    x = b.input("x", (1000,), np.float32)
+    g = b.build([("y", b.elemwise("sqrt", [b.elemwise("add", [x, b.const(0.123456, np.float32)])]))])
+    plan = make_plan(g)
+    first = Executable(plan, PARALLEL)
+    (name, seconds), = first.compile_s.items()
+    assert seconds > 0
+    assert Executable(plan, PARALLEL).compile_s[name] == 0.0      # this process has it
+    assert list(tmp_path.glob("numba/*.py")) and list(tmp_path.glob("numba/__pycache__/*.nbi"))
+    script = textwrap.dedent("""
+        import json, sys
+        import numpy as np
+        from fuselab.ir import GraphBuilder
+        from fuselab.plan import make_plan
+        from fuselab.numba_backend.run import Executable
+        from fuselab.numba_backend import NumbaOptions
+        b = GraphBuilder()
+        x = b.input("x", (1000,), np.float32)
+        g = b.build([("y", b.elemwise("sqrt", [b.elemwise("add", [x, b.const(0.123456, np.float32)])]))])
+        exe = Executable(make_plan(g), NumbaOptions(parallel=True))
+        fn = exe.compiled[0].fn
+        print(json.dumps({"hits": sum(fn.stats.cache_hits.values()), "misses": sum(fn.stats.cache_misses.values())}))
+    """)
+    import json
+    import os
+    env = {**os.environ, "FUSELAB_CACHE_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+    stats = json.loads(out.stdout.strip().splitlines()[-1])
+    assert stats == {"hits": 1, "misses": 0}
+
+
+# -- session, magic, explorer -----------------------------------------------------------
+
+def test_a_cell_runs_on_the_numba_backend_checked_and_timed():
+    from fuselab.cell import run_cell
+    from fuselab.explorer.numbers import numbers_html
+    from fuselab.explorer.static import code_html
+    x = np.linspace(-2, 2, 5000, dtype=np.float32).reshape(50, 100)
+    ns = {"np": np, "x": x}
+    s = run_cell(ns, "e = np.exp(x - x.max(-1, keepdims=True))\np = e / e.sum(-1, keepdims=True)",
+                 backend="numba", repeats=3, quiet=True)
+    e = np.exp(x - x.max(-1, keepdims=True))
+    np.testing.assert_allclose(ns["p"], e / e.sum(-1, keepdims=True), rtol=1e-6)
+    assert s.backend == "numba" and s.check.ok
+    m = s.measurement
+    assert m.check.ok and m.eager.label == "plain NumPy" and m.unfused is not None
+    assert m.device.startswith("CPU:") and len(m.plan.per_kernel_s) == len(s.plan.kernels)
+    assert s.report().params.source == "calibration (CPU)"        # planned for this CPU
+    html = numbers_html(s)
+    assert "measured (CPU)" in html and "plain NumPy" in html
+    import html as html_mod
+    import re
+    code = html_mod.unescape(re.sub(r"<[^>]+>", "", code_html(s)))
+    assert "@njit(parallel=True, fastmath=False, cache=True" in code and "for row in prange(50):" in code
+    assert "The same kernel in CUDA C++" in code
+
+
+def test_auto_runs_numba_without_a_gpu_and_cpu_without_numba(monkeypatch):
+    from fuselab import session as session_mod
+    from fuselab.errors import BackendError
+    if session_mod.cuda_status()[0]:
+        pytest.skip("a GPU is present: auto picks CUDA")
+    assert session_mod.resolve_backend("auto", "numpy")[0] == "numba"
+    assert session_mod.resolve_backend("cpu", "numpy")[0] == "cpu"
+    monkeypatch.setattr(session_mod, "numba_status", lambda: (False, "Numba is not importable"))
+    backend, note = session_mod.resolve_backend("auto", "numpy")
+    assert backend == "cpu" and "predicted" in note
+    with pytest.raises(BackendError, match="Numba backend cannot run here"):
+        session_mod.resolve_backend("numba", "numpy")
+
+
+def test_python_code_is_generated_without_numba(monkeypatch):
+    """Generating the Python needs no Numba: the explorer shows it on any machine."""
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["numba"] = None          # importing numba now fails
+        import numpy as np
+        from fuselab.ir import GraphBuilder
+        from fuselab.plan import make_plan
+        from fuselab.numba_backend import generate, available
+        b = GraphBuilder()
+        x = b.input("x", (10,), np.float32)
+        g = b.build([("y", b.elemwise("exp", [x]))])
+        (k,) = generate(make_plan(g))
+        assert "def k0_exp" in k.source and available()[0] is False
+        print("ok")
+    """)
+    import os
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_magic_backend_numba():
+    IPython = pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "fuselab")
+    ip.user_ns.clear()
+    ip.run_cell("import numpy as np\nx = np.linspace(0, 1, 1000, dtype=np.float32)", store_history=False)
+    res = ip.run_cell("%%fuse -q -o r --backend numba -n 3\nt = x * x + 1.0\ny = np.exp(t) * 0.5 - np.sin(x)",
+                      store_history=False)
+    assert res.success
+    x = ip.user_ns["x"]
+    np.testing.assert_allclose(ip.user_ns["y"], np.exp(x * x + 1.0) * 0.5 - np.sin(x), rtol=1e-6)
+    assert "t" not in ip.user_ns
+    r = ip.user_ns["r"]
+    assert r.backend == "numba" and r.measurement is not None and "Numba backend" in r.summary()
+    ip.user_ns.clear()
+
+
+def test_float16_fast_mode_rounds_only_what_it_stores():
+    """fp16_math='fast' keeps float32 inside the kernel: the result is the float32 chain
+    rounded once; 'numpy' rounds after every op, as NumPy does."""
+    from fuselab.numba_backend import NumbaOptions
+    b = GraphBuilder()
+    x = b.input("x", (4099,), np.float16)
+    y = x
+    for op, c in [("multiply", 1.37), ("add", 0.61), ("multiply", x), ("subtract", 0.3), ("true_divide", 1.9)]:
+        y = b.elemwise(op, [y, c if isinstance(c, int) else b.const(c, np.float16)])
+    g = b.build([("y", y)])
+    plan = one_kernel(g, Template.POINTWISE)
+    xs = np.random.default_rng(5).uniform(-3, 3, 4099).astype(np.float16)
+    numpy_mode = run_numba(plan, {"x": xs}, SERIAL)["y"]
+    fast = run_numba(plan, {"x": xs}, NumbaOptions(parallel=False, fp16_math="fast"))["y"]
+    np.testing.assert_array_equal(numpy_mode, run_graph(g, {"x": xs})["y"])         # bit-equal to NumPy
+    f = xs.astype(np.float32)
+    want = ((((f * np.float32(np.float16(1.37)) + np.float32(np.float16(0.61))) * f) - np.float32(np.float16(0.3)))
+            / np.float32(np.float16(1.9))).astype(np.float16)
+    np.testing.assert_array_equal(fast, want)
+    assert (fast != numpy_mode).any()     # the modes differ somewhere on 4099 values
