@@ -245,6 +245,27 @@ def stencil_cases(seed=9) -> list[Case]:
         g = b.build([("y", y)])
         out.append(Case(f"stencil-2d-{shape}", g, {"x": sample(np.float32, shape, rng)},
                         [one_kernel(g, Template.POINTWISE)], 1e-5))
+    for dt, shape in ((np.float64, (5, 6, 20)), (np.float32, (4, 5, 44)), (np.float16, (3, 4, 72))):
+        rng = np.random.default_rng(seed)
+        b = GraphBuilder()
+        x = b.input("x", shape, dt)
+        inner = tuple(d - 2 for d in shape)
+        win = lambda *at: b.slice(x, at, (1, 1, 1), inner)
+        y = b.elemwise("multiply", [win(1, 1, 1), b.const(6, dt)])
+        for at in ((0, 1, 1), (2, 1, 1), (1, 0, 1), (1, 2, 1), (1, 1, 0), (1, 1, 2)):
+            y = b.elemwise("subtract", [y, win(*at)])
+        g = b.build([("y", y)])
+        out.append(Case(f"stencil-3d-{_name(dt)}-{shape}", g, {"x": sample(dt, shape, rng)},
+                        [one_kernel(g, Template.POINTWISE)], 1e-2 if dt == np.float16 else 1e-5))
+    # rows cut at a vector boundary: vectors stored whole along each row
+    rng = np.random.default_rng(seed)
+    b = GraphBuilder()
+    x = b.input("x", (6, 40), np.float32)
+    y = b.elemwise("add", [b.elemwise("multiply", [b.slice(x, (0, 4), (1, 1), (6, 36)), b.const(2.0, np.float32)]),
+                           b.slice(x, (0, 1), (1, 1), (6, 36))])
+    g = b.build([("y", y)])
+    out.append(Case("stencil-rows-cut", g, {"x": sample(np.float32, (6, 40), rng)},
+                    [one_kernel(g, Template.POINTWISE)], 1e-6))
     return out
 
 

@@ -27,7 +27,7 @@ SEED = int(os.environ.get("FUSELAB_FUZZ_SEED", "0"))
 @needs_cxx
 @pytest.mark.slow
 def test_generated_cells_match_numpy_on_the_emulator(capsys):
-    cov, failures = run(PROGRAMS, "emulator", SEED, workers=max(1, os.cpu_count() or 1), batch=20,
+    cov, failures = run(PROGRAMS, "emulator", SEED, workers=max(1, os.cpu_count() or 1), batch=20, deterministic=True,
                         log=lambda m: None)
     with capsys.disabled():
         print("\n" + cov.report(f"Fuzzer coverage, CI run ({PROGRAMS} programs, seed {SEED})").split("### Elementwise")[0])

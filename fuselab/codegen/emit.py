@@ -46,7 +46,8 @@ def _reserved() -> frozenset[str]:
            "union unsigned using virtual void volatile while asm min max abs threadIdx blockIdx blockDim "
            "gridDim warpSize").split()
     loops = ("i", "j", "e", "k", "p", "q", "n", "o", "r", "k1", "k2", "row", "col", "col0", "lane", "warp",
-             "warps", "first", "active", "part", "tile", "last", "stride", "index_t", "uint2", "uint4")
+             "warps", "first", "active", "part", "tile", "last", "stride", "index_t", "uint2", "uint4", "c", "t",
+             "base", "u", "groups", "items")
     return frozenset(called) | frozenset(cpp) | frozenset(loops)
 
 

@@ -8,6 +8,8 @@ strided offset. Grid-stride loops over a grid sized from the SM count.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..ops import Kind
 from . import element
 from . import index as ix
@@ -27,10 +29,26 @@ def candidates(ctx: KernelContext) -> list[PointwiseConfig]:
     index math and scattered loads leave bandwidth on the table; the vector path already
     moves 16 bytes per access."""
     base = heuristic(ctx)
-    if _analyse(ctx)[2] > 1:
+    _, _, width, rows = _analyse(ctx)
+    if width > 1 or rows is not None:
         return [base, PointwiseConfig(block=256, unroll=2, why="candidate")]
     return [base, PointwiseConfig(block=256, unroll=4, why="candidate"),
             PointwiseConfig(block=512, unroll=2, why="candidate")]
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """The row-vector path: outer index o and column c, `width` columns a thread step
+    along each row (loads shifted along rows as in a 2-D stencil), `groups` vectors a row
+    taken whole, the row's last columns one by one; stores vectors when rows are whole
+    vectors long, elements otherwise."""
+
+    fn: element.ElementFunction
+    outer: int
+    cols: int
+    width: int
+    groups: int
+    vector_stores: bool
 
 
 def _analyse(ctx: KernelContext):
@@ -45,15 +63,38 @@ def _analyse(ctx: KernelContext):
     (shape,) = shapes
     n_elems = ix.prod(shape)
     i = ix.Var("i", max(n_elems, 1))
+    before = set(ctx.names.used)
     fn = element.build(ctx, ix.delinearize(ix.Affine.of(i), shape), k.outputs)
     width = element.vector_width(ctx, fn.loads, k.outputs, i, shifts=True)
-    return shape, fn, width
+    rows = None
+    if width == 1:   # the row path's names as if the flat one had not been tried
+        after, ctx.names.used = ctx.names.used, before
+        rows = _row_path(ctx, shape)
+        if rows is None:
+            ctx.names.used = after
+    return shape, fn, width, rows
+
+
+def _row_path(ctx: KernelContext, shape: tuple[int, ...]) -> _Rows | None:
+    """Vectors along each row where the flat index cannot take them: rows whose length
+    is no multiple of the vector (a 2-D stencil's x[1:-1, 2:] of an (n, m) array: the
+    loads are aligned up to a shift, the output's rows are m - 2 long)."""
+    if len(shape) < 2 or shape[-1] < 8:
+        return None
+    outer, cols = ix.prod(shape[:-1]), shape[-1]
+    o, c = ix.Var("o", max(outer, 1)), ix.Var("c", cols)
+    fn = element.build(ctx, (*ix.delinearize(ix.Affine.of(o), shape[:-1]), ix.Affine.of(c)), ctx.kernel.outputs)
+    width = element.vector_width(ctx, fn.loads, ctx.kernel.outputs, c, shifts=True)
+    groups = element.vector_groups(ctx, fn.loads, c, width) if width > 1 else 0
+    if groups * width * 2 < cols or not any(l.access not in ("", "uniform") for l in fn.loads):
+        return None   # short rows, or nothing to load as vectors: the strided path
+    return _Rows(fn, outer, cols, width, groups, cols % width == 0)
 
 
 def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> KernelCode:
     cfg = config or heuristic(ctx)
     g, k = ctx.graph, ctx.kernel
-    shape, fn, width = _analyse(ctx)
+    shape, fn, width, rows = _analyse(ctx)
     n_elems = ix.prod(shape)
     B, U = cfg.block, cfg.unroll
     index_t = ctx.index_type(n_elems + B * U)
@@ -77,6 +118,13 @@ def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> Kerne
                       f"for (index_t i = groups * {width} + {tid}; i < n; i += {step}) {{",
                       *indent(scalar, 1), "}"]
         work = ix.ceil_div(n_elems, width)
+    elif rows is not None:
+        fn = rows.fn
+        stores = "vector" if rows.vector_stores else "element"
+        notes = [f"row-vector path: {rows.width} columns per thread step along each of {rows.outer} rows of "
+                 f"{rows.cols} ({stores} stores){per}"]
+        lines += _row_vector_loops(ctx, rows, B, U)
+        work = rows.outer * (rows.groups + rows.cols - rows.groups * rows.width)
     else:
         notes = [f"strided path: every load computes its own offset{per}"]
         lines += _tiles("i", "n", B, U, scalar)
@@ -116,3 +164,35 @@ def _vector_loop(ctx: KernelContext, fn: element.ElementFunction, width: int, B:
              f"for (int e = 0; e < {width}; ++e) {fn.name}({', '.join(args)});"]
     body += [f"fl_store_vec<{width}>({ctx.out_ptr[o]} + i, {name});" for o, name in zip(ctx.kernel.outputs, outs)]
     return _tiles("j", "groups", B, U, body)
+
+
+def _row_vector_loops(ctx: KernelContext, rows: _Rows, B: int, U: int) -> list[str]:
+    """Thread steps over (row, vector of columns), then over each row's last columns."""
+    g, W, G = ctx.graph, rows.width, rows.groups
+    tail = rows.cols - G * W
+    decls, args = element.vector_loads(ctx, rows.fn, W)
+    body = ["const index_t o = j / groups;", f"const index_t c = j % groups * {W};", *decls]
+    stores = []
+    for out in ctx.kernel.outputs:
+        ptr = f"{ctx.out_ptr[out]} + o * {rows.cols}u + c"
+        if rows.vector_stores:
+            name = ctx.names.fresh(f"{array_name(g, out)}_vec")
+            body.append(f"fl_vec<{storage_type(g.nodes[out].dtype)}, {W}> {name};")
+            args.append(f"{name}.v[e]")
+            stores.append(f"fl_store_vec<{W}>({ptr}, {name});")
+        else:
+            args.append(f"({ptr})[e]")
+    body += ["#pragma unroll", f"for (int e = 0; e < {W}; ++e) {rows.fn.name}({', '.join(args)});", *stores]
+    lines = [f"const index_t groups = {G};   // vectors a row takes whole",
+             f"const index_t items = {rows.outer * G}{'ull' if rows.outer * G > 2**32 else 'u'};",
+             *_tiles("j", "items", B, U, body)]
+    if tail:
+        scalar = element.scalar_args(ctx, rows.fn) + [f"{ctx.out_ptr[o]}[o * {rows.cols}u + c]"
+                                                       for o in ctx.kernel.outputs]
+        step = "stride" if U == 1 else "index_t(gridDim.x) * blockDim.x"
+        lines += [f"// The last {tail} column{'s' if tail > 1 else ''} of each row, one per thread.",
+                  f"for (index_t t = index_t(blockIdx.x) * blockDim.x + threadIdx.x; t < {rows.outer * tail}u; "
+                  f"t += {step}) {{",
+                  f"    const index_t o = t / {tail}u, c = {G * W}u + t % {tail}u;",
+                  f"    {rows.fn.name}({', '.join(scalar)});", "}"]
+    return lines

@@ -181,8 +181,12 @@ def choose_targets(cov: Coverage, rng: np.random.Generator, n: int, universe: se
 def run(n_programs: int, backend: str = "emulator", seed: int = 0, workers: int | None = None,
         batch: int = 24, timeout_s: float = 600.0, coverage_path: Path | None = None,
         failures_path: Path | None = None, digests_path: Path | None = None,
-        time_limit_s: float | None = None, log=print) -> tuple[Coverage, list[Result]]:
-    """Run `n_programs` cells; returns the coverage and the failing results (shrunk)."""
+        time_limit_s: float | None = None, deterministic: bool = False,
+        log=print) -> tuple[Coverage, list[Result]]:
+    """Run `n_programs` cells; returns the coverage and the failing results (shrunk).
+    `deterministic` steers in rounds of one batch per worker, each chosen from the coverage
+    of the rounds before it: the same programs whichever batch finishes first (CI), at
+    the price of waiting for a round's slowest batch."""
     workers = workers or max(1, (os.cpu_count() or 1))
     universe = reachable()
     cov = Coverage()
@@ -202,9 +206,18 @@ def run(n_programs: int, backend: str = "emulator", seed: int = 0, workers: int 
             if time_limit_s and time.time() - t0 > time_limit_s and not inflight:
                 log(f"time limit reached after {cov.programs} programs")
                 break
+            if deterministic and not inflight and not queue_specs and sent < n_programs and not (
+                    time_limit_s and time.time() - t0 > time_limit_s):
+                m = min(batch * workers, n_programs - sent)
+                chosen = [Spec(next_seed + i, t) for i, t in enumerate(choose_targets(cov, rng, m, universe))]
+                queue_specs = [chosen[i:i + batch] for i in range(0, m, batch)]
+                next_seed += m
+                sent += m
             for k in pool.idle():
                 if queue_specs:
                     specs = queue_specs.pop(0)
+                elif deterministic:
+                    break
                 elif sent < n_programs and not (time_limit_s and time.time() - t0 > time_limit_s):
                     m = min(batch, n_programs - sent)
                     specs = [Spec(next_seed + i, t) for i, t in enumerate(choose_targets(cov, rng, m, universe))]
