@@ -7,6 +7,7 @@ exactly as it would on the GPU.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable, Mapping, Sequence
 
@@ -108,7 +109,17 @@ def eval_nodes(xp: ModuleType, graph: Graph, nodes: Sequence[int], stored: Mappi
     return local
 
 
-FPErrorHook = Callable[[int, str], None]  # (node, "divide by zero" / "overflow" / ...)
+@dataclass(frozen=True)
+class PythonWarning:
+    """A warning an opaque function's own Python code gave (np.nanmean's "Mean of empty
+    slice"): the caller places it at the user's line, as plain execution would."""
+
+    message: str
+    category: type
+
+
+# (node, "divide by zero" / "overflow" / ... or a PythonWarning)
+FPErrorHook = Callable[[int, "str | PythonWarning"], None]
 
 
 def evaluate_node(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_error: FPErrorHook | None,
@@ -120,8 +131,13 @@ def evaluate_node(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_err
     kinds: list[str] = []
     exact = _INT_ARITHMETIC[node.op](*(int(v) for v in vals)) \
         if node.op in _INT_ARITHMETIC and not node.shape and node.dtype.kind in "iu" else None
-    with np.errstate(all="call", call=lambda kind, flag: kinds.append(kind)):
+    caught: list = []
+    with np.errstate(all="call", call=lambda kind, flag: kinds.append(kind)), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         out = eval_node(xp, node, vals, out)
+    for w in caught if node.op == "opaque" else ():
+        on_fp_error(i, PythonWarning(str(w.message), w.category))
     if exact is not None and exact != int(out):
         kinds.append("overflow")  # NumPy warns about this for integer scalars (not arrays)
     for kind in dict.fromkeys(kinds):

@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..errors import TraceError
+from ..interp import PythonWarning
 from ..ir import GraphBuilder, SourceLoc
 from ..ops import SUPPORTED_DTYPES, Aval
 from .concrete import Evaluator
@@ -205,8 +206,11 @@ class TraceContext:
             if "raise" in modes.values() and self.builder.nodes[node].op not in ("input", "const"):
                 self.evaluator.value(node)
 
-    def _fp_error(self, node: int, kind: str) -> None:
+    def _fp_error(self, node: int, kind: "str | PythonWarning") -> None:
         n = self.builder.nodes[node]
+        if isinstance(kind, PythonWarning):
+            self.warnings.python(node, kind.message, n.loc, kind.category)
+            return
         label = self.labels.get(node) or fp_label(n)
         if n.dtype.kind in "iu" and kind == "overflow" and not label.startswith("scalar"):
             return  # integer arrays wrap around silently; NumPy's integer scalars warn

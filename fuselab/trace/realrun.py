@@ -5,6 +5,7 @@ them, once, so its result, its errors and its side effects are exactly plain exe
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -55,4 +56,12 @@ def run_for_real(ctx: TraceContext, name: str, fn: Callable[..., Any], args: Seq
     nodes = tracer_nodes((args, kwargs))
     if nodes:
         ctx.need(nodes[0], why or f"`{name}` runs as plain NumPy here: fuselab does not trace it")
-    return fn(*plain_values(ctx, list(args)), **plain_values(ctx, dict(kwargs)))
+    plain_args, plain_kwargs = plain_values(ctx, list(args)), plain_values(ctx, dict(kwargs))
+    # Its warnings belong to the user's line, in order with the cell's other warnings
+    # (raised here they would name this file); errors propagate as they are.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = fn(*plain_args, **plain_kwargs)
+    for w in caught:
+        ctx.warn(str(w.message), w.category)
+    return out
