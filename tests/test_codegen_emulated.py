@@ -55,13 +55,14 @@ def test_every_row_tier_matches_numpy(tier):
         assert check.ok, check.worst
 
 
-def _hand_kernel(body: str, block: int):
-    """A KernelCode around a hand-written body (the emulator's own behaviour under test)."""
+def _hand_kernel(body: str, block: int, size: int | None = None):
+    """A KernelCode around a hand-written body (the emulator's own behaviour under test),
+    one block of `block` threads over int32 arrays x and y of `size` (default: `block`)."""
     from fuselab.codegen.model import KernelCode, Param
     from fuselab.ir import GraphBuilder
     from fuselab.plan import Plan, Template, make_kernel
     b = GraphBuilder()
-    x = b.input("x", (block,), np.int32)
+    x = b.input("x", (size or block,), np.int32)
     y = b.elemwise("negative", [x])
     g = b.build([("y", y)])
     plan = Plan(g, (make_kernel(g, [y], Template.POINTWISE),))
@@ -105,3 +106,31 @@ def test_the_emulator_runs_barriers_and_shuffles_in_order():
     rev = x[::-1]
     want = np.concatenate([np.full(32, rev[:32].sum()), np.full(32, rev[32:].sum())]).astype(np.int32)
     np.testing.assert_array_equal(got[:60], want[:60])
+
+
+def test_shared_divisor_float16_division_rounds_as_ieee_division():
+    """fl_hdiv_shared (a row's float16 quotients by one divisor) against IEEE division
+    rounded to float16 (NumPy's float16 divide): every float16 dividend, divisors over
+    the whole range (every 61st bit pattern) with zeros, subnormals, infinities and NaN."""
+    from cuda_host import HostRunner, build
+    b_bits = np.unique(np.concatenate([np.arange(0, 65536, 61), [0, 0x8000, 1, 0x8001, 0x3ff, 0x400, 0x7bff, 0xfbff,
+                                                                   0x7c00, 0xfc00, 0x7e00, 0x3c00, 0xbc00]])).astype(np.int32)
+    block = 64
+    runner = HostRunner([])
+    plan, code = _hand_kernel(
+        "    int bad = 0;\n"
+        f"    for (int k = threadIdx.x; k < {len(b_bits)}; k += {block}) {{\n"
+        "        const float b = fl_from_half(fl_half{(unsigned short)in_x[k]});\n"
+        "        for (int a_bits = 0; a_bits < 65536; ++a_bits) {\n"
+        "            const float a = fl_from_half(fl_half{(unsigned short)a_bits});\n"
+        "            const unsigned short got = fl_to_half(fl_hdiv_shared(a, b)).bits;\n"
+        "            const unsigned short want = fl_to_half(a / b).bits;\n"
+        "            const bool both_nan = (got & 0x7fff) > 0x7c00 && (want & 0x7fff) > 0x7c00;\n"
+        "            bad += got != want && !both_nan;\n"
+        "        }\n"
+        "    }\n"
+        "    out_y[threadIdx.x] = bad;", block, len(b_bits))
+    runner.codes[(plan, runner.default)] = (code,)
+    runner.launchers.update(build([(code, plan)]))
+    got = runner.run(plan, {"x": b_bits})["y"][:block]
+    assert got.sum() == 0, f"{got.sum()} quotients differ"

@@ -212,6 +212,21 @@ template <class T> __device__ __forceinline__ T fl_reciprocal(T x) {
     else return fl_cast<T>(1.0 / static_cast<double>(x));
 }
 """),
+    Snippet(('fl_hdiv_shared',), r"""
+// a / b for float16 values a, b (held in float) whose quotient is rounded to float16 next,
+// b shared by many quotients (a row's sum, a constant): 1 / b once (the compiler hoists
+// it out of a row's elements), then a product and one Markstein correction (r = a - b q
+// is exact). The corrected quotient is within 2^-24 of a / b relatively, and a quotient
+// of two halves is at least 2^-23 away from every float16 rounding boundary it does not
+// sit on, so rounding it gives the float16 that IEEE division then rounding gives. r is 0
+// or NaN when a is 0, infinite or NaN, or b is 0 or infinite: q is already right there.
+__device__ __forceinline__ float fl_hdiv_shared(float a, float b) {
+    const float y = 1.0f / b;
+    const float q = a * y;
+    const float r = fmaf(-b, q, a);
+    return fabsf(r) > 0.0f ? fmaf(r, y, q) : q;
+}
+"""),
     Snippet(('fl_float_divmod', 'fl_floor_divide', 'fl_remainder'), r"""
 // NumPy's float divmod (npy_divmod): Python's floor semantics, snapped quotient.
 template <class T> __device__ __forceinline__ T fl_float_divmod(T a, T b, T& mod) {
