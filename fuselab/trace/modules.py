@@ -1,7 +1,9 @@
 """What a traced cell sees in place of its namespace: its arrays as tracers, `np` / `cp`
 as proxies whose functions record nodes when given tracers (and are the real module's
-otherwise), the notebook's own functions re-bound to read the traced namespace, and
-`cupy.fuse` functions and CuPy kernels traced through or run as opaque nodes."""
+otherwise), the notebook's own functions re-bound to read the traced namespace,
+`cupy.fuse` functions and CuPy kernels traced through or run as opaque nodes, and Numba
+functions (`numba.vectorize`, `@njit`) traced through their body with Numba's types
+(numba_calls.py)."""
 from __future__ import annotations
 
 from types import FunctionType, ModuleType
@@ -11,6 +13,7 @@ import numpy as np
 
 from ..ops import UFUNC_OPS
 from .core import TraceContext, current, mentions_tracer, traceable
+from .numba_calls import TracedNumba, is_numba_callable
 from .opaque import data_dependent
 from .registry import call_function
 from .ufuncs import dispatch_ufunc
@@ -162,6 +165,8 @@ def tracing_namespace(ctx: TraceContext, namespace: Mapping[str, Any]) -> dict[s
             ns[k] = TracedFusion(v, with_globals(f, ns) if getattr(f, "__globals__", None) is namespace else f)
         elif _is_cupy_kernel(v):
             ns[k] = TracedLibraryKernel(v)
+        elif is_numba_callable(v):
+            ns[k] = TracedNumba(v)
         else:
             ns[k] = v
     ns.setdefault("__builtins__", __builtins__)
@@ -180,4 +185,6 @@ def untraced(value: Any, ctx: TraceContext) -> Any:
         return value._fusion
     if isinstance(value, TracedLibraryKernel):
         return value._kernel
+    if isinstance(value, TracedNumba):
+        return value._fn
     return value
