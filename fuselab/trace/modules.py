@@ -12,7 +12,9 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..ops import UFUNC_OPS
+from ..errors import TraceError
 from .core import TraceContext, current, mentions_tracer, traceable
+from .foreign import kind_of
 from .numba_calls import TracedNumba, is_numba_callable
 from .opaque import data_dependent
 from .registry import call_function
@@ -152,8 +154,21 @@ def tracing_namespace(ctx: TraceContext, namespace: Mapping[str, Any]) -> dict[s
     this copy, so a helper from an earlier cell traces exactly like one defined in the
     cell: its `cp.exp(a)` and the global arrays it reads are traced too."""
     ns: dict[str, Any] = {}
+    adopted: dict[int, Any] = {}    # id(the user's GPU object) -> the CuPy array on its memory
     for k, v in namespace.items():
-        if traceable(v):
+        kind = None if traceable(v) else kind_of(v)
+        if kind is not None:   # a torch CUDA tensor, a Numba device array...: a CuPy array, no copy
+            if id(v) not in adopted:
+                try:
+                    adopted[id(v)] = kind.adopt(v)
+                except Exception as e:  # noqa: BLE001 - whatever the library says, said at once
+                    raise TraceError(f"`{k}` is a {kind.name} GPU array fuselab cannot use without a copy "
+                                     f"({type(e).__name__}: {e})", None,
+                                     "pass it as a CuPy array (cupy.asarray(x)), or compute it in a plain cell") \
+                        from None
+                ctx.adopted[id(adopted[id(v)])] = (v, kind)
+            ns[k] = ctx.tracer_for(adopted[id(v)], k)
+        elif traceable(v):
             ns[k] = ctx.tracer_for(v, k)  # one tracer per array object: aliases stay aliases
         elif _is_array_module(v):
             ns[k] = TracingModule(v, v.__name__.partition(".")[2])

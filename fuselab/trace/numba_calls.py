@@ -78,6 +78,8 @@ class TracedNumba:
             return self._fn(*args, **kwargs)
         ctx = current()
         try:
+            if ctx.uses_cupy:
+                raise Untraceable("it is compiled for the CPU and the cell's arrays are on the GPU")
             if kwargs:
                 raise Untraceable(f"it is called with keyword arguments ({', '.join(kwargs)})")
             if is_numba_ufunc(self._fn):
