@@ -269,6 +269,38 @@ def stencil_cases(seed=9) -> list[Case]:
     return out
 
 
+def variance_cases(seed=10) -> list[Case]:
+    """np.var's one-pass reduction (Welford's state, Chan's combine) in every layout: a split
+    full reduction, columns, rows, a middle axis, integers (in float64), ddof, a row kernel
+    normalising by it (layernorm as people write it with np.var), and values far from 0."""
+    out = []
+    for dt, shape, axis, ddof in [(np.float32, (20000,), None, 0), (np.float32, (33, 65), 0, 1),
+                                  (np.float32, (33, 65), 1, 0), (np.float64, (6, 4000, 40), 1, 0),
+                                  (np.int32, (8, 3000), 1, 1), (np.float64, (3000, 64), 0, 2)]:
+        rng = np.random.default_rng(seed)
+        b = GraphBuilder()
+        x = b.input("x", shape, dt)
+        out_dt = np.float64 if np.dtype(dt).kind == "i" else dt
+        v = b.reduce("var", x, axis=axis, dtype=out_dt, ddof=ddof)
+        g = b.build([("v", v), ("s", b.elemwise("sqrt", [v]))])
+        x = sample(dt, shape, rng) if np.dtype(dt).kind == "i" else \
+            (rng.standard_normal(shape) * 3 + 1000).astype(dt)
+        out.append(Case(f"variance-{_name(dt)}-{shape}-{axis}-ddof{ddof}", g, {"x": x},
+                        [one_kernel(g, Template.REDUCTION)], 1e-4 if dt == np.float32 else None))
+    for cols in (7, 1030):
+        b = GraphBuilder()
+        x = b.input("x", (5, cols), np.float32)
+        mean = b.elemwise("true_divide", [b.reduce("sum", x, axis=-1, keepdims=True), b.const(float(cols), np.float32)])
+        var = b.reduce("var", x, axis=-1, keepdims=True, dtype=np.float32)
+        y = b.elemwise("true_divide", [b.elemwise("subtract", [x, mean]),
+                                       b.elemwise("sqrt", [b.elemwise("add", [var, b.const(1e-5, np.float32)])])])
+        g = b.build([("y", y)])
+        inputs = {"x": np.random.default_rng(seed).uniform(-2, 2, (5, cols)).astype(np.float32)}
+        out.append(Case(f"variance-row-layernorm-5x{cols}", g, inputs, [one_kernel(g, Template.ROW)], 1e-4))
+    return out
+
+
 def all_cases() -> list[Case]:
     return (elementwise_cases() + cast_cases() + reduction_cases() + prod_cases() + fused_reduction_cases()
-            + row_cases() + empty_cases() + view_cases() + overflow_cases() + power_cases() + stencil_cases())
+            + row_cases() + empty_cases() + view_cases() + overflow_cases() + power_cases() + stencil_cases()
+            + variance_cases())

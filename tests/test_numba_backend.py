@@ -23,11 +23,10 @@ from graphs import layernorm, one_kernel, softmax
 
 
 def test_every_op_of_the_table_has_a_python_rule():
-    from fuselab.numba_backend.codegen import NUMPY_ONLY
     from fuselab.numba_backend.pyops import ELEMWISE, REDUCTIONS
     missing = [n for n, o in OPS.items() if o.kind is Kind.ELEMWISE and n != "astype" and n not in ELEMWISE]
     assert not missing, f"add these ops to fuselab/numba_backend/pyops.py: {missing}"
-    assert {n for n, o in OPS.items() if o.kind is Kind.REDUCE} == set(REDUCTIONS) | set(NUMPY_ONLY)
+    assert {n for n, o in OPS.items() if o.kind is Kind.REDUCE} == set(REDUCTIONS)
 
 
 # -- float16 -------------------------------------------------------------------
@@ -285,3 +284,39 @@ def test_float16_fast_mode_rounds_only_what_it_stores():
             / np.float32(np.float16(1.9))).astype(np.float16)
     np.testing.assert_array_equal(fast, want)
     assert (fast != numpy_mode).any()     # the modes differ somewhere on 4099 values
+
+
+# -- operands of their own types, np.var -----------------------------------------------
+
+def test_signed_unsigned_comparisons_are_exact_as_numpy_2s():
+    """int64 vs uint64 compare exactly in NumPy 2 (loops `qQ->?`): the node's operand
+    dtypes differ, and neither operand may be cast to the other's type (nor, as Numba
+    would, both to float64)."""
+    b = GraphBuilder()
+    a = b.input("a", (8,), np.int64)
+    u = b.input("u", (8,), np.uint64)
+    ops = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
+    g = b.build([(f"{op}_{k}", b.elemwise(op, [x, y])) for op in ops for k, (x, y) in enumerate([(a, u), (u, a)])])
+    assert any(len(set(n.operand_dtypes)) > 1 for n in g.nodes if n.op in ops)
+    inputs = {"a": np.array([-1, 0, 2 ** 62, 2 ** 63 - 1, 5, -2 ** 63, 7, 2 ** 53 + 1], np.int64),
+              "u": np.array([2 ** 64 - 1, 0, 2 ** 62 + 1, 2 ** 63, 5, 0, 2 ** 63 + 7, 2 ** 53], np.uint64)}
+    got = run_numba(one_kernel(g, Template.POINTWISE), inputs)
+    for name, want in run_graph(g, inputs).items():
+        np.testing.assert_array_equal(got[name], want, err_msg=name)
+
+
+def test_variance_is_a_compiled_one_pass_reduction():
+    """np.var in a reduction and in a row kernel: Welford's state, compiled (no kernel runs
+    through NumPy); the cases in tests/cases.py check its values in every layout."""
+    from fuselab.cell import run_cell
+    from fuselab.numba_backend import PyKernel, generate
+    x = (np.random.default_rng(3).standard_normal((40, 257)) * 2 + 500).astype(np.float32)
+    ns = {"np": np, "x": x}
+    cell = "v = x.var(axis=0, ddof=1)\ny = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)"
+    s = run_cell(ns, cell, backend="numba", time=False, quiet=True)
+    assert s.check.ok, s.check.worst
+    codes = generate(s.plan)
+    assert all(isinstance(c, PyKernel) for c in codes) and any("fl_block_sqdev" in c.source for c in codes)
+    np.testing.assert_allclose(ns["v"], x.var(axis=0, ddof=1), rtol=1e-4)
+    np.testing.assert_allclose(ns["y"], (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5),
+                               rtol=1e-4, atol=1e-4)

@@ -4,7 +4,10 @@ The accumulation dtype follows NumPy as the CUDA backend's does (fuselab/codegen
 sums and products in the result dtype (float16 held in float32 and rounded once at the
 end), max/min in the input dtype, any/all in bool, and argmax/argmin as (value, first
 index) pairs where the first NaN wins. The combine expression is the op table's
-(pyops.combine), so integer sums wrap as NumPy's do.
+(pyops.combine), so integer sums wrap as NumPy's do. np.var's one-pass state is Welford's
+(count, mean, sum of squared deviations), combined by Chan et al.'s formula, as the
+CUDA prelude's fl_welford: blocks of elements are summarised exactly (their mean, then
+their squared deviations from it) and folded into the running state in order.
 """
 from __future__ import annotations
 
@@ -40,10 +43,24 @@ class Acc:
     value_dtype: np.dtype      # dtype of the elements folded in
     out_dtype: np.dtype        # the reduce node's dtype
     at_: str = ""              # "[j]": the state lives in element j of arrays of these names
+    ddof: int = 0              # var: the divisor is the count less ddof
 
     @property
     def is_arg(self) -> bool:
         return self.op in ARG_REDUCE_OPS
+
+    @property
+    def welford(self) -> bool:
+        """np.var's state: count `n`, mean `v` and sum of squared deviations `m2`."""
+        return self.op == "var"
+
+    @property
+    def n(self) -> str:
+        return f"{self.var}_n{self.at_}"
+
+    @property
+    def m2(self) -> str:
+        return f"{self.var}_m2{self.at_}"
 
     @property
     def blocked(self) -> bool:
@@ -76,13 +93,15 @@ class Acc:
         return replace(self, at_=f"[ix({index})]")
 
     def identity(self) -> str:
-        if self.is_arg or self.op in ("sum", "any"):
+        if self.is_arg or self.op in ("sum", "any", "var"):
             return literal(0, register(self.acc_dtype))
         if self.op in ("prod", "all"):
             return literal(1, register(self.acc_dtype))
         return lowest(self.acc_dtype) if self.op == "max" else highest(self.acc_dtype)
 
     def declare(self) -> list[str]:
+        if self.welford:
+            return [f"{self.n} = np.int64(0)", f"{self.v} = {self.identity()}", f"{self.m2} = {self.identity()}"]
         out = [f"{self.v} = {self.identity()}"]
         if self.blocked:
             out.append(f"{self.comp} = {self.identity()}")
@@ -90,10 +109,13 @@ class Acc:
 
     def declare_array(self, count: str) -> list[str]:
         """Arrays of `count` accumulators, each set to the identity."""
-        names = [self.var] + ([f"{self.var}_c", f"{self.var}_b"] if self.blocked else [])
+        names = [self.var] + ([f"{self.var}_c", f"{self.var}_b"] if self.blocked else []) + \
+            ([f"{self.var}_m2"] if self.welford else [])
         out = [f"{n} = np.empty({count}, {self.array_dtype})" for n in names]
+        out += [f"{self.var}_n = np.empty({count}, np.int64)"] if self.welford else []
         out += [f"{self.idx} = np.empty({count}, np.int64)"] if self.is_arg else []
-        init = [f"{n}[ix(j)] = {self.identity()}" for n in names] + ([f"{self.idx}[ix(j)] = -1"] if self.is_arg else [])
+        init = [f"{n}[ix(j)] = {self.identity()}" for n in names] + ([f"{self.idx}[ix(j)] = -1"] if self.is_arg else []) + \
+            ([f"{self.var}_n[ix(j)] = 0"] if self.welford else [])
         return out + [f"for j in range({count}):", *indent(init, 1)]   # (np.full costs a compile of its own)
 
     def begin_block(self) -> list[str]:
@@ -122,12 +144,57 @@ class Acc:
 
     def step(self, value: str, index: str) -> list[str]:
         """Fold one element (its value and its index along the reduction) in."""
+        if self.welford:   # Welford's update, as fl_welford_op's
+            x, d = cast(value, self.value_dtype, self.acc_dtype), f"{self.var}_d"
+            return [f"{self.n} += 1", f"{d} = {x} - {self.v}",
+                    f"{self.v} = {self.v} + {d} / {ctor(self.acc_dtype)}({self.n})",
+                    f"{self.m2} = {self.m2} + {d} * ({x} - {self.v})"]
         if self.is_arg:
             return [f"if {self.i} < 0 or {self._better(value)}:", f"    {self.v} = {value}",
                     f"    {self.i} = {index}"]
         v = cast(value, self.value_dtype, self.acc_dtype)
         target = self.blk if self.blocked else self.v
         return [f"{target} = {combine(self.op, target, v, self.acc_dtype)}"]
+
+    def chan(self, n: str, mean: str, m2: str) -> list[str]:
+        """Fold in the (count, mean, squared deviations) of later elements: Chan et al.'s
+        combine, as fl_welford_op's (an empty state changes nothing)."""
+        d, f, tn = (f"{self.var}_{s}" for s in ("d", "f", "tn"))
+        T = ctor(self.acc_dtype)
+        return [f"if {n} > 0:",
+                f"    if {self.n} == 0:",
+                f"        {self.n} = {n}", f"        {self.v} = {mean}", f"        {self.m2} = {m2}",
+                "    else:",
+                f"        {tn} = {self.n} + {n}",
+                f"        {d} = {mean} - {self.v}",
+                f"        {f} = {T}({n}) / {T}({tn})",
+                f"        {self.v} = {self.v} + {d} * {f}",
+                f"        {self.m2} = {self.m2} + {m2} + {d} * {d} * {T}({self.n}) * {f}",
+                f"        {self.n} = {tn}"]
+
+    def block(self, buf: str, lo: str, hi: str) -> list[str]:
+        """Fold in buf[lo:hi] (at most BLOCK values of the accumulation dtype): the block's
+        mean and squared deviations from it, computed exactly as two short passes (no
+        division per element, and loops LLVM can vectorize), then Chan's combine."""
+        T = ctor(self.acc_dtype)
+        bn, bm, bq = (f"{self.var}_{s}" for s in ("bn", "bm", "bq"))
+        return [f"{bn} = {hi} - {lo}",
+                f"{bm} = fl_block_sum({buf}, {lo}, {hi}) / {T}({bn})",
+                f"{bq} = fl_block_sqdev({buf}, {lo}, {hi}, {bm})",
+                *self.chan(bn, bm, bq)]
+
+    def partial_arrays(self, name: str, index: str | None, count: str) -> list[str]:
+        """Arrays of `count` partial results named after `name` (and `index`)."""
+        out = [f"{name} = np.empty({count}, {self.array_dtype})"]
+        if self.welford:
+            out += [f"{name}_n = np.empty({count}, np.int64)", f"{name}_m2 = np.empty({count}, {self.array_dtype})"]
+        return out + ([f"{index} = np.empty({count}, np.int64)"] if index else [])
+
+    def merge_partial(self, name: str, index: str | None, at: str) -> list[str]:
+        """Fold in the partial result at `at` of the arrays `partial_arrays` made."""
+        if self.welford:
+            return self.chan(f"{name}_n[ix({at})]", f"{name}[ix({at})]", f"{name}_m2[ix({at})]")
+        return self.merge(f"{name}[ix({at})]", f"{index}[ix({at})]" if index else None)
 
     def merge(self, value: str, index: str | None) -> list[str]:
         """Fold in another partial result of later elements (an empty one: index -1)."""
@@ -146,6 +213,9 @@ class Acc:
         return self.v
 
     def store_partial(self, values: str, indices: str | None, at: str) -> list[str]:
+        if self.welford:
+            return [f"{values}[ix({at})] = {self.v}", f"{values}_n[ix({at})] = {self.n}",
+                    f"{values}_m2[ix({at})] = {self.m2}"]
         out = [f"{values}[ix({at})] = {self.total()}"]
         return out + ([f"{indices}[ix({at})] = {self.i}"] if self.is_arg else [])
 
@@ -153,6 +223,9 @@ class Acc:
         """The reduce node's value in its register type."""
         if self.is_arg:
             return self.i
+        if self.welford:   # fl_welford_var: 0 / 0 is NaN and x / 0 inf, as NumPy's
+            count = f"max({self.n} - {self.ddof}, 0)" if self.ddof else self.n
+            return f"({self.m2} / {ctor(self.acc_dtype)}({count}))"
         if is_half(self.out_dtype):
             return f"fl_round_half({self.total()})"   # accumulated in float32, rounded once
         return self.total()
@@ -186,28 +259,36 @@ def fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], val
     with it the vector units idle): when the values take computing, each chunk of CHUNK
     elements is first computed into small buffers by a loop without a fold, which LLVM
     vectorizes (a softmax's exp), then folded in order. Loads alone (`computes` False) are
-    folded directly."""
-    if not computes:
+    folded directly, unless a variance wants its blocks in a buffer."""
+    welford = [a for a in accs if a.welford]
+    if not computes and not welford:
         return [], blocked_loop(var, lo, hi, accs, [*lines, *[l for a in accs for l in a.step(values[a.node], var)]])
     setup: list[str] = []
-    buffers: dict[str, str] = {}
+    buffers: dict[tuple[str, np.dtype], str] = {}     # (expression, dtype) -> buffer of CHUNK values
+
+    def buffer(a: Acc) -> str:
+        dt = a.acc_dtype if a.welford else a.value_dtype   # a variance's values: in its own type
+        key = (values[a.node], register(dt))
+        if key not in buffers:
+            buffers[key] = names.fresh(f"buf_{values[a.node]}")
+            setup.append(f"{buffers[key]} = np.empty({CHUNK}, {ctor(dt)})")
+        return buffers[key]
     for a in accs:
-        v = values[a.node]
-        if v not in buffers:
-            buffers[v] = names.fresh(f"buf_{v}")
-            setup.append(f"{buffers[v]} = np.empty({CHUNK}, {ctor(a.value_dtype)})")
-    compute = [f"{var} = {var}_c + k", *lines, *[f"{b}[ix(k)] = {v}" for v, b in buffers.items()]]
+        buffer(a)
+    value_dtypes = {values[a.node]: a.value_dtype for a in accs}
+    compute = [f"{var} = {var}_c + k", *lines,
+               *[f"{b}[ix(k)] = {cast(v, value_dtypes[v], dt)}" for (v, dt), b in buffers.items()]]
     # float sums of values already of their type add each block of a buffer as a tree
     tree = [a for a in accs if a.blocked and register(a.value_dtype) == register(a.acc_dtype)]
-    steps = [l for a in accs if a not in tree for l in a.step(f"{buffers[values[a.node]]}[ix(k)]", f"{var}_c + k")]
-    if not tree:
+    steps = [l for a in accs if a not in tree and not a.welford for l in a.step(f"{buffer(a)}[ix(k)]", f"{var}_c + k")]
+    if not tree and not welford:
         fold = blocked_loop("k", "0", "n_c", accs, steps)
     else:
-        fold = [f"for k_b in range(0, n_c, {BLOCK}):",
+        fold = [f"for k_b in range(0, n_c, {BLOCK}):", f"    k_e = min(k_b + {BLOCK}, n_c)",
                 *indent([l for a in accs if a not in tree for l in a.begin_block()], 1),
-                *[f"    {a.blk} = fl_block_sum({buffers[values[a.node]]}, k_b, min(k_b + {BLOCK}, n_c))"
-                  for a in tree],
-                *([f"    for k in range(k_b, min(k_b + {BLOCK}, n_c)):", *indent(steps, 2)] if steps else []),
+                *[f"    {a.blk} = fl_block_sum({buffer(a)}, k_b, k_e)" for a in tree],
+                *indent([l for a in welford for l in a.block(buffer(a), "k_b", "k_e")], 1),
+                *(["    for k in range(k_b, k_e):", *indent(steps, 2)] if steps else []),
                 *indent([l for a in accs for l in a.end_block()], 1)]
     loop = [f"for {var}_c in range({lo}, {hi}, {CHUNK}):", f"    n_c = min({CHUNK}, {hi} - {var}_c)",
             "    for k in range(n_c):", *indent(compute, 2), *indent(fold, 1)]
@@ -224,6 +305,6 @@ def accumulator(graph: Graph, nid: int, names: Names) -> Acc:
     else:
         acc = n.dtype
     var = names.fresh(f"acc{nid}")
-    names.used.update({f"{var}_c", f"{var}_b", f"{var}_t"})
+    names.used.update(f"{var}_{s}" for s in ("c", "b", "t", "n", "m2", "d", "f", "tn", "bn", "bm", "bq"))
     idx = names.fresh(f"acc{nid}_index") if n.op in ARG_REDUCE_OPS else None
-    return Acc(nid, n.op, var, idx, np.dtype(acc), value_dtype, n.dtype)
+    return Acc(nid, n.op, var, idx, np.dtype(acc), value_dtype, n.dtype, ddof=int(n.args["ddof"]) if "ddof" in n.args else 0)

@@ -9,10 +9,6 @@ from .emit import CodegenError
 from .model import NumbaOptions, PyKernel
 
 
-# Reductions the Numba templates do not have yet: a kernel containing one runs through
-# NumPy, op by op, as the reference interpreter runs it (np.var's one-pass Welford state,
-# which the CUDA backend has, is still to do here).
-NUMPY_ONLY = ("var",)
 
 
 def generate(plan: Plan, options: NumbaOptions | None = None) -> tuple[PyKernel | OpaqueCall, ...]:
@@ -28,9 +24,6 @@ def generate_kernel(plan: Plan, k: int, options: NumbaOptions | None = None) -> 
     if kern.template is Template.OPAQUE:
         (node,) = [i for i in kern.nodes if plan.graph.nodes[i].op == "opaque"]
         return OpaqueCall(k, f"k{k}_{kern.name or 'kernel'}", node, kern.inputs, kern.outputs, kern.nodes)
-    numpy_only = [i for i in kern.nodes if plan.graph.nodes[i].op in NUMPY_ONLY]
-    if numpy_only:
-        return OpaqueCall(k, f"k{k}_{kern.name or 'kernel'}", numpy_only[0], kern.inputs, kern.outputs, kern.nodes)
     ctx = PyContext(plan.graph, kern, k, options)
     template = {Template.POINTWISE: pointwise, Template.ROW: row, Template.REDUCTION: reduction}.get(kern.template)
     if template is None:

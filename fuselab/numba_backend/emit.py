@@ -20,7 +20,7 @@ from ..codegen.model import CodegenError  # noqa: F401 - one error for both back
 from ..codegen.emit import array_name, indent, unwrap  # noqa: F401 - backend-neutral helpers, shared
 from ..ir import Graph, Node, special_exponent
 from ..ops import Kind
-from .pyops import ELEMWISE, special_power
+from .pyops import ELEMWISE, mixed_compare, special_power
 from .pytypes import cast, ctor, is_half, literal, register
 
 Coords = tuple[ix.Affine, ...]
@@ -29,7 +29,7 @@ LoadFn = Callable[[int, ix.Affine], str]
 
 _RESERVED = frozenset(keyword.kwlist) | frozenset(
     "np numba njit prange range min max abs len int float bool True False None ix "
-    "i r c row col o u j k part o0 n_o n_c lo hi r_b col_b k_b r_c col_c".split())   # and the templates' loop variables
+    "i r c row col o u j k part o0 n_o n_c lo hi r_b col_b k_b k_e r_c col_c".split())   # and the templates' loop variables
 
 
 class Names:
@@ -179,8 +179,11 @@ class PyEmitter:
             src = self.graph.nodes[n.inputs[0]]
             return cast(self.value(n.inputs[0], coords), src.dtype, n.dtype)
         ctype = np.dtype(n.args["ctype"])
-        ops = [self._operand(n, k, coords, np.dtype(bool) if (n.op == "where" and k == 0) else ctype)
+        wants = n.operand_dtypes     # the loop's input types (they differ in int64 < uint64)
+        ops = [self._operand(n, k, coords, np.dtype(bool) if (n.op == "where" and k == 0) else wants[k])
                for k in range(len(n.inputs))]
+        if len(set(wants)) > 1:
+            return mixed_compare(n.op, ops, wants)
         k = special_exponent(self.graph, n)
         expr = special_power(k, ops[0], ctype) if k else ELEMWISE[n.op](ops, ctype)
         if is_half(n.dtype) and self.fp16_numpy and n.op not in ("where", "positive"):

@@ -157,6 +157,28 @@ def _compare(op: str) -> Render:
     return render
 
 
+def mixed_compare(op: str, a: Sequence[str], dtypes: Sequence[np.dtype]) -> str:
+    """NumPy 2's exact comparison of a signed and an unsigned integer (its `qQ->?` loops):
+    a negative value is below every unsigned one and equal to none. (Numba would compare
+    int64 with uint64 in float64, which rounds both.) As the CUDA prelude's fl_less_mixed."""
+    def less(x: str, tx: np.dtype, y: str, ty: np.dtype) -> str:
+        if _k(tx) == "i":
+            return f"(({x} < {literal(0, tx)}) | (np.uint64({x}) < np.uint64({y})))"
+        return f"(({y} >= {literal(0, ty)}) & (np.uint64({x}) < np.uint64({y})))"
+
+    def equal(x: str, tx: np.dtype, y: str, ty: np.dtype) -> str:
+        signed, s_t = (x, tx) if _k(tx) == "i" else (y, ty)
+        return f"(({signed} >= {literal(0, s_t)}) & (np.uint64({x}) == np.uint64({y})))"
+
+    (x, y), (tx, ty) = a, [np.dtype(d) for d in dtypes]
+    forms = {"less": lambda: less(x, tx, y, ty), "greater": lambda: less(y, ty, x, tx),
+             "less_equal": lambda: f"(not {less(y, ty, x, tx)})", "greater_equal": lambda: f"(not {less(x, tx, y, ty)})",
+             "equal": lambda: equal(x, tx, y, ty), "not_equal": lambda: f"(not {equal(x, tx, y, ty)})"}
+    if op not in forms:
+        raise KeyError(f"no loop of {op} with operands of different types {tx}, {ty}")
+    return forms[op]()
+
+
 def _logical(op: str) -> Render:
     def render(a: Sequence[str], ct: np.dtype) -> str:
         x, y = (v if _k(ct) == "b" else f"({v} != 0)" for v in a)
@@ -250,4 +272,4 @@ def combine(op: str, acc: str, value: str, acc_dtype: np.dtype) -> str:
     raise KeyError(f"no combine for {op}")
 
 
-REDUCTIONS = ("sum", "prod", "max", "min", "any", "all", "argmax", "argmin")
+REDUCTIONS = ("sum", "prod", "max", "min", "any", "all", "argmax", "argmin", "var")   # var: accum.Acc.welford

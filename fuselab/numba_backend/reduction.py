@@ -56,10 +56,7 @@ def generate(ctx: PyContext) -> PyKernel:
     body: list[str] = []
     if splits > 1:
         for a in accs:
-            pv, pi = partials[a.node]
-            body.append(f"{pv} = np.empty({K * splits}, {a.array_dtype})")
-            if pi:
-                body.append(f"{pi} = np.empty({K * splits}, np.int64)")
+            body += a.partial_arrays(*partials[a.node], str(K * splits))
     unit = [f"part = u % {splits}"] if splits > 1 else []
     if tile == 1:
         unit += [f"o = u // {splits}" if splits > 1 else "o = u"]
@@ -82,12 +79,10 @@ def generate(ctx: PyContext) -> PyKernel:
         body += [f"# combine the {splits} partials of each output in chunk order", f"for o in prange({K}):"]
         comb: list[str] = []
         for a in accs:
-            pv, pi = partials[a.node]
             comb += a.declare()
         comb.append(f"for part in range({splits}):")
         for a in accs:
-            pv, pi = partials[a.node]
-            comb += indent(a.merge(f"{pv}[ix(o * {splits} + part)]", f"{pi}[ix(o * {splits} + part)]" if pi else None), 1)
+            comb += indent(a.merge_partial(*partials[a.node], f"o * {splits} + part"), 1)
         comb += _epilogue(ctx, p, accs, "o")
         body += indent(comb, 1)
     strategy = ("column: tiles of %d outputs walk the rows" % tile if tile > 1 else "inner: one output per unit")

@@ -25,6 +25,7 @@ from ..errors import TraceError
 from ..interp import eval_node
 from .cellinfo import LAST_VALUE, CellInfo
 from .core import InputTracer, TraceContext, Tracer, is_cupy_array
+from .foreign import Adopted
 from .modules import untraced, with_globals
 
 _VIEW_OPS = frozenset({"transpose", "slice", "reshape", "broadcast_to"})
@@ -197,8 +198,15 @@ class Binder:
             made[id(t)] = v
             return v
 
+        bound = obj
+        if self.ctx.adopted:   # GPU arrays of another library: theirs back, results of their kind
+            export = Adopted(self.ctx.adopted).exporter(
+                inputs, lambda v: hasattr(v, "__cuda_array_interface__") or isinstance(v, np.ndarray))
+
+            def bound(t: Tracer) -> Any:
+                return export(obj(t))
         try:
-            return self._apply(namespace, obj)
+            return self._apply(namespace, bound)
         finally:
             self.release()
 

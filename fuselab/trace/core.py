@@ -111,6 +111,9 @@ class TraceContext:
         self.warnings = CellWarnings(origin, namespace)
         self.evaluator = Evaluator(self.builder.nodes, self._input_value, self._fp_error)
         self.originals: dict[int, Any] = {}          # id(re-bound helper) -> the user's function
+        # id(CuPy array adopted from a torch tensor, a Numba device array...) -> (the user's
+        # object, its foreign.Kind): bound back as the user's object, results as its kind
+        self.adopted: dict[int, tuple[Any, Any]] = {}
 
     # -- where are we in the user's code? ------------------------------------
     def user_frame(self) -> FrameType | None:

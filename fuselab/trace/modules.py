@@ -1,7 +1,9 @@
 """What a traced cell sees in place of its namespace: its arrays as tracers, `np` / `cp`
 as proxies whose functions record nodes when given tracers (and are the real module's
-otherwise), the notebook's own functions re-bound to read the traced namespace, and
-`cupy.fuse` functions and CuPy kernels traced through or run as opaque nodes."""
+otherwise), the notebook's own functions re-bound to read the traced namespace,
+`cupy.fuse` functions and CuPy kernels traced through or run as opaque nodes, and Numba
+functions (`numba.vectorize`, `@njit`) traced through their body with Numba's types
+(numba_calls.py)."""
 from __future__ import annotations
 
 from types import FunctionType, ModuleType
@@ -10,7 +12,10 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..ops import UFUNC_OPS
+from ..errors import TraceError
 from .core import TraceContext, current, mentions_tracer, traceable
+from .foreign import kind_of
+from .numba_calls import TracedNumba, is_numba_callable
 from .opaque import data_dependent
 from .registry import call_function
 from .ufuncs import dispatch_ufunc
@@ -149,8 +154,21 @@ def tracing_namespace(ctx: TraceContext, namespace: Mapping[str, Any]) -> dict[s
     this copy, so a helper from an earlier cell traces exactly like one defined in the
     cell: its `cp.exp(a)` and the global arrays it reads are traced too."""
     ns: dict[str, Any] = {}
+    adopted: dict[int, Any] = {}    # id(the user's GPU object) -> the CuPy array on its memory
     for k, v in namespace.items():
-        if traceable(v):
+        kind = None if traceable(v) else kind_of(v)
+        if kind is not None:   # a torch CUDA tensor, a Numba device array...: a CuPy array, no copy
+            if id(v) not in adopted:
+                try:
+                    adopted[id(v)] = kind.adopt(v)
+                except Exception as e:  # noqa: BLE001 - whatever the library says, said at once
+                    raise TraceError(f"`{k}` is a {kind.name} GPU array fuselab cannot use without a copy "
+                                     f"({type(e).__name__}: {e})", None,
+                                     "pass it as a CuPy array (cupy.asarray(x)), or compute it in a plain cell") \
+                        from None
+                ctx.adopted[id(adopted[id(v)])] = (v, kind)
+            ns[k] = ctx.tracer_for(adopted[id(v)], k)
+        elif traceable(v):
             ns[k] = ctx.tracer_for(v, k)  # one tracer per array object: aliases stay aliases
         elif _is_array_module(v):
             ns[k] = TracingModule(v, v.__name__.partition(".")[2])
@@ -162,6 +180,8 @@ def tracing_namespace(ctx: TraceContext, namespace: Mapping[str, Any]) -> dict[s
             ns[k] = TracedFusion(v, with_globals(f, ns) if getattr(f, "__globals__", None) is namespace else f)
         elif _is_cupy_kernel(v):
             ns[k] = TracedLibraryKernel(v)
+        elif is_numba_callable(v):
+            ns[k] = TracedNumba(v)
         else:
             ns[k] = v
     ns.setdefault("__builtins__", __builtins__)
@@ -180,4 +200,6 @@ def untraced(value: Any, ctx: TraceContext) -> Any:
         return value._fusion
     if isinstance(value, TracedLibraryKernel):
         return value._kernel
+    if isinstance(value, TracedNumba):
+        return value._fn
     return value

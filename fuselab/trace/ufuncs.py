@@ -11,6 +11,7 @@ import numpy as np
 from ..ops import OPS, SUPPORTED_DTYPES, UFUNC_OPS, Aval, OpaqueFn, ShapeError, broadcast_shapes
 from .core import TraceContext, Tracer
 from .mutate import update_for_real, update_in_place
+from .numba_calls import TracedNumba, is_numba_ufunc
 from .operands import RunForReal, Weak, materialise, operand, resolution_dtypes, wrap
 from .realrun import plain_values, run_for_real
 from .reductions import reduce as reduce_
@@ -171,6 +172,10 @@ def dispatch_ufunc(ctx: TraceContext, ufunc: Any, method: str, inputs: Sequence[
     """`ufunc.method(*inputs, **kwargs)` with tracers among the inputs (`__array_ufunc__`,
     and the ufuncs of the np / cp proxies, which give the name: CuPy's ufuncs are
     called `cupy_exp`)."""
+    if is_numba_ufunc(ufunc):   # numba.vectorize (named after the user's function, not an op)
+        if method == "__call__":
+            return TracedNumba(ufunc)(*inputs, **kwargs)
+        return run_for_real(ctx, f"{ufunc.__name__}.{method}", getattr(ufunc, method), inputs, kwargs)
     name = name or getattr(ufunc, "__name__", str(ufunc))
     opname = UFUNC_OPS.get(name)
     if method == "__call__":
