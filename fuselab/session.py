@@ -334,6 +334,16 @@ class Session:
             cb(self)
         return self.measurement
 
+    def dask_info(self):
+        """Dask path: block grids, how each kernel ran, rechunks, tasks fused vs plain
+        Dask (fuselab.dask.session.DaskInfo); None before a run or on other backends."""
+        if self.backend != "dask" or self.dask_run is None:
+            return None
+        if getattr(self, "_dask_info", (None,))[0] is not self.dask_run:
+            from .dask.session import info
+            self._dask_info = (self.dask_run, info(self))
+        return self._dask_info[1]
+
     # -- showing ----------------------------------------------------------------
     def summary(self) -> str:
         """Plain-text summary: the listing with kernel boundaries and the plan's totals."""

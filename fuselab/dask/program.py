@@ -55,14 +55,18 @@ class BlockSpec:
     key: str
 
 
-def body_graph(graph: Graph, lay: Layout, stored: Sequence[int]) -> tuple[Graph, dict[int, int]]:
-    """The kernel's body as a graph whose inputs are its operands (full shapes)."""
+def body_graph(graph: Graph, lay: Layout, stored: Sequence[int], skip: Sequence[int] = ()
+               ) -> tuple[Graph, dict[int, int]]:
+    """The kernel's body as a graph whose inputs are its operands (full shapes), without
+    the nodes in `skip` (reductions computed as partial states instead)."""
     b = GraphBuilder()
     new: dict[int, int] = {}
     for k, j in enumerate(lay.operands):
         n = graph.nodes[j]
         new[j] = b.input(f"a{k}", n.shape, n.dtype, n.loc)
     for i in lay.body:
+        if i in skip:
+            continue
         n = graph.nodes[i]
         b.nodes.append(Node(n.op, tuple(new[j] for j in n.inputs), n.args, n.aval, n.loc))
         new[i] = len(b.nodes) - 1
@@ -74,7 +78,7 @@ def block_spec(graph: Graph, lay: Layout, stored: Sequence[int], reductions: Seq
     """The program of a kernel's blocks. `stored`: body nodes the blocks return;
     `reductions`: reduce nodes whose partial states they return instead;
     `position_labels`: the label classes whose global positions follow the operands."""
-    g, new = body_graph(graph, lay, stored)
+    g, new = body_graph(graph, lay, stored, reductions)
     partials = []
     for r in reductions:
         n = graph.nodes[r]

@@ -81,9 +81,14 @@ def grids(arrays: Mapping[str, Any]) -> tuple[Grid, ...]:
 
 def task_count(arrays: Sequence[Any]) -> int:
     """Tasks Dask runs for these arrays, after its own optimisation (blockwise fusion)."""
-    from dask.base import collections_to_dsk
+    import dask
     lazy = [a for a in arrays if is_dask_array(a)]
-    return len(collections_to_dsk(lazy, optimize_graph=True)) if lazy else 0
+    if not lazy:
+        return 0
+    keys: set = set()
+    for o in dask.optimize(*lazy):
+        keys.update(o.__dask_graph__().keys())
+    return len(keys)
 
 
 def plain_dask(graph: Graph, inputs: Mapping[str, Any]) -> dict[str, Any]:
