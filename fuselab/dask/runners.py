@@ -5,6 +5,9 @@ with the tasks (it must pickle, and keep its caches per process).
 - `InterpRunner`: fuselab's reference interpreter on the block's array module (NumPy or
   CuPy), op by op inside the kernel: always available, the semantics every other runner
   is tested against.
+- `NumbaRunner`: the Numba CPU backend's kernel, compiled on the worker for each block
+  shape it meets (Numba's disk cache keeps it), one thread per block: Dask's workers run
+  the blocks in parallel. Used for NumPy chunks wherever that backend is installed.
 - `CudaRunner`: the kernel's generated CUDA, compiled on the worker (CuPy caches the
   compiled code by its source) for each block shape it meets.
 """
@@ -32,7 +35,7 @@ class ChunkRunner(Protocol):
 @dataclass(frozen=True)
 class InterpRunner:
     name: str = "numpy"
-    description: str = "the NumPy interpreter, op by op inside each kernel (no compiled CPU backend here)"
+    description: str = "the NumPy interpreter, op by op inside each kernel"
 
     def run(self, plan: Plan, inputs: Mapping[str, Any]) -> dict[str, Any]:
         xp = array_module(next(iter(inputs.values()))) if inputs else np
@@ -52,17 +55,50 @@ class CudaRunner:
         exe = _EXECUTABLES.get(id(plan))
         if exe is None or exe[0] is not plan:
             exe = (plan, Executable(plan, None, self.options))
-            _EXECUTABLES[id(plan)] = exe
-            if len(_EXECUTABLES) > 256:
-                _EXECUTABLES.popitem(last=False)
+            _remember(id(plan), exe)
+        return exe[1].run(inputs)
+
+
+@dataclass(frozen=True)
+class NumbaRunner:
+    """The Numba CPU backend's compiled kernels, single-threaded per block."""
+
+    name: str = "numba"
+    description: str = "fuselab's Numba CPU kernels, compiled on each worker (one thread per block)"
+
+    def run(self, plan: Plan, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        from ..numba_backend.model import NumbaOptions
+        from ..numba_backend.run import Executable
+        exe = _EXECUTABLES.get(id(plan))
+        if exe is None or exe[0] is not plan:
+            exe = (plan, Executable(plan, NumbaOptions(parallel=False)))
+            _remember(id(plan), exe)
         return exe[1].run(inputs)
 
 
 _EXECUTABLES: OrderedDict[int, tuple[Plan, Any]] = OrderedDict()
 
 
+def _remember(key: int, exe: tuple[Plan, Any]) -> None:
+    _EXECUTABLES[key] = exe
+    if len(_EXECUTABLES) > 256:
+        _EXECUTABLES.popitem(last=False)
+
+
+def numba_status() -> tuple[bool, str]:
+    """Can blocks of NumPy chunks run the Numba CPU backend here? (yes, or why not)"""
+    try:
+        from ..numba_backend import available
+    except ImportError:
+        return False, "this fuselab has no Numba CPU backend"
+    return available()
+
+
 def default_runner(chunks: str, options: Any = None) -> ChunkRunner:
-    """The runner for chunks of `chunks` ("numpy" or "cupy")."""
+    """The runner for chunks of `chunks` ("numpy" or "cupy"): generated CUDA for CuPy
+    chunks; for NumPy chunks the Numba CPU backend where it exists, else the interpreter."""
     if chunks == "cupy":
         return CudaRunner(options)
-    return InterpRunner()
+    ok, why = numba_status()
+    return NumbaRunner() if ok else InterpRunner(description=f"the NumPy interpreter, op by op inside each "
+                                                              f"kernel ({why})")
