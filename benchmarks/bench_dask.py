@@ -154,7 +154,7 @@ def bench(client: Any, name: str, args: argparse.Namespace) -> Row:
     ns: dict[str, Any] = {"np": np, "x": x}
     plain_ns = dict(ns)
     exec(CELLS[name], plain_ns)
-    session = run_cell(ns, CELLS[name], quiet=True, time=False)
+    session = run_cell(ns, CELLS[name], quiet=True, time=False, backend=args.backend)
     fused, plain = ns["y"], plain_ns["y"]
 
     def timed(arr: Any) -> float:
@@ -198,6 +198,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=0, help="CPU: worker processes (default: every core)")
     ap.add_argument("--gpu", action="store_true", help="CuPy chunks, one worker per GPU")
     ap.add_argument("--gpus", type=int, default=1, help="GPUs (workers) with --gpu")
+    ap.add_argument("--backend", choices=("auto", "cpu"), default="auto",
+                    help="block runner: auto (CUDA for CuPy chunks; Numba for NumPy chunks where installed, "
+                         "else the NumPy interpreter) or cpu (the NumPy interpreter)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cells", default=",".join(CELLS), help="comma-separated: " + ", ".join(CELLS))
     ap.add_argument("--json", metavar="PATH", help="write the rows as JSON here")

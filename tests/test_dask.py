@@ -278,3 +278,22 @@ def test_cells_cupy_chunks(name):
         if isinstance(want, da.Array) and k not in s.traced.fused_away:
             g, w = dask.compute(ns[k], want)
             np.testing.assert_allclose(cupy.asnumpy(g), cupy.asnumpy(w), rtol=2e-5, atol=2e-4, err_msg=k)
+
+
+def test_magic_binds_lazy_results_and_shows_the_dask_panel():
+    IPython = pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "fuselab")
+    ip.user_ns.update(namespace(chunks=(20, 35)))
+    try:
+        r = ip.run_cell("%%fuse --static -o s\n" + CELLS["softmax"] + "\np", store_history=False)
+        assert r.error_in_exec is None and isinstance(r.result, da.Array) and r.result is ip.user_ns["p"]
+        s = ip.user_ns["s"]
+        assert s.backend == "dask" and s.measurement.check.ok
+        from fuselab.explorer.static import static_html
+        html = static_html(s)
+        assert "Tasks after Dask's optimisation" in html and "Rechunks" in html and "Measured" in html
+    finally:
+        for k in list(namespace()) + ["s", "p"]:
+            ip.user_ns.pop(k, None)
