@@ -17,17 +17,24 @@ worker process per GPU pinned with CUDA_VISIBLE_DEVICES; `--gpus 2` for two GPUs
 
     PYTHONPATH=. python benchmarks/bench_dask.py --gpu --gib 32 --chunk-mib 1024 --json dask-gpu.json
 
-The GPU machines have no Dask: carry its wheels (pure Python) in `.whl` and install them
-first. Here, in the repo root (versions as pinned in pyproject's `dask` extra at the time):
+The GPU machines have no Dask (their image has its other needs: click, cloudpickle,
+fsspec, jinja2, msgpack, psutil, pyyaml, sortedcontainers, toolz, urllib3; and Numba for
+the CPU rows). Carry these seven wheels (3 MB, pure Python but tornado's abi3 build):
+here, in the repo root,
 
     echo /.whl/ >> .git/info/exclude
-    python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \\
-        --implementation cp --platform manylinux_2_17_x86_64 -d .whl \\
-        dask==2026.8.0 distributed==2026.8.0 partd locket tornado tblib zict \\
-        sortedcontainers cloudpickle toolz
-    # on the device (carry [".whl"]):
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \\
-        --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:.
+    python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+        --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+        --platform manylinux2014_x86_64 -d .whl \
+        dask==2026.8.0 distributed==2026.8.0 partd==1.4.2 locket==1.0.0 tornado==6.6.1 \
+        tblib==3.2.2 zict==3.0.0
+
+then on the device (the run tool with carry [".whl"]), CPU rows on its 16 cores and the GPU
+rows:
+
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:. || exit
+    python3 benchmarks/bench_dask.py --gib 8 --chunk-mib 256 --json $OUT/dask-cpu.json
     python3 benchmarks/bench_dask.py --gpu --gib 32 --chunk-mib 1024 --json $OUT/dask-gpu.json
 
 Prints a table; writes the rows (and the machine, date, runner) as JSON to `--json`.
@@ -129,11 +136,16 @@ def make_input(cell: str, gib: float, chunk_mib: float, gpu: bool) -> Any:
         per = int(chunk_mib * 2**20 // itemsize)
         n = max(per, int(gib * 2**30 // itemsize) // per * per)
         shape, chunks = (n,), (per,)
-    x = da.random.default_rng(0).standard_normal(shape, chunks=chunks, dtype=np.float32)
-    if gpu:
+    if gpu:  # generated on the GPU, block by block
         import cupy
-        x = x.map_blocks(cupy.asarray, dtype=np.float32, meta=cupy.empty((0,) * len(shape), np.float32))
-    return x
+        return da.empty(shape, chunks=chunks, dtype=np.float32).map_blocks(
+            _cupy_normal, dtype=np.float32, meta=cupy.empty((0,) * len(shape), np.float32))
+    return da.random.default_rng(0).standard_normal(shape, chunks=chunks, dtype=np.float32)
+
+
+def _cupy_normal(block: Any, block_id: tuple[int, ...] = ()) -> Any:
+    import cupy
+    return cupy.random.default_rng(sum(block_id) * 7919 + len(block_id)).standard_normal(block.shape, dtype=np.float32)
 
 
 def equal_on_cluster(got: Any, want: Any) -> bool:

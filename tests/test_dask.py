@@ -297,3 +297,24 @@ def test_magic_binds_lazy_results_and_shows_the_dask_panel():
     finally:
         for k in list(namespace()) + ["s", "p"]:
             ip.user_ns.pop(k, None)
+
+
+def test_block_programs_compile_as_cuda():
+    """The CUDA runner's kernels: every block program of these cells generates CUDA that
+    NVRTC compiles (here, without a GPU; the GPU tests run them)."""
+    from codegen_util import nvrtc_compile
+    from fuselab.codegen import CodegenOptions
+    from fuselab.dask.program import PROGRAMS
+    from fuselab.runtime.launch import codes_for
+    from fuselab.codegen.nvrtc import available
+    ok, why = available()
+    if not ok:
+        pytest.skip(f"needs NVRTC: {why}")
+    PROGRAMS._cache.clear()
+    for name in ("broadcasts", "softmax", "layernorm rows kept", "full reductions", "axis reductions",
+                 "epilogue", "empty block"):
+        ns = namespace()
+        check(CELLS[name], ns, numpy_names=NUMPY_NAMES.get(name, ()))
+    codes = [c for plan, _ in list(PROGRAMS._cache.values()) for c in codes_for(plan, CodegenOptions())]
+    assert len(codes) > 20
+    nvrtc_compile(codes)
