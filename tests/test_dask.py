@@ -96,6 +96,8 @@ CELLS = {
     "graph break": "t = x * 2\nif t.max() > 0:\n    y = t + 1\nelse:\n    y = t - 1",
     "mixed numpy": "w = np.ones(70, np.float32) * 2\ny = x + w\ns = w.sum()",
     "rebinding in place": "z = x\nz += 1\nw = z * 2",
+    "dask methods": "c = (x + 1).chunks\nr = (x * 2).rechunk((45, 70))\ny = r + 1\nn = x.npartitions\n"
+                    "p = (x - 1).persist()",
 }
 
 

@@ -406,14 +406,6 @@ class Tracer:
     def __reduce_ex__(self, protocol: int):
         return self._value("pickling").__reduce_ex__(protocol)
 
-    def __getattr__(self, name: str) -> Any:
-        """Dask's own methods and attributes (`.compute()`, `.persist()`, `.chunks`,
-        `.rechunk()`) on a traced Dask array: its lazy value, made by the plan traced so far,
-        answers them, as the Dask array of plain code would (a graph break)."""
-        if name.startswith("_") or not (self._ctx.uses_dask and self._ctx.lazy(self._node)):
-            raise AttributeError(f"'{_type_name(self)}' object has no attribute '{name}'")
-        return getattr(self._ctx.need(self._node, f"`.{name}` of a Dask array"), name)
-
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _SLOTS:
             object.__setattr__(self, name, value)
