@@ -313,10 +313,10 @@ def test_block_programs_compile_as_cuda():
     if not ok:
         pytest.skip(f"needs NVRTC: {why}")
     PROGRAMS._cache.clear()
-    for name in ("broadcasts", "softmax", "layernorm rows kept", "full reductions", "axis reductions",
-                 "epilogue", "empty block"):
-        ns = namespace()
-        check(CELLS[name], ns, numpy_names=NUMPY_NAMES.get(name, ()))
+    with dask.config.set(scheduler="sync"):  # in this process (not a cluster's workers)
+        for name in ("broadcasts", "softmax", "layernorm rows kept", "full reductions", "axis reductions",
+                     "epilogue", "empty block"):
+            check(CELLS[name], numpy_names=NUMPY_NAMES.get(name, ()))
     codes = [c for plan, _ in list(PROGRAMS._cache.values()) for c in codes_for(plan, CodegenOptions())]
     assert len(codes) > 20
     nvrtc_compile(codes)
