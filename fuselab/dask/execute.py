@@ -101,7 +101,10 @@ def execute(plan: Plan, inputs: Mapping[str, Any], runner: ChunkRunner | None = 
             continue
         vals = {j: stored[j] for j in kern.inputs}
         step = _KernelStep(graph, k, kern, runner)
-        stored.update(step.run(vals))
+        out = step.run(vals)
+        # a value made from NumPy arrays alone is a NumPy array in plain code, even when
+        # the kernel also makes Dask ones (`w = np.ones(n) * 2; y = x + w`)
+        stored.update({i: v.compute() if not lazy[i] and is_dask_array(v) else v for i, v in out.items()})
         runs.append(step.report)
         rechunks.extend(step.rechunks)
     outputs = {name: stored[i] for name, i in graph.outputs}
@@ -152,8 +155,8 @@ def stages(graph: Graph, kern: Kernel) -> tuple[Kernel, ...]:
     first = [i for i in kern.nodes if i not in after and not is_free(graph, i)] + reduces
     if not epilogue:
         return (kern,)
-    needed = set(j for i in epilogue for j in graph.nodes[i].inputs)
-    a_out = [i for i in first if i in kern.outputs or i in needed or any(i in set(_through_views(graph, j)) for j in needed)]
+    reads = {k for i in epilogue for j in graph.nodes[i].inputs for k in _through_views(graph, j)}
+    a_out = [i for i in first if i in kern.outputs or i in reads]
     a = kernel_from(graph, first, a_out, Template.REDUCTION)
     b = kernel_from(graph, epilogue, [i for i in kern.outputs if i in epilogue], Template.POINTWISE)
     return (a, b)
@@ -196,15 +199,15 @@ class _KernelStep:
             lay = layout(g, stage)
             if not lay.ok:
                 raise chunk_error(g, self.index, kern, lay)
-            env.update(self._stage(stage, lay, env))
+            values, blocks = self._stage(stage, lay, env)
+            env.update(values)
             hows.append(_HOW[stage.template])
-            grid = grid or self._grid
+            grid = grid or blocks
         self.report = KernelRun(self.index, kern.name, ", then ".join(hows), grid)
         return {i: env[i] for i in kern.outputs}
 
-    _grid: tuple[int, ...] = ()
-
-    def _stage(self, stage: Kernel, lay: Layout, env: dict[int, Any]) -> dict[int, Any]:
+    def _stage(self, stage: Kernel, lay: Layout, env: dict[int, Any]) -> tuple[dict[int, Any], tuple[int, ...]]:
+        """The stage's values (lazy), and its block grid."""
         import dask.array as da
         g = self.graph
         out: dict[int, Any] = {}
@@ -216,7 +219,7 @@ class _KernelStep:
         reductions = [i for i in lay.body if g.nodes[i].kind is Kind.REDUCE] \
             if stage.template is Template.REDUCTION else []
         if not stored and not reductions:
-            return out
+            return out, ()
         letters = _Letters()
         operands = [env[j] for j in lay.operands]
         inds = [letters.of(lay.of(j)) for j in lay.operands]
@@ -236,7 +239,6 @@ class _KernelStep:
         name = f"k{self.index}-{self.kern.name}-" + _token(spec.key, self.runner.name, *[a.name for a in operands])
         blocks = da.blockwise(fn, space, *args, concatenate=True, new_axes=new_axes, name=name,
                               meta=xp.empty((0,) * len(space), np.float64))
-        self._grid = blocks.numblocks
         for k, i in enumerate(stored):
             out[i] = _take(blocks, space, k, letters.output(lay.of(i)), xp, g.nodes[i].dtype, f"{name}-{i}")
         for q, (_, p) in enumerate(spec.partials):
@@ -246,7 +248,7 @@ class _KernelStep:
                                   functools.partial(aggregate, p=p), axis=p.axes, keepdims=p.keepdims,
                                   dtype=p.dtype, combine=functools.partial(combine, p=p), concatenate=False,
                                   meta=xp.empty((0,) * len(shape), p.dtype), name=f"{name}-{g.nodes[i].op}{i}")
-        return out
+        return out, blocks.numblocks
 
     def _whole_rows(self, lay: Layout, operands: list[Any], inds: list[tuple], letters: "_Letters") -> list[Any]:
         """Rechunk operands so that every block holds whole rows (the reduced axis in
@@ -270,12 +272,9 @@ class _KernelStep:
             y = x.rechunk(want)
             before = set(x.__dask_graph__().layers)
             tasks = sum(len(layer) for name, layer in y.__dask_graph__().layers.items() if name not in before)
-            self.rechunks.append(Rechunk(self.index, self._operand_node(lay, k), x.chunks, y.chunks, x.nbytes, tasks))
+            self.rechunks.append(Rechunk(self.index, lay.operands[k], x.chunks, y.chunks, x.nbytes, tasks))
             out[k] = y
         return out
-
-    def _operand_node(self, lay: Layout, k: int) -> int:
-        return lay.operands[k]
 
 
 _HOW = {Template.POINTWISE: "blockwise", Template.ROW: "blockwise over whole rows",
