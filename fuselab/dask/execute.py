@@ -157,8 +157,9 @@ def stages(graph: Graph, kern: Kernel) -> tuple[Kernel, ...]:
         return (kern,)
     reads = {k for i in epilogue for j in graph.nodes[i].inputs for k in _through_views(graph, j)}
     a_out = [i for i in first if i in kern.outputs or i in reads]
-    a = kernel_from(graph, first, a_out, Template.REDUCTION)
-    b = kernel_from(graph, epilogue, [i for i in kern.outputs if i in epilogue], Template.POINTWISE)
+    # (the stages are laid out per block here, never generated: no iteration space)
+    a = kernel_from(graph, first, a_out, Template.REDUCTION, None)
+    b = kernel_from(graph, epilogue, [i for i in kern.outputs if i in epilogue], Template.POINTWISE, None)
     return (a, b)
 
 

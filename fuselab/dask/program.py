@@ -19,27 +19,10 @@ import numpy as np
 
 from ..ir import Graph, GraphBuilder, Node
 from ..ops import Kind, reduce_rule
-from ..plan.model import Plan, Template, make_kernel
+from ..plan.kernels import make_kernel
+from ..plan.model import Plan, Template
 from .layout import Layout, unit_reshape_map
-
-
-@dataclass(frozen=True)
-class Partial:
-    """A reduction of the stage: its op, the input it reduces (a program node), its axes,
-    and NumPy's result (dtype, keepdims, ddof, flat for argmax over all axes)."""
-
-    op: str
-    node: int              # the reduction in the plan's graph
-    axes: tuple[int, ...]
-    dtype: np.dtype
-    keepdims: bool
-    ddof: int = 0
-    flat: bool = False
-    # per axis of the reduced input: which position operand of the block holds the global
-    # positions of its elements along that axis (None: a unit axis, or not reduced)
-    positions: tuple[int | None, ...] = ()
-    shape: tuple[int, ...] = ()       # the reduced input's full shape (argmax over all axes)
-    in_dtype: np.dtype = np.dtype(np.float64)
+from .states import Partial, finish_partial
 
 
 @dataclass(frozen=True)
@@ -194,7 +177,6 @@ def run_block(spec: BlockSpec, runner: Any, n_offsets: int, *arrays: Any) -> tup
     """One block: the program on the block's operands (`arrays`, then per reduced axis
     the global positions of the block's elements along it). Returns the stored values,
     then each partial reduction's state (a dict)."""
-    from .states import finish_partial
     operands, positions = arrays[: len(arrays) - n_offsets], arrays[len(arrays) - n_offsets:]
     shapes = tuple(tuple(int(d) for d in a.shape) for a in operands)
     plan, names = PROGRAMS.get(spec, shapes)

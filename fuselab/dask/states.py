@@ -11,12 +11,32 @@ receive nested lists of states, one level per reduced axis, as Dask gives them.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..ops import reduce_rule
-from .program import Partial
+
+
+@dataclass(frozen=True)
+class Partial:
+    """A reduction computed as block states: its op, its node in the plan's graph, its axes,
+    and NumPy's result (dtype, keepdims, ddof, flat for argmax over all axes)."""
+
+    op: str
+    node: int              # the reduction in the plan's graph
+    axes: tuple[int, ...]
+    dtype: np.dtype
+    keepdims: bool
+    ddof: int = 0
+    flat: bool = False
+    # per axis of the reduced input: which position operand of the block holds the global
+    # positions of its elements along that axis (None: a unit axis, or not reduced)
+    positions: tuple[int | None, ...] = ()
+    shape: tuple[int, ...] = ()       # the reduced input's full shape (argmax over all axes)
+    in_dtype: np.dtype = np.dtype(np.float64)
+
 
 State = dict  # field -> array of the keepdims shape
 
