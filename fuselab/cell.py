@@ -72,7 +72,7 @@ def run_traced(traced: TraceResult, *, strategy="auto", backend="auto", repeats=
     session = Session(traced, strategy=strategy, backend=backend, repeats=repeats,
                       codegen_options=_codegen_options(fp16))
     session.execute()
-    if time and session.backend in ("cuda", "numba") and traced.graph.outputs:
+    if time and session.backend in ("cuda", "numba", "dask") and traced.graph.outputs:
         session.measure()
     if not quiet:
         session.display(static=static)

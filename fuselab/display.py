@@ -23,6 +23,11 @@ def text_header(session: Any) -> str:
         lines.append("fused away (not bound; use --keep NAME to keep): " + ", ".join(tr.fused_away))
     for b in g.breaks:
         lines.append(str(b))
+    info = session.dask_info() if session.backend == "dask" else None
+    if info is not None:
+        lines.extend(info.lines())
+    if session.backend == "dask" and session.measurement is not None:
+        lines.append(f"measured on {session.measurement}")
     if session.check is not None and not session.check.ok:
         lines.append(f"RESULT CHECK FAILED: {session.check.worst}")
     return "\n".join(lines)

@@ -41,6 +41,8 @@ After the cell, every name it binds holds what plain execution would give (CuPy 
 for CuPy inputs, NumPy otherwise), except new intermediates that were fused away, which
 are listed (--keep NAME keeps one). Where Python needs a value (`if`, `print`, `float()`),
 fuselab computes it there (a graph break) and goes on. On any error no variable changes.
+With Dask arrays as inputs the results are lazy Dask arrays whose tasks run each kernel
+per block; timing computes them on the current scheduler against the cell as plain Dask.
 Defaults can be set with ``%config FuseMagics.backend = 'cpu'`` (also ``plan``,
 ``repeats``, ``static``, ``time``, ``fp16``).
 """

@@ -18,7 +18,7 @@ from .plan import Plan, PlanError, make_plan, unfused_plan
 from .runtime.verify import Check  # plain data; importing it loads no CuPy
 from .trace import TraceResult
 
-BACKENDS = ("auto", "cuda", "cpu", "numba")
+BACKENDS = ("auto", "cuda", "cpu", "numba")  # on Dask inputs every choice is the Dask path ("dask")
 STRATEGIES = ("auto", "unfused", "max")
 
 
@@ -92,6 +92,8 @@ def resolve_backend(requested: str, array_module: str) -> tuple[str, str]:
     """(backend, note) for a requested backend and the cell's kind of input arrays."""
     if requested not in BACKENDS:
         raise BackendError(f"unknown backend {requested!r}", None, f"choose one of {', '.join(BACKENDS)}")
+    if array_module == "dask":
+        return "dask", "Dask: the results are lazy Dask arrays whose tasks run each kernel per block"
     if requested == "cpu":
         if array_module == "cupy":
             return "cpu", "CPU backend: CuPy inputs are copied to the host and back"
@@ -119,6 +121,7 @@ class Session:
                  repeats: int = 20, codegen_options: Any = None) -> None:
         self.traced = traced
         self.graph: Graph = traced.graph
+        self.requested_backend = backend
         self.backend, self.backend_note = resolve_backend(backend, traced.array_module)
         self.repeats = repeats
         self.codegen_options = codegen_options
@@ -129,6 +132,7 @@ class Session:
         self.outputs: dict[str, Any] | None = None
         self.check: Check | None = None
         self.measurement: Any = None
+        self.dask_run: Any = None           # Dask path: how each kernel ran (fuselab.dask.execute.DaskRun)
         self._codes: dict[int, tuple] = {}
         self._py_codes: dict[int, tuple] = {}
         self._listeners: list[Callable[["Session"], None]] = []
@@ -200,8 +204,12 @@ class Session:
 
     def _make_plan(self, strategy: str) -> Plan:
         """Plans for the machine that runs them: the Numba backend plans with the CPU's
-        calibrated figures."""
-        return make_plan(self.graph, strategy, params=self.device_params() if self.backend == "numba" else None)
+        calibrated figures; on Dask, kernels that would read other blocks are cut there."""
+        plan = make_plan(self.graph, strategy, params=self.device_params() if self.backend == "numba" else None)
+        if self.backend == "dask":
+            from .dask.planning import chunkable
+            plan = chunkable(plan)
+        return plan
 
     # -- choosing ---------------------------------------------------------------
     def on_change(self, callback: Callable[["Session"], None]) -> None:
@@ -263,7 +271,10 @@ class Session:
         if not self.graph.outputs:  # every result is the user's array, a view or a copy of it
             self.outputs, self.check = {}, Check(True, "", ("nothing to run",))
             return {}
-        if self.backend == "cuda":
+        if self.backend == "dask":
+            from .dask.session import run
+            outs, self.dask_run, self.check = run(self)
+        elif self.backend == "cuda":
             from . import runtime
             outs, self.check = runtime.execute_checked(self.plan, self.unfused, self.traced.inputs,
                                                        options=self.codegen_options)
@@ -295,8 +306,14 @@ class Session:
         return outs
 
     def measure(self, repeats: int | None = None, progress: Callable[[str], None] | None = None):
-        """Time plan, unfused and eager runs: on the GPU (CUDA backend), or on the CPU
-        against plain NumPy (Numba backend)."""
+        """Time plan, unfused and eager runs on the GPU (CUDA backend); on Dask inputs, the
+        fused plan's `.compute()` against the cell as plain Dask, on the current scheduler."""
+        if self.backend == "dask":
+            from .dask.session import measure
+            self.measurement = measure(self, repeats)
+            for cb in self._listeners:
+                cb(self)
+            return self.measurement
         if self.backend == "numba":
             from .numba_backend.measure import measure as measure_cpu
             inputs = {k: v.get() if hasattr(v, "get") else v for k, v in self.traced.inputs.items()}
@@ -316,6 +333,16 @@ class Session:
         for cb in self._listeners:
             cb(self)
         return self.measurement
+
+    def dask_info(self):
+        """Dask path: block grids, how each kernel ran, rechunks, tasks fused vs plain
+        Dask (fuselab.dask.session.DaskInfo); None before a run or on other backends."""
+        if self.backend != "dask" or self.dask_run is None:
+            return None
+        if getattr(self, "_dask_info", (None,))[0] is not self.dask_run:
+            from .dask.session import info
+            self._dask_info = (self.dask_run, info(self))
+        return self._dask_info[1]
 
     # -- showing ----------------------------------------------------------------
     def summary(self) -> str:

@@ -16,9 +16,9 @@ fi
 PY=${PYTHON:-python3}
 # CuPy imports without a GPU, so the tests of cupy.fuse / cp.* tracing run everywhere;
 # with a driver, the CuPy build of its CUDA major version. `cpu` is Numba (the CPU backend).
-extras="dev,cpu,cuda13"
+extras="dev,cpu,dask,cuda13"
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   cuda_major=$(nvidia-smi | sed -n 's/.*CUDA Version: \([0-9]*\).*/\1/p' | head -1)
-  extras="dev,cpu,cuda${cuda_major:-13}"
+  extras="dev,cpu,dask,cuda${cuda_major:-13}"
 fi
 $PY -m pip install -q --disable-pip-version-check -e ".[${extras}]"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .dask_view import dask_html
 from .format import esc, fmt_bytes, fmt_ratio, fmt_time
 
 
@@ -18,7 +19,8 @@ def plan_report(session: Any) -> tuple[Any | None, str]:
 
 def measured_kernels(measurement: Any) -> list[float]:
     """Measured seconds per kernel of the plan, in kernel order ([] if not timed)."""
-    return [t for _name, t in measurement.plan.per_kernel_s] if measurement is not None else []
+    plan = getattr(measurement, "plan", None)  # a Dask measurement times whole computes
+    return [t for _name, t in plan.per_kernel_s] if plan is not None else []
 
 
 def measured_label(session: Any) -> str:
@@ -82,11 +84,13 @@ def numbers_html(session: Any) -> str:
                      f"% {esc(bandwidth_label(p))}.</span>")
     lines.append(check_line(session))
     return ("<div class='fuselab-numbers'><table class='fuselab-table'>" + "".join(rows) + "</table>"
-            + "".join(f"<div>{x}</div>" for x in lines if x) + boundaries_html(session)
+            + "".join(f"<div>{x}</div>" for x in lines if x) + dask_html(session) + boundaries_html(session)
             + decisions_html(session) + "</div>")
 
 
 def measured_line(session: Any, m: Any) -> str:
+    if session.backend == "dask":
+        return "" if m is not None else "<b>Measured</b>: not yet (the Dask panel shows computes when timed)."
     if m is None:
         if session.backend == "cuda":
             return "<b>Measured</b>: not yet — press <i>Run on GPU</i>."

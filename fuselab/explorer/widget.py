@@ -153,7 +153,7 @@ class Explorer:
     def run(self) -> None:
         """Measure on the GPU, or on the CPU with Numba (plan, unfused and eager), showing progress."""
         s = self.session
-        if s.backend not in ("cuda", "numba"):
+        if s.backend not in ("cuda", "numba", "dask"):
             self._say_refused(f"no measurement: {s.backend_note or 'the CUDA backend is not available'}")
             return
         self.run_button.disabled = True

@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import TraceError
 from ..interp import eval_node
 from .cellinfo import LAST_VALUE, CellInfo
+from ..dask.xp import is_dask_array
 from .core import InputTracer, TraceContext, Tracer, is_cupy_array
 from .foreign import Adopted
 from .modules import untraced, with_globals
@@ -33,6 +34,9 @@ _CONTAINERS = (list, dict, set)
 
 
 def _xp(value: Any) -> Any:
+    if is_dask_array(value):
+        from ..dask.xp import dask_xp
+        return dask_xp()
     return sys.modules["cupy"] if is_cupy_array(value) else np
 
 
@@ -174,8 +178,9 @@ class Binder:
                 v = t._array
             elif id(t) in self.outputs:
                 v = outputs[self.outputs[id(t)]]
-                if id(v) in handed or any(_xp(v).may_share_memory(v, a) for a in inputs
-                                          if type(a) is type(v)):
+                # (a lazy Dask result is a new array: asking would compute it)
+                if id(v) in handed or (not is_dask_array(v) and any(_xp(v).may_share_memory(v, a) for a in inputs
+                                                                     if type(a) is type(v))):
                     v = v.copy()  # a new array, as NumPy would have made
                 handed.add(id(v))
                 if t._dtype is not None and v.dtype != t._dtype:

@@ -5,6 +5,10 @@ is computed twice however many breaks follow.
 
 Floating-point errors NumPy would warn about (divide by zero, overflow, invalid value) are
 caught per node and handed to the context, which words and places them as NumPy would.
+
+A value that is a Dask array in plain Dask code is made lazily by the fused plan of what
+it depends on (fuselab.dask.breaks): `.compute()`, `bool()` or `float()` of it then
+compute the fused kernels, and `print` shows a lazy array, as Dask does.
 """
 from __future__ import annotations
 
@@ -21,10 +25,11 @@ class Evaluator:
     """Values of the nodes of a graph under construction, computed on demand."""
 
     def __init__(self, nodes: Sequence[Node], input_value: Callable[[int], Any],
-                 on_fp_error: Callable[[int, str], None]) -> None:
+                 on_fp_error: Callable[[int, str], None], lazy: Callable[[int], bool] = lambda i: False) -> None:
         self._nodes = nodes                   # the builder's list: grows while tracing
         self._input_value = input_value
         self._on_fp_error = on_fp_error
+        self._lazy = lazy
         self.values: dict[int, Any] = {}
         self.xp: ModuleType = np
 
@@ -37,6 +42,10 @@ class Evaluator:
 
     def value(self, node: int) -> Any:
         if node in self.values:
+            return self.values[node]
+        if self._lazy(node) and self._nodes[node].op != "input":
+            from ..dask.breaks import lazy_value
+            self.values[node] = lazy_value(self._nodes, node, self._input_value, self.values)
             return self.values[node]
         todo, stack = set(), [node]
         while stack:

@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ..dask.xp import is_dask_array
 from ..errors import TraceError
 from ..interp import PythonWarning
 from ..ir import GraphBuilder, SourceLoc
@@ -58,8 +59,8 @@ def is_cupy_array(x: Any) -> bool:
 
 
 def is_array(x: Any) -> bool:
-    """A concrete NumPy or CuPy array (subclasses included), never a tracer."""
-    return not isinstance(x, Tracer) and (isinstance(x, np.ndarray) or is_cupy_array(x))
+    """A concrete NumPy or CuPy array (subclasses included) or a Dask array, never a tracer."""
+    return not isinstance(x, Tracer) and (isinstance(x, np.ndarray) or is_cupy_array(x) or is_dask_array(x))
 
 
 def native(dtype: np.dtype) -> np.dtype:
@@ -72,6 +73,8 @@ def traceable(x: Any) -> bool:
     subclass) of a numeric dtype, in either byte order."""
     if type(x) is np.ndarray:
         return native(x.dtype) in TRACED_DTYPES
+    if is_dask_array(x):  # traced from its shape and dtype; unknown chunk sizes run as plain Dask
+        return all(d == d for d in x.shape) and native(np.dtype(x.dtype)) in TRACED_DTYPES
     return is_cupy_array(x) and x.dtype in TRACED_DTYPES
 
 
@@ -103,13 +106,15 @@ class TraceContext:
         self._tracer_by_id: dict[int, InputTracer] = {}  # id(array) -> its one tracer
         self._names_by_id = {id(v): k for k, v in namespace.items() if is_array(v)}
         self.uses_cupy = False
+        self.uses_dask = False
         self.array_type: type = np.ndarray
+        self._lazy: list[bool] = []                  # node -> its value is a Dask array
         self.tracers: list[weakref.ref] = []          # every tracer made (for the escape check)
         self.labels: dict[int, str] = {}             # node -> NumPy's word for it in a warning
         self.modes: dict[int, dict[str, str]] = {}   # node -> np.errstate when not the default
         self.versions: dict[int, int] = {}           # id(tracer) -> in-place updates so far
         self.warnings = CellWarnings(origin, namespace)
-        self.evaluator = Evaluator(self.builder.nodes, self._input_value, self._fp_error)
+        self.evaluator = Evaluator(self.builder.nodes, self._input_value, self._fp_error, self.lazy)
         self.originals: dict[int, Any] = {}          # id(re-bound helper) -> the user's function
         # id(CuPy array adopted from a torch tensor, a Numba device array...) -> (the user's
         # object, its foreign.Kind): bound back as the user's object, results as its kind
@@ -185,6 +190,7 @@ class TraceContext:
             self.uses_cupy = True
             self.array_type = type(arr)
             self.evaluator.xp = sys.modules["cupy"]
+        self.uses_dask |= is_dask_array(arr)
         dt = native(np.dtype(arr.dtype))
         name = name or self._names_by_id.get(key) or f"arr{len(self.inputs)}"
         while name in self.inputs:
@@ -198,6 +204,15 @@ class TraceContext:
 
     def _input_value(self, node: int) -> Any:
         return self.inputs[self.builder.nodes[node].args["name"]]
+
+    def lazy(self, node: int) -> bool:
+        """Is node's value a Dask array in plain Dask code (it depends on a Dask input)?"""
+        nodes = self.builder.nodes
+        for i in range(len(self._lazy), node + 1):
+            n = nodes[i]
+            self._lazy.append(is_dask_array(self.input_objects.get(i)) if n.op == "input"
+                              else any(self._lazy[j] for j in n.inputs))
+        return self._lazy[node]
 
     # -- nodes ---------------------------------------------------------------
     def made(self, node: int) -> None:
@@ -265,8 +280,8 @@ class Tracer:
                  origin: tuple | None = None) -> None:
         self._ctx = ctx
         self._node = node
-        # NumPy gives a scalar (np.float64...) here rather than a 0-d array; CuPy never does
-        self._scalar = scalar and not ctx.uses_cupy
+        # NumPy gives a scalar (np.float64...) here rather than a 0-d array; CuPy and Dask never do
+        self._scalar = scalar and not ctx.uses_cupy and not (ctx.uses_dask and ctx.lazy(node))
         # ("view", source tracer) or ("copy", source tracer, how): what NumPy would make
         # this array from, so that binding gives a real view of, or a real copy of, it
         self._origin = origin
@@ -314,6 +329,8 @@ class Tracer:
         (np.ndarray, np.float64, cupy.ndarray); `type(x)` still says Tracer."""
         if self._scalar:
             return self.dtype.type
+        if self._ctx.uses_dask and self._ctx.lazy(self._node):
+            return sys.modules["dask.array"].Array
         return self._ctx.array_type
 
     def __len__(self) -> int:
@@ -435,6 +452,7 @@ class InputTracer(Tracer):
         if is_cupy_array(array):
             ctx.uses_cupy = True
             ctx.array_type = type(array)
+        ctx.uses_dask |= is_dask_array(array)
         ctx.tracers.append(weakref.ref(self))
 
     @property  # type: ignore[override]

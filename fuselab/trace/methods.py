@@ -61,7 +61,9 @@ def _ibinop(dunder: str, ufunc_name: str):
     iop = getattr(operator, f"i{dunder}")
 
     def op(self: Tracer, other: Any) -> Any:
-        if self._scalar:  # NumPy scalars are immutable: `s += 1` makes a new scalar
+        # NumPy scalars are immutable: `s += 1` makes a new scalar; so do Dask arrays
+        # (they have no in-place operators: Python falls back to `s = s + 1`)
+        if self._scalar or (self._ctx.uses_dask and self._ctx.lazy(self._node)):
             return plain(self, other)
         ctx = self._ctx
         try:

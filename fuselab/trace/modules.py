@@ -143,8 +143,16 @@ def with_globals(fn: FunctionType, globals_: dict[str, Any]) -> FunctionType:
 
 
 def _is_array_module(v: Any) -> bool:
-    return isinstance(v, ModuleType) and (v.__name__ in ("numpy", "cupy") or
-                                           v.__name__.startswith(("numpy.", "cupy.")))
+    return isinstance(v, ModuleType) and (v.__name__ in ("numpy", "cupy", "dask.array") or
+                                           v.__name__.startswith(("numpy.", "cupy.", "dask.array.")))
+
+
+def _module_path(name: str) -> str:
+    """'linalg' for numpy.linalg, cupy.linalg and dask.array.linalg; '' for the top."""
+    for top in ("dask.array", "numpy", "cupy"):
+        if name == top or name.startswith(top + "."):
+            return name[len(top) + 1:]
+    return name
 
 
 def tracing_namespace(ctx: TraceContext, namespace: Mapping[str, Any]) -> dict[str, Any]:
@@ -171,7 +179,7 @@ def tracing_namespace(ctx: TraceContext, namespace: Mapping[str, Any]) -> dict[s
         elif traceable(v):
             ns[k] = ctx.tracer_for(v, k)  # one tracer per array object: aliases stay aliases
         elif _is_array_module(v):
-            ns[k] = TracingModule(v, v.__name__.partition(".")[2])
+            ns[k] = TracingModule(v, _module_path(v.__name__))
         elif isinstance(v, FunctionType) and v.__globals__ is namespace:
             ns[k] = with_globals(v, ns)
             ctx.originals[id(ns[k])] = v

@@ -55,7 +55,8 @@ def run_for_real(ctx: TraceContext, name: str, fn: Callable[..., Any], args: Seq
     """`fn(*args, **kwargs)` as plain NumPy on the tracers' values, at a graph break."""
     nodes = tracer_nodes((args, kwargs))
     if nodes:
-        ctx.need(nodes[0], why or f"`{name}` runs as plain NumPy here: fuselab does not trace it")
+        lib = "Dask" if ctx.uses_dask else "NumPy"  # (Dask's methods run on the fused plan's lazy value)
+        ctx.need(nodes[0], why or f"`{name}` runs as plain {lib} here: fuselab does not trace it")
     plain_args, plain_kwargs = plain_values(ctx, list(args)), plain_values(ctx, dict(kwargs))
     # Its warnings belong to the user's line, in order with the cell's other warnings
     # (raised here they would name this file); errors propagate as they are.

@@ -32,7 +32,7 @@ class TraceResult:
     bindings: dict[str, Any]               # plain Python values the cell binds (not arrays)
     results: tuple[str, ...]               # names bound to arrays the graph computes (its outputs)
     fused_away: tuple[str, ...]            # new names of intermediates that are not bound
-    array_module: str                      # "numpy" or "cupy": what outputs should be
+    array_module: str                      # "numpy", "cupy" or "dask": what outputs should be
     binder: Binder | None = field(default=None, repr=False)
     warnings: CellWarnings | None = field(default=None, repr=False)
     # graph node -> the trace's node, for warnings the run reports by graph node
@@ -162,7 +162,8 @@ def _result(ctx: TraceContext, info: CellInfo, namespace: Mapping[str, Any], ini
     used = set(graph.input_names())
     inputs = {k: v for k, v in ctx.inputs.items() if k in used}
     plain = {k: untraced(v, ctx) for k, v in binder.names.items() if not isinstance(v, Tracer)}
-    return TraceResult(graph, inputs, plain, results, fused, "cupy" if ctx.uses_cupy else "numpy", binder,
+    module = "dask" if ctx.uses_dask else "cupy" if ctx.uses_cupy else "numpy"
+    return TraceResult(graph, inputs, plain, results, fused, module, binder,
                        ctx.warnings, _kept_nodes(ctx.builder.nodes, outputs), ns, bound)
 
 

@@ -1,0 +1,232 @@
+"""Dask benchmark: %%fuse cells on Dask arrays against the same cells as plain Dask, on
+the same cluster.
+
+Cells: the 8-op chain (workloads.CHAIN8) over a 1-D float32 array, and a row softmax over
+(rows, 4096) float32 rows, blocks of whole rows. Each is traced and planned once (as the
+magic does, without IPython); both versions are then `persist`ed and waited for,
+alternating, `--repeats` times (median; the first round, which compiles the kernels on the
+workers, is reported apart). Inputs are generated on the workers and persisted first;
+results are checked against plain Dask's where they live (only counts come back).
+
+CPU (NumPy chunks, a LocalCluster of one single-threaded worker process per core):
+
+    PYTHONPATH=. python benchmarks/bench_dask.py --gib 8 --chunk-mib 256 --json dask-cpu.json
+
+GPU (CuPy chunks, one worker per GPU: dask_cuda.LocalCUDACluster where installed, else a
+worker process per GPU pinned with CUDA_VISIBLE_DEVICES; `--gpus 2` for two GPUs):
+
+    PYTHONPATH=. python benchmarks/bench_dask.py --gpu --gib 32 --chunk-mib 1024 --json dask-gpu.json
+
+The GPU machines have no Dask (their image has its other needs: click, cloudpickle,
+fsspec, jinja2, msgpack, psutil, pyyaml, sortedcontainers, toolz, urllib3; and Numba for
+the CPU rows). Carry these seven wheels (3 MB, pure Python but tornado's abi3 build):
+here, in the repo root,
+
+    echo /.whl/ >> .git/info/exclude
+    python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+        --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+        --platform manylinux2014_x86_64 -d .whl \
+        dask==2026.8.0 distributed==2026.8.0 partd==1.4.2 locket==1.0.0 tornado==6.6.1 \
+        tblib==3.2.2 zict==3.0.0
+
+then on the device (the run tool with carry [".whl"]), CPU rows on its 16 cores and the GPU
+rows:
+
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:. || exit
+    python3 benchmarks/bench_dask.py --gib 8 --chunk-mib 256 --json $OUT/dask-cpu.json
+    python3 benchmarks/bench_dask.py --gpu --gib 32 --chunk-mib 1024 --json $OUT/dask-gpu.json
+
+Prints a table; writes the rows (and the machine, date, runner) as JSON to `--json`.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE)]
+
+import numpy as np  # noqa: E402
+
+from workloads import CHAIN8  # noqa: E402
+
+COLS = 4096
+
+
+def chain_cell() -> str:
+    """CHAIN8 written as notebook code (the same ops, in order)."""
+    words = {"multiply": "*", "add": "+", "subtract": "-"}
+    expr = "x"
+    for op, c in CHAIN8:
+        if op in words:
+            expr = f"({expr} {words[op]} {c})"
+        else:
+            expr = f"np.{op}({expr})"
+    return f"y = {expr}"
+
+
+CELLS = {
+    "8-op chain": chain_cell(),
+    "row softmax": "m = x.max(axis=1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(axis=1, keepdims=True)",
+}
+
+
+@dataclass
+class Row:
+    cell: str
+    shape: tuple[int, ...]
+    block: tuple[int, ...]
+    gib: float
+    workers: str
+    runner: str
+    fused_s: float
+    plain_s: float
+    fused_first_s: float
+    plain_first_s: float
+    fused_tasks: int
+    plain_tasks: int
+    equal: bool
+
+    @property
+    def speedup(self) -> float:
+        return self.plain_s / self.fused_s
+
+
+def make_cluster(args: argparse.Namespace) -> Any:
+    from distributed import LocalCluster
+    if not args.gpu:
+        n = args.workers or os.cpu_count() or 1
+        return LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                            memory_limit=0)
+    try:
+        from dask_cuda import LocalCUDACluster
+        return LocalCUDACluster(n_workers=args.gpus, dashboard_address=None, memory_limit=0)
+    except ImportError:
+        return gpu_cluster(args.gpus)
+
+
+def gpu_cluster(n: int) -> Any:
+    """One single-threaded worker process per GPU, each seeing only its GPU (what
+    dask_cuda's LocalCUDACluster does, without dask_cuda)."""
+    from distributed import Nanny, Scheduler, SpecCluster
+    workers = {f"gpu{i}": {"cls": Nanny, "options": {"nthreads": 1, "memory_limit": 0,
+                                                      "env": {"CUDA_VISIBLE_DEVICES": str(i)}}}
+               for i in range(n)}
+    return SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {"dashboard_address": None}})
+
+
+def make_input(cell: str, gib: float, chunk_mib: float, gpu: bool) -> Any:
+    import dask.array as da
+    itemsize = 4
+    if cell == "row softmax":
+        rows_per_block = max(1, int(chunk_mib * 2**20 // (COLS * itemsize)))
+        rows = max(rows_per_block, int(gib * 2**30 // (COLS * itemsize)) // rows_per_block * rows_per_block)
+        shape, chunks = (rows, COLS), (rows_per_block, COLS)
+    else:
+        per = int(chunk_mib * 2**20 // itemsize)
+        n = max(per, int(gib * 2**30 // itemsize) // per * per)
+        shape, chunks = (n,), (per,)
+    if gpu:  # generated on the GPU, block by block
+        import cupy
+        return da.empty(shape, chunks=chunks, dtype=np.float32).map_blocks(
+            _cupy_normal, dtype=np.float32, meta=cupy.empty((0,) * len(shape), np.float32))
+    return da.random.default_rng(0).standard_normal(shape, chunks=chunks, dtype=np.float32)
+
+
+def _cupy_normal(block: Any, block_id: tuple[int, ...] = ()) -> Any:
+    import cupy
+    return cupy.random.default_rng(sum(block_id) * 7919 + len(block_id)).standard_normal(block.shape, dtype=np.float32)
+
+
+def bench(client: Any, name: str, args: argparse.Namespace) -> Row:
+    from distributed import wait
+
+    from fuselab.cell import run_cell
+    from fuselab.dask.stats import check_lazily, task_count
+
+    x = make_input(name, args.gib, args.chunk_mib, args.gpu).persist()
+    wait(x)
+    ns: dict[str, Any] = {"np": np, "x": x}
+    plain_ns = dict(ns)
+    exec(CELLS[name], plain_ns)
+    session = run_cell(ns, CELLS[name], quiet=True, time=False, backend=args.backend)
+    fused, plain = ns["y"], plain_ns["y"]
+
+    def timed(arr: Any) -> float:
+        t0 = time.perf_counter()
+        p = arr.persist()
+        wait(p)
+        dt = time.perf_counter() - t0
+        del p
+        return dt
+
+    first = (timed(fused), timed(plain))  # compiles kernels on every worker
+    ft, pt = [], []
+    for _ in range(args.repeats):
+        ft.append(timed(fused))
+        pt.append(timed(plain))
+    ok = check_lazily({"y": fused}, {"y": plain}).ok
+    info = client.scheduler_info()["workers"]
+    workers = f"{len(info)} x {sum(w['nthreads'] for w in info.values()) // max(len(info), 1)} thread(s)"
+    row = Row(name, tuple(x.shape), tuple(x.chunksize), round(x.nbytes / 2**30, 3), workers,
+              session.dask_run.runner, statistics.median(ft), statistics.median(pt), first[0], first[1],
+              task_count([fused]), task_count([plain]), ok)
+    del x, fused, plain, ns, plain_ns
+    return row
+
+
+def table(rows: list[Row]) -> str:
+    head = ("| cell | array | block | workers | runner | fused (s) | plain Dask (s) | speed-up | tasks fused / plain "
+            "| first round fused / plain (s) | equal |\n|---|---|---|---|---|---|---|---|---|---|---|")
+    lines = [head]
+    for r in rows:
+        lines.append(f"| {r.cell} | {r.gib:g} GiB {list(r.shape)} | {list(r.block)} | {r.workers} | {r.runner} | "
+                     f"{r.fused_s:.2f} | {r.plain_s:.2f} | **{r.speedup:.2f}x** | {r.fused_tasks} / {r.plain_tasks} | "
+                     f"{r.fused_first_s:.2f} / {r.plain_first_s:.2f} | {'yes' if r.equal else 'NO'} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gib", type=float, default=8.0, help="size of each input array")
+    ap.add_argument("--chunk-mib", type=float, default=256.0, help="bytes per block")
+    ap.add_argument("--workers", type=int, default=0, help="CPU: worker processes (default: every core)")
+    ap.add_argument("--gpu", action="store_true", help="CuPy chunks, one worker per GPU")
+    ap.add_argument("--gpus", type=int, default=1, help="GPUs (workers) with --gpu")
+    ap.add_argument("--backend", choices=("auto", "cpu"), default="auto",
+                    help="block runner: auto (CUDA for CuPy chunks; Numba for NumPy chunks where installed, "
+                         "else the NumPy interpreter) or cpu (the NumPy interpreter)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--cells", default=",".join(CELLS), help="comma-separated: " + ", ".join(CELLS))
+    ap.add_argument("--json", metavar="PATH", help="write the rows as JSON here")
+    args = ap.parse_args()
+
+    from distributed import Client
+    cluster = make_cluster(args)
+    rows = []
+    with Client(cluster) as client:
+        for name in args.cells.split(","):
+            rows.append(bench(client, name.strip(), args))
+            print(table(rows[-1:]).splitlines()[-1], flush=True)
+    cluster.close()
+    print()
+    print(table(rows))
+    if args.json:
+        meta = {"date": datetime.date.today().isoformat(), "machine": platform.node(), "cpus": os.cpu_count(),
+                "gpu": args.gpu, "load": os.getloadavg(), "args": vars(args)}
+        Path(args.json).write_text(json.dumps({"meta": meta, "rows": [asdict(r) | {"speedup": r.speedup}
+                                                                     for r in rows]}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
