@@ -50,10 +50,111 @@ bits_f64 = _bitcast(types.uint64, types.float64, ir.DoubleType())
 # float16: 16 bits in memory, float32 in registers
 # ---------------------------------------------------------------------------
 
-# Written with selects, not branches, so that loops over half values vectorize.
+# Two implementations of each conversion, bit-identical to NumPy's (npy_half_to_float,
+# npy_float_to_half: round to nearest even, subnormals, overflow to inf, and NaN payloads
+# truncated as NumPy truncates them; NumPy 2 converts in software, so a signalling NaN
+# stays signalling):
+# - with F16C (x86 CPUs since 2012), LLVM's fptrunc/fpext between float and half, which
+#   compile to vcvtps2ph / vcvtph2ps (16 values per instruction with AVX-512), plus a
+#   select that gives NaNs NumPy's bits (the instructions quiet a signalling NaN);
+# - without it (other CPUs, or NUMBA_CPU_NAME=generic), bit operations and one float32
+#   add, written with selects, not branches, so that loops over half values vectorize.
+# `fl_from_half`, `fl_round_half` and `fl_to_half` are the ones this CPU gets; a test checks
+# both against NumPy.
+
+def _llvm_features() -> str:
+    """The CPU features Numba compiles for (NUMBA_CPU_FEATURES, else the host's)."""
+    from numba.core import config
+    if config.CPU_FEATURES is not None:
+        return config.CPU_FEATURES
+    if config.CPU_NAME not in (None, "host"):
+        return ""      # a named CPU model (generic: a portable cache) gets no F16C from us
+    import llvmlite.binding as llvm
+    return llvm.get_host_cpu_features().flatten()
+
+
+HAS_F16C = "+f16c" in _llvm_features().split(",")
+
+
+@intrinsic
+def _hw_f32_to_f16_bits(typingctx, x):
+    """float32 -> half bits by LLVM's fptrunc (vcvtps2ph: round to nearest even)."""
+    if x != types.float32:
+        return None
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+    return types.uint16(x), codegen
+
+
+@intrinsic
+def _hw_f16_bits_to_f32(typingctx, h):
+    """half bits -> float32 by LLVM's fpext (vcvtph2ps: exact)."""
+    if not isinstance(h, types.Integer):
+        return None
+    def codegen(context, builder, signature, args):
+        v = args[0]
+        if h.bitwidth != 16:
+            v = builder.trunc(v, ir.IntType(16)) if h.bitwidth > 16 else builder.zext(v, ir.IntType(16))
+        return builder.fpext(builder.bitcast(v, ir.HalfType()), ir.FloatType())
+    return types.float32(h), codegen
+
+
+@intrinsic
+def _hw_round_f32_to_f16(typingctx, x):
+    """float32 -> the nearest half, as a float32: fpext(fptrunc(x)), one rounding."""
+    if x != types.float32:
+        return None
+    def codegen(context, builder, signature, args):
+        return builder.fpext(builder.fptrunc(args[0], ir.HalfType()), ir.FloatType())
+    return types.float32(x), codegen
+
 
 @_jit
-def fl_from_half(h):
+def _nan_half_bits(u):
+    """NumPy's half bits for the float32 NaN with bits `u`: the payload's top 10 bits
+    (0x7C01 when they are all zero, so that it stays a NaN), and the sign."""
+    h = np.uint32(0x7C00) | ((u & np.uint32(0x7FFFFF)) >> np.uint32(13))
+    h = h if h != np.uint32(0x7C00) else np.uint32(0x7C01)
+    return h | ((u & np.uint32(0x80000000)) >> np.uint32(16))
+
+
+@_jit
+def _nan_half_f32(u):
+    """The float32 NaN that NumPy's round trip float32 -> half -> float32 gives for the
+    NaN with bits `u` (its payload truncated to 10 bits, at least 1)."""
+    keep = u & np.uint32(0xFFFFE000)
+    return bits_f32(keep if (u & np.uint32(0x7FE000)) != np.uint32(0) else (u & np.uint32(0xFF800000)) | np.uint32(0x2000))
+
+
+@_jit
+def fl_from_half_f16c(h):
+    """The float32 value of half bits `h` (exact: every half is a float32); a NaN keeps
+    its payload and stays signalling, as NumPy's conversion."""
+    u = np.uint32(h)
+    a = u & np.uint32(0x7FFF)
+    nan = bits_f32(((u & np.uint32(0x8000)) << np.uint32(16)) | np.uint32(0x7F800000) | ((a & np.uint32(0x3FF)) << np.uint32(13)))
+    return nan if a > np.uint32(0x7C00) else _hw_f16_bits_to_f32(h)
+
+
+@_jit
+def fl_round_half_f16c(f):
+    """float32 -> the nearest half (ties to even), as a float32: one NumPy float16 op's
+    rounding. A NaN comes back as NumPy's half NaN (payload truncated to 10 bits)."""
+    x = np.float32(f)
+    r = _hw_round_f32_to_f16(x)
+    return r if x == x else _nan_half_f32(f32_bits(x))
+
+
+@_jit
+def fl_to_half_f16c(f):
+    """Half bits of float32 `f`, rounded to nearest even (NumPy's npy_float_to_half)."""
+    x = np.float32(f)
+    h = _hw_f32_to_f16_bits(x)
+    return h if x == x else np.uint16(_nan_half_bits(f32_bits(x)))
+
+
+@_jit
+def fl_from_half_bits(h):
     """The float32 value of half bits `h` (exact: every half is a float32)."""
     u = np.uint32(h)
     sign = (u & np.uint32(0x8000)) << np.uint32(16)
@@ -66,39 +167,43 @@ def fl_from_half(h):
 
 
 @_jit
-def fl_round_half(f):
-    """float32 -> the nearest half (ties to even), as a float32: one NumPy float16 op's
-    rounding. NaN stays NaN."""
+def fl_round_half_bits(f):
+    """float32 -> the nearest half (ties to even), as a float32, without F16C: adding
+    m = 2**13 times |x|'s power of two (2**-1 for the subnormal halves, whose spacing is
+    2**-24) rounds |x| to 11 significant bits in float32's own round-to-nearest-even, and
+    subtracting m again is exact; a carry into the next power of two is right, and above
+    65504 is inf. A NaN comes back as NumPy's half NaN."""
     x = np.float32(f)
     u = f32_bits(x)
-    sign = u & np.uint32(0x80000000)
     a = u & np.uint32(0x7FFFFFFF)
-    # normal halves: drop 13 significand bits, ties to even (a carry into the exponent is right)
-    r = (a + np.uint32(0x0FFF) + ((a >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
-    r = r if r <= np.uint32(0x477FE000) else np.uint32(0x7F800000)                    # above 65504: inf
-    normal = bits_f32(sign | r)
-    # subnormal halves are multiples of 2**-24, the spacing of floats in [0.5, 1)
-    ax = bits_f32(a)
-    tiny = (ax + np.float32(0.5)) - np.float32(0.5)
-    tiny = -tiny if sign else tiny
-    out = tiny if a < np.uint32(0x38800000) else normal
-    return x if a > np.uint32(0x7F800000) else out
+    e = a & np.uint32(0x7F800000)
+    e = e if e > np.uint32(0x38800000) else np.uint32(0x38800000)                   # 2**-14: subnormal halves
+    e = e if e < np.uint32(0x47800000) else np.uint32(0x47800000)                   # 2**16: beyond every half
+    m = bits_f32(e + np.uint32(0x06800000))                                          # times 2**13
+    r = (bits_f32(a) + m) - m
+    r = r if r <= np.float32(65504.0) else np.float32(np.inf)
+    out = bits_f32(f32_bits(r) | (u & np.uint32(0x80000000)))
+    return out if x == x else _nan_half_f32(u)
 
 
 @_jit
-def fl_to_half(f):
+def fl_to_half_bits(f):
     """Half bits of float32 `f`, rounded to nearest even (NumPy's npy_float_to_half)."""
-    x = fl_round_half(f)
+    x = fl_round_half_bits(f)
     u = f32_bits(np.float32(f))
     sign = (u & np.uint32(0x80000000)) >> np.uint32(16)
     a = f32_bits(x) & np.uint32(0x7FFFFFFF)
     normal = (a >> np.uint32(13)) - np.uint32(0x1C000)                                # rebias 127 -> 15
     tiny = np.uint32(np.abs(x) * np.float32(16777216.0))                              # multiples of 2**-24
-    nan = np.uint32(0x7C00) | ((u & np.uint32(0x7FFFFF)) >> np.uint32(13))
-    nan = nan if nan != np.uint32(0x7C00) else np.uint32(0x7C01)                       # stays a NaN
     h = tiny if a < np.uint32(0x38800000) else (normal if a < np.uint32(0x7F800000) else np.uint32(0x7C00))
-    h = nan if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000) else h
-    return np.uint16(sign | h)
+    h = sign | h
+    return np.uint16(h if x == x else _nan_half_bits(u))
+
+
+if HAS_F16C:
+    fl_from_half, fl_round_half, fl_to_half = fl_from_half_f16c, fl_round_half_f16c, fl_to_half_f16c
+else:
+    fl_from_half, fl_round_half, fl_to_half = fl_from_half_bits, fl_round_half_bits, fl_to_half_bits
 
 
 @_jit
@@ -366,7 +471,8 @@ def fl_tanh_f32(x):
     return y if x == x else x
 
 
-__all__ = ["fl_block_sum", "fl_block_sqdev", "fl_exp_f32", "fl_expm1_f32", "fl_tanh_f32", "fl_from_half", "fl_to_half", "fl_to_half64", "fl_round_half", "fl_round_half64", "fl_f2i32",
+__all__ = ["HAS_F16C", "fl_from_half_f16c", "fl_round_half_f16c", "fl_to_half_f16c", "fl_from_half_bits",
+           "fl_round_half_bits", "fl_to_half_bits", "fl_block_sum", "fl_block_sqdev", "fl_exp_f32", "fl_expm1_f32", "fl_tanh_f32", "fl_from_half", "fl_to_half", "fl_to_half64", "fl_round_half", "fl_round_half64", "fl_f2i32",
            "fl_f2i64", "fl_f2u64", "fl_floor_divide_float", "fl_remainder_float", "fl_floor_divide_int",
            "fl_remainder_int", "fl_floor_divide_uint", "fl_remainder_uint", "fl_power_int", "fl_power_uint",
            "f32_bits", "bits_f32", "f64_bits"]
