@@ -104,6 +104,65 @@ def test_float32_bit_patterns_sampled(impl):
     check_float32(impl, np.concatenate(pats).view(np.float32))
 
 
+@pytest.mark.skipif(not scalar.HAS_F16C, reason="no F16C on this CPU")
+def test_conversions_after_arithmetic_give_numpys_quiet_nans():
+    """fl_round_half_arith / fl_to_half_arith (the emitter's after IEEE arithmetic): NumPy's
+    bits for every value that is not a signalling NaN, and for a signalling NaN the bits
+    NumPy gives once its float32 arithmetic has quieted it."""
+    from fuselab.numba_backend.scalar import fl_round_half_arith_f16c as rh, fl_to_half_arith_f16c as th
+
+    @numba.njit(parallel=True)
+    def convert(x, bits, rounded):
+        for i in numba.prange(x.shape[0]):
+            bits[i] = th(x[i])
+            rounded[i] = rh(x[i])
+    rng = np.random.default_rng(11)
+    x = np.concatenate([boundaries(), rng.integers(0, 1 << 32, 1 << 22, dtype=np.uint64).astype(np.uint32).view(np.float32)])
+    bits = np.empty(x.size, np.uint16)
+    rounded = np.empty(x.size, np.float32)
+    convert(x, bits, rounded)
+    u = x.view(np.uint32)
+    snan = ((u & 0x7FFFFFFF) > 0x7F800000) & ((u & 0x400000) == 0)
+    quieted = np.where(snan, u | np.uint32(0x400000), u).view(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = quieted.astype(np.float16)
+    np.testing.assert_array_equal(bits, want.view(np.uint16))
+    np.testing.assert_array_equal(rounded.view(np.uint32), want.astype(np.float32).view(np.uint32))
+    assert snan.sum() > 1000
+
+
+def test_float16_ops_keep_numpys_nan_bits():
+    """Signalling NaNs in float16 inputs: the ops NumPy computes by bits (abs, negative,
+    maximum, where...) keep them signalling and the arithmetic ones quiet them, bit for
+    bit as NumPy's float16 loops."""
+    from fuselab.ir import GraphBuilder
+    from fuselab.plan import make_plan
+    from numba_util import run_numba
+    b = GraphBuilder()
+    x = b.input("x", (64,), np.float16)
+    y = b.input("y", (64,), np.float16)
+    z = b.input("z", (64,), np.float16)      # no NaNs: which of two NaNs an add keeps is the compiler's choice
+    outs = [("abs", b.elemwise("absolute", [x])), ("neg", b.elemwise("negative", [x])),
+            ("max", b.elemwise("maximum", [x, y])), ("fmin", b.elemwise("fmin", [x, y])),
+            ("add", b.elemwise("add", [x, z])), ("mul_abs", b.elemwise("absolute", [b.elemwise("multiply", [z, x])])),
+            ("sqrt", b.elemwise("sqrt", [x])), ("copy", b.elemwise("positive", [x])),
+            ("cast", b.astype(b.astype(x, np.float32), np.float16))]
+    g = b.build(outs)
+    bits = np.array([0x7C01, 0xFC01, 0x7D00, 0x7E00, 0x7E01, 0xFFFF, 0x7C00, 0x3C00, 0x0001, 0x8000] * 6 + [0, 1, 2, 3],
+                    np.uint16)
+    inputs = {"x": bits.view(np.float16), "y": np.roll(bits, 3).view(np.float16),
+              "z": np.linspace(-3, 3, 64).astype(np.float16)}
+    got = run_numba(make_plan(g), inputs)
+    with np.errstate(all="ignore"):
+        h = inputs["x"], inputs["y"]
+        zz = inputs["z"]
+        want = {"abs": np.abs(h[0]), "neg": -h[0], "max": np.maximum(*h), "fmin": np.fmin(*h), "add": h[0] + zz,
+                "mul_abs": np.abs(zz * h[0]), "sqrt": np.sqrt(h[0]), "copy": +h[0],
+                "cast": h[0].astype(np.float32).astype(np.float16)}
+    for name, w in want.items():
+        np.testing.assert_array_equal(got[name].view(np.uint16), w.view(np.uint16), err_msg=name)
+
+
 @pytest.mark.skipif(not FULL, reason="all 2**32 float32 patterns: FUSELAB_NUMBA_FULL=1")
 @pytest.mark.parametrize("impl", IMPLS)
 def test_every_float32(impl):
@@ -118,7 +177,7 @@ def test_this_cpu_gets_the_f16c_conversions_and_they_vectorize():
     if not scalar.HAS_F16C:
         pytest.skip("no F16C on this CPU")
     assert scalar.fl_round_half is scalar.fl_round_half_f16c
-    rh, th, fh = scalar.fl_round_half, scalar.fl_to_half, scalar.fl_from_half
+    rh, th, fh = scalar.fl_round_half_arith, scalar.fl_to_half, scalar.fl_from_half
 
     @numba.njit(error_model="numpy")
     def chain(x, out):

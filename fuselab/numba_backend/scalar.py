@@ -76,37 +76,83 @@ def _llvm_features() -> str:
 HAS_F16C = "+f16c" in _llvm_features().split(",")
 
 
-@intrinsic
-def _hw_f32_to_f16_bits(typingctx, x):
-    """float32 -> half bits by LLVM's fptrunc (vcvtps2ph: round to nearest even)."""
-    if x != types.float32:
-        return None
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
-    return types.uint16(x), codegen
+_I16, _I32, _F32, _HALF = ir.IntType(16), ir.IntType(32), ir.FloatType(), ir.HalfType()
 
 
-@intrinsic
-def _hw_f16_bits_to_f32(typingctx, h):
-    """half bits -> float32 by LLVM's fpext (vcvtph2ps: exact)."""
-    if not isinstance(h, types.Integer):
-        return None
-    def codegen(context, builder, signature, args):
-        v = args[0]
-        if h.bitwidth != 16:
-            v = builder.trunc(v, ir.IntType(16)) if h.bitwidth > 16 else builder.zext(v, ir.IntType(16))
-        return builder.fpext(builder.bitcast(v, ir.HalfType()), ir.FloatType())
-    return types.float32(h), codegen
+def _c32(v: int) -> ir.Constant:
+    return ir.Constant(_I32, v)
 
 
-@intrinsic
-def _hw_round_f32_to_f16(typingctx, x):
-    """float32 -> the nearest half, as a float32: fpext(fptrunc(x)), one rounding."""
-    if x != types.float32:
-        return None
-    def codegen(context, builder, signature, args):
-        return builder.fpext(builder.fptrunc(args[0], ir.HalfType()), ir.FloatType())
-    return types.float32(x), codegen
+def _half_intrinsic(arg: types.Type, ret: types.Type, build):
+    """An intrinsic of one `arg` whose LLVM IR `build(builder, value)` writes: i32 integer
+    operations and selects (Numba would widen uint32 arithmetic to 64 bits, and turn a
+    conditional expression into branches), which LLVM vectorizes 16 lanes wide."""
+    @intrinsic
+    def fn(typingctx, x):
+        if x != arg:
+            return None
+        def codegen(context, builder, signature, args):
+            return build(builder, args[0])
+        return ret(x), codegen
+    return fn
+
+
+def _is_nan(builder, x):
+    return builder.fcmp_unordered("uno", x, x)
+
+
+def _nan_round_f32(builder, x):
+    """The float32 NaN that NumPy's float32 -> half -> float32 gives for the NaN `x`: its
+    payload's top 10 bits (0x2000 when they are all zero, so that it stays a NaN), sign
+    kept, signalling kept."""
+    u = builder.bitcast(x, _I32)
+    keep = builder.and_(u, _c32(0xFFFFE000))
+    alt = builder.or_(builder.and_(u, _c32(0xFF800000)), _c32(0x2000))
+    has = builder.icmp_unsigned("!=", builder.and_(u, _c32(0x7FE000)), _c32(0))
+    return builder.bitcast(builder.select(has, keep, alt), _F32)
+
+
+def _build_round(builder, x):
+    r = builder.fpext(builder.fptrunc(x, _HALF), _F32)
+    return builder.select(_is_nan(builder, x), _nan_round_f32(builder, x), r)
+
+
+def _build_round_arith(builder, x):
+    return builder.fpext(builder.fptrunc(x, _HALF), _F32)
+
+
+def _build_to_half(builder, x):
+    h = builder.bitcast(builder.fptrunc(x, _HALF), _I16)
+    u = builder.bitcast(x, _I32)
+    n = builder.or_(_c32(0x7C00), builder.lshr(builder.and_(u, _c32(0x7FFFFF)), _c32(13)))
+    n = builder.select(builder.icmp_unsigned("!=", n, _c32(0x7C00)), n, _c32(0x7C01))
+    n = builder.or_(n, builder.lshr(builder.and_(u, _c32(0x80000000)), _c32(16)))
+    return builder.select(_is_nan(builder, x), builder.trunc(n, _I16), h)
+
+
+def _build_to_half_arith(builder, x):
+    return builder.bitcast(builder.fptrunc(x, _HALF), _I16)
+
+
+def _build_from_half(builder, h):
+    f = builder.fpext(builder.bitcast(h, _HALF), _F32)
+    u = builder.zext(h, _I32)
+    a = builder.and_(u, _c32(0x7FFF))
+    nan = builder.or_(builder.or_(builder.shl(builder.and_(u, _c32(0x8000)), _c32(16)), _c32(0x7F800000)),
+                      builder.shl(builder.and_(a, _c32(0x3FF)), _c32(13)))
+    return builder.select(builder.icmp_unsigned(">", a, _c32(0x7C00)), builder.bitcast(nan, _F32), f)
+
+
+# The instructions quiet a signalling NaN (NumPy's software conversion keeps it): each
+# conversion selects NumPy's bits for a NaN. The `_arith` forms leave that out: they are
+# exact for every non-NaN value and every quiet NaN, which is what an IEEE arithmetic
+# result is, and for a signalling NaN they give the quiet NaN that NumPy's own arithmetic
+# (in float32, then converted) gives (the emitter uses them after arithmetic ops only).
+fl_from_half_f16c = _half_intrinsic(types.uint16, types.float32, _build_from_half)
+fl_round_half_f16c = _half_intrinsic(types.float32, types.float32, _build_round)
+fl_to_half_f16c = _half_intrinsic(types.float32, types.uint16, _build_to_half)
+fl_round_half_arith_f16c = _half_intrinsic(types.float32, types.float32, _build_round_arith)
+fl_to_half_arith_f16c = _half_intrinsic(types.float32, types.uint16, _build_to_half_arith)
 
 
 @_jit
@@ -120,37 +166,10 @@ def _nan_half_bits(u):
 
 @_jit
 def _nan_half_f32(u):
-    """The float32 NaN that NumPy's round trip float32 -> half -> float32 gives for the
-    NaN with bits `u` (its payload truncated to 10 bits, at least 1)."""
+    """The float32 NaN that NumPy's float32 -> half -> float32 gives for the NaN with
+    bits `u` (as _nan_round_f32)."""
     keep = u & np.uint32(0xFFFFE000)
     return bits_f32(keep if (u & np.uint32(0x7FE000)) != np.uint32(0) else (u & np.uint32(0xFF800000)) | np.uint32(0x2000))
-
-
-@_jit
-def fl_from_half_f16c(h):
-    """The float32 value of half bits `h` (exact: every half is a float32); a NaN keeps
-    its payload and stays signalling, as NumPy's conversion."""
-    u = np.uint32(h)
-    a = u & np.uint32(0x7FFF)
-    nan = bits_f32(((u & np.uint32(0x8000)) << np.uint32(16)) | np.uint32(0x7F800000) | ((a & np.uint32(0x3FF)) << np.uint32(13)))
-    return nan if a > np.uint32(0x7C00) else _hw_f16_bits_to_f32(h)
-
-
-@_jit
-def fl_round_half_f16c(f):
-    """float32 -> the nearest half (ties to even), as a float32: one NumPy float16 op's
-    rounding. A NaN comes back as NumPy's half NaN (payload truncated to 10 bits)."""
-    x = np.float32(f)
-    r = _hw_round_f32_to_f16(x)
-    return r if x == x else _nan_half_f32(f32_bits(x))
-
-
-@_jit
-def fl_to_half_f16c(f):
-    """Half bits of float32 `f`, rounded to nearest even (NumPy's npy_float_to_half)."""
-    x = np.float32(f)
-    h = _hw_f32_to_f16_bits(x)
-    return h if x == x else np.uint16(_nan_half_bits(f32_bits(x)))
 
 
 @_jit
@@ -202,8 +221,10 @@ def fl_to_half_bits(f):
 
 if HAS_F16C:
     fl_from_half, fl_round_half, fl_to_half = fl_from_half_f16c, fl_round_half_f16c, fl_to_half_f16c
+    fl_round_half_arith, fl_to_half_arith = fl_round_half_arith_f16c, fl_to_half_arith_f16c
 else:
     fl_from_half, fl_round_half, fl_to_half = fl_from_half_bits, fl_round_half_bits, fl_to_half_bits
+    fl_round_half_arith, fl_to_half_arith = fl_round_half_bits, fl_to_half_bits
 
 
 @_jit
@@ -471,7 +492,8 @@ def fl_tanh_f32(x):
     return y if x == x else x
 
 
-__all__ = ["HAS_F16C", "fl_from_half_f16c", "fl_round_half_f16c", "fl_to_half_f16c", "fl_from_half_bits",
+__all__ = ["HAS_F16C", "fl_from_half_f16c", "fl_round_half_f16c", "fl_to_half_f16c", "fl_round_half_arith_f16c",
+           "fl_to_half_arith_f16c", "fl_round_half_arith", "fl_to_half_arith", "fl_from_half_bits",
            "fl_round_half_bits", "fl_to_half_bits", "fl_block_sum", "fl_block_sqdev", "fl_exp_f32", "fl_expm1_f32", "fl_tanh_f32", "fl_from_half", "fl_to_half", "fl_to_half64", "fl_round_half", "fl_round_half64", "fl_f2i32",
            "fl_f2i64", "fl_f2u64", "fl_floor_divide_float", "fl_remainder_float", "fl_floor_divide_int",
            "fl_remainder_int", "fl_floor_divide_uint", "fl_remainder_uint", "fl_power_int", "fl_power_uint",
