@@ -120,6 +120,9 @@ class PyEmitter:
         self.lines: list[tuple[int, str]] = []     # (node id, statement); -1: loads
         self._memo: dict[tuple[int, Coords], str] = {}
         self._indices: list[ix.Affine] = []
+        # values another loop computed and kept (a row kernel's row buffers): expressions
+        # that read them, by (node, coordinates)
+        self.preset: dict[tuple[int, Coords], str] = {}
         self._quiet: set[str] = set()      # half values rounded by fl_round_half_arith
 
     def emit(self, line: str, node: int = -1) -> None:
@@ -140,6 +143,13 @@ class PyEmitter:
         """Every array offset loaded and every generator index computed so far."""
         return list(self._indices)
 
+    def computed(self) -> list[tuple[int, Coords]]:
+        """The (node, coordinates) pairs this emitter has computed or loaded so far."""
+        return list(self._memo)
+
+    def name_of(self, nid: int, coords: Coords) -> str | None:
+        return self._memo.get((nid, tuple(coords)))
+
     def forget(self) -> None:
         """A new scope: values computed so far are no longer visible."""
         self._memo.clear()
@@ -148,6 +158,8 @@ class PyEmitter:
         if nid in self.fixed:
             return self.fixed[nid]
         key = (nid, tuple(coords))
+        if key in self.preset:
+            return self.preset[key]
         if key not in self._memo:
             self._memo[key] = self._value(nid, tuple(coords))
         return self._memo[key]
