@@ -103,46 +103,47 @@ class Acc:
     def lane_comp(self) -> str:
         return f"{self.var}_lc"
 
+    @property
+    def _lane_helpers(self) -> bool:
+        """Whether the lanes use scalar.py's helpers (numbers; a bool max/min and an
+        integer sum are written out)."""
+        return self.acc_dtype.kind == "f" or (self.op in ("max", "min") and self.acc_dtype.kind in "iu")
+
     def lane_setup(self) -> list[str]:
         """The lane arrays (a row kernel's are per row: set to the identity here)."""
         T = ctor(self.acc_dtype)
         out = [f"{self.lane} = np.empty({CHUNK}, {T})"] + ([f"{self.lane_comp} = np.empty({CHUNK}, {T})"] if self.blocked else [])
+        if self._lane_helpers:
+            return out + [f"fl_lanes_fill({self.lane}, {self.identity()})"] + \
+                ([f"fl_lanes_fill({self.lane_comp}, {self.identity()})"] if self.blocked else [])
         init = [f"{self.lane}[ix(k)] = {self.identity()}"] + ([f"{self.lane_comp}[ix(k)] = {self.identity()}"] if self.blocked else [])
         return out + [f"for k in range({CHUNK}):", *indent(init, 1)]
 
-    def lane_step(self, value: str, cast_value: bool = True) -> list[str]:
+    def lane_step(self, value: str) -> list[str]:
         """Fold `value` into lane k: a select per lane (no branch), so that the loop over
         k vectorizes. A float sum's lane keeps Neumaier's compensation."""
-        v = cast(value, self.value_dtype, self.acc_dtype) if cast_value else value
+        v = cast(value, self.value_dtype, self.acc_dtype)
+        if self.blocked:
+            return [f"fl_lane_add({self.lane}, {self.lane_comp}, ix(k), {v})"]
+        if self._lane_helpers:
+            return [f"fl_lane_{self.op}({self.lane}, ix(k), {v})"]
         lane = f"{self.lane}[ix(k)]"
-        if not self.blocked:
-            return [f"{lane} = {combine(self.op, lane, v, self.acc_dtype)}"]
-        s, t, x = f"{self.var}_ls", f"{self.var}_lt", f"{self.var}_lx"
-        comp = f"{self.lane_comp}[ix(k)]"
-        return [f"{x} = {v}", f"{s} = {lane}", f"{t} = {s} + {x}", f"{lane} = {t}",
-                f"{comp} = {comp} + (((({s} - {t}) + {x})) if np.abs({s}) >= np.abs({x}) else (({x} - {t}) + {s}))"]
+        return [f"{lane} = {combine(self.op, lane, v, self.acc_dtype)}"]
 
     def lane_combine(self) -> list[str]:
         """The lanes folded into the running value (after declare()), in a fixed order.
         Max/min and integer sums: lane 0 first. A float max/min is the serial fold's
         whenever the result is neither a NaN nor a zero (the only values whose bits depend
         on which element gave them): for those the caller folds the row again in order.
-        A float sum: lanes k+16, k+32, k+48 are added into lane k (compensated, a loop
-        that vectorizes), then lanes 0..15 into the total with Neumaier's compensation,
-        and every lane's compensation into the total's."""
+        A float sum: lanes k+16, k+32, k+48 are added into lane k (compensated), then lanes
+        0..15 into the total with Neumaier's compensation, and every lane's compensation
+        into the total's (scalar.fl_lanes_sum)."""
+        if self.blocked:
+            return [f"{self.v}, {self.comp} = fl_lanes_sum({self.lane}, {self.lane_comp}, {LANES})"]
+        if self._lane_helpers:
+            return [f"{self.v} = fl_lanes_{self.op}({self.lane})"]
         k_lane = f"{self.lane}[ix(k)]"
-        if not self.blocked:
-            return [f"for k in range({CHUNK}):", f"    {self.v} = {combine(self.op, self.v, k_lane, self.acc_dtype)}"]
-        lanes, comps = self.lane, self.lane_comp
-        out = [f"for k in range({LANES}):"]
-        for j in range(LANES, CHUNK, LANES):
-            out += indent(self.lane_step(f"{lanes}[ix(k + {j})]", cast_value=False), 1)
-            out.append(f"    {comps}[ix(k)] = {comps}[ix(k)] + {comps}[ix(k + {j})]")
-        t, x = f"{self.var}_t", f"{self.var}_lx"
-        return out + [f"for k in range({LANES}):", f"    {x} = {k_lane}", f"    {t} = {self.v} + {x}",
-                      f"    {self.comp} = {self.comp} + ((({self.v} - {t}) + {x}) if np.abs({self.v}) >= np.abs({x}) "
-                      f"else (({x} - {t}) + {self.v}))",
-                      f"    {self.v} = {t}", f"    {self.comp} = {self.comp} + {comps}[ix(k)]"]
+        return [f"for k in range({CHUNK}):", f"    {self.v} = {combine(self.op, self.v, k_lane, self.acc_dtype)}"]
 
     def needs_serial(self) -> str | None:
         """After lane_combine: the condition under which the fold is done again in order

@@ -432,6 +432,79 @@ def fl_block_sqdev(buf, lo, hi, mean):
 
 
 # ---------------------------------------------------------------------------
+# Lanes of a row kernel's reductions (accum.Acc.lane_*): helpers, so that a kernel's own
+# code (which Numba's parallel passes compile statement by statement) stays short
+# ---------------------------------------------------------------------------
+
+@_jit
+def fl_lanes_fill(lanes, value):
+    for k in range(lanes.shape[0]):
+        lanes[k] = value
+
+
+@_jit
+def fl_lane_add(lanes, comps, k, x):
+    """Add x to lane k (an unsigned index) with Neumaier's compensation, by selects."""
+    s = lanes[k]
+    t = s + x
+    lanes[k] = t
+    comps[k] = comps[k] + (((s - t) + x) if np.abs(s) >= np.abs(x) else ((x - t) + s))
+
+
+@_jit
+def fl_lane_max(lanes, k, x):
+    """lanes[k] = maximum(lanes[k], x): a NaN in the lane stays, a NaN x wins."""
+    a = lanes[k]
+    lanes[k] = a if ((a >= x) | (a != a)) else x
+
+
+@_jit
+def fl_lane_min(lanes, k, x):
+    a = lanes[k]
+    lanes[k] = a if ((a <= x) | (a != a)) else x
+
+
+@_jit
+def fl_lanes_max(lanes):
+    """The lanes' maximum, folded in lane order (a NaN wins: the first)."""
+    v = lanes[0]
+    for k in range(1, lanes.shape[0]):
+        x = lanes[k]
+        v = v if ((v >= x) | (v != v)) else x
+    return v
+
+
+@_jit
+def fl_lanes_min(lanes):
+    v = lanes[0]
+    for k in range(1, lanes.shape[0]):
+        x = lanes[k]
+        v = v if ((v <= x) | (v != v)) else x
+    return v
+
+
+@_jit
+def fl_lanes_sum(lanes, comps, wide):
+    """(total, compensation) of a float sum's lanes: lanes k + wide, k + 2 wide, ... added
+    into lane k (compensated), then lanes 0..wide-1 into the total with Neumaier's
+    compensation, every lane's compensation into the total's. Changes the lanes."""
+    n = lanes.shape[0]
+    for j in range(wide, n, wide):
+        for k in range(wide):
+            fl_lane_add(lanes, comps, np.uint64(k), lanes[np.uint64(k + j)])
+            comps[np.uint64(k)] = comps[np.uint64(k)] + comps[np.uint64(k + j)]
+    v = lanes[0] - lanes[0]
+    c = v
+    for k in range(wide):
+        x = lanes[np.uint64(k)]
+        t = v + x
+        c = c + (((v - t) + x) if np.abs(v) >= np.abs(x) else ((x - t) + v))
+        v = t
+        c = c + comps[np.uint64(k)]
+    return v, c
+
+
+# ---------------------------------------------------------------------------
 # float32 exp, expm1 and tanh that LLVM can vectorize
 # ---------------------------------------------------------------------------
 # libm's expf / tanhf are calls, one element at a time (tens of ns for tanhf), where
@@ -526,7 +599,8 @@ def fl_tanh_f32(x):
     return y if x == x else x
 
 
-__all__ = ["HAS_F16C", "HAS_FMA", "fl_from_half_f16c", "fl_round_half_f16c", "fl_to_half_f16c", "fl_round_half_arith_f16c",
+__all__ = ["fl_lanes_fill", "fl_lane_add", "fl_lane_max", "fl_lane_min", "fl_lanes_max", "fl_lanes_min",
+           "fl_lanes_sum", "HAS_F16C", "HAS_FMA", "fl_from_half_f16c", "fl_round_half_f16c", "fl_to_half_f16c", "fl_round_half_arith_f16c",
            "fl_to_half_arith_f16c", "fl_round_half_arith", "fl_to_half_arith", "fl_from_half_bits",
            "fl_round_half_bits", "fl_to_half_bits", "fl_block_sum", "fl_block_sqdev", "fl_exp_f32", "fl_expm1_f32", "fl_tanh_f32", "fl_from_half", "fl_to_half", "fl_to_half64", "fl_round_half", "fl_round_half64", "fl_f2i32",
            "fl_f2i64", "fl_f2u64", "fl_floor_divide_float", "fl_remainder_float", "fl_floor_divide_int",
