@@ -286,6 +286,16 @@ def fl_block_sum(buf, lo, hi):
 
 
 @_jit
+def fl_block_nonfinite(buf, lo, hi):
+    """How many of buf[lo:hi] are inf or NaN: a variance's block (NumPy's is then NaN)."""
+    c = 0
+    for k in range(lo, hi):
+        if not np.isfinite(buf[k]):
+            c += 1
+    return c
+
+
+@_jit
 def fl_block_sqdev(buf, lo, hi, mean):
     """The sum of (buf[k] - mean)**2 over buf[lo:hi] (at most 16 values), in buf's type,
     as fl_block_sum adds: a variance's block, its second pass."""
@@ -366,7 +376,7 @@ def fl_tanh_f32(x):
     return y if x == x else x
 
 
-__all__ = ["fl_block_sum", "fl_block_sqdev", "fl_exp_f32", "fl_expm1_f32", "fl_tanh_f32", "fl_from_half", "fl_to_half", "fl_to_half64", "fl_round_half", "fl_round_half64", "fl_f2i32",
+__all__ = ["fl_block_sum", "fl_block_sqdev", "fl_block_nonfinite", "fl_exp_f32", "fl_expm1_f32", "fl_tanh_f32", "fl_from_half", "fl_to_half", "fl_to_half64", "fl_round_half", "fl_round_half64", "fl_f2i32",
            "fl_f2i64", "fl_f2u64", "fl_floor_divide_float", "fl_remainder_float", "fl_floor_divide_int",
            "fl_remainder_int", "fl_floor_divide_uint", "fl_remainder_uint", "fl_power_int", "fl_power_uint",
            "f32_bits", "bits_f32", "f64_bits"]
