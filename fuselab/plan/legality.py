@@ -212,20 +212,15 @@ def _pointwise(an: Analysis, mask: int, stored: int) -> Verdict:
     return Verdict(True, space=Space(Template.POINTWISE, space, full=mask))
 
 
-def _reduce_sig(an: Analysis, r: int) -> tuple:
-    nd = an.graph.nodes[r]
-    return an.shape(nd.inputs[0]), nd.args["axes"], nd.shape
-
-
 def _reduction(an: Analysis, mask: int, stored: int, reduces: int) -> Verdict:
     rs = list(bits(reduces))
     r0 = rs[0]
-    sig0 = _reduce_sig(an, r0)
+    sig0 = an.reduce_sigs[r0]
     for r in rs[1:]:
-        sig = _reduce_sig(an, r)
+        sig = an.reduce_sigs[r]
         if sig != sig0:
             if sig[:2] == sig0[:2]:
-                what = f"results of shape {shape_text(sig0[2])} and {shape_text(sig[2])} (keepdims differs)"
+                what = f"results of shape {shape_text(sig0.result)} and {shape_text(sig.result)} (keepdims differs)"
             else:
                 what = "inputs of one shape over the same axes"
             return _fail(f"{an.ref(r0)} reduces {axes_text(an, r0)} but {an.ref(r)} reduces "
@@ -237,7 +232,7 @@ def _reduction(an: Analysis, mask: int, stored: int, reduces: int) -> Verdict:
             return _fail(f"{an.ref(r)} reduces a value computed from {an.ref(r1)}, another "
                          "reduction of the same kernel: a reduction kernel finishes its "
                          "reductions together, not one after another", True)
-    I, R = sig0[0], sig0[2]
+    I, R = sig0.input, sig0.result
     pro = 0
     for r in rs:
         pro |= an.anc[r]
