@@ -272,7 +272,14 @@ def _reduction(an: Analysis, mask: int, stored: int, reduces: int) -> Verdict:
             if chain:
                 return _fail(f"{an.ref(e)} reads {an.ref(u)} through the view {an.ref(chain[-1])}: "
                              "a reduction's epilogue reads its results directly")
-    return Verdict(True, space=Space(Template.REDUCTION, I, R, full=pro | reduces))
+    # a stored value that needs no reduction and has the input's shape is computed in the
+    # input loop, with the prologue (only possible when I == R: every reduced axis has length 1)
+    loose = 0
+    for e in bits(epi & stored):
+        if not an.anc[e] & reduces and an.shape(e) == I:
+            loose |= 1 << e
+    return Verdict(True, space=Space(Template.REDUCTION, I, R, full=pro | reduces | loose, axes=sig0.axes,
+                                     reduces=tuple(rs)))
 
 
 def _row(an: Analysis, mask: int, members: list[int], stored: int, reduces: int) -> Verdict:
@@ -354,4 +361,5 @@ def _row(an: Analysis, mask: int, members: list[int], stored: int, reduces: int)
         level[r] = 1 + max((level[q] for q in bits(an.anc[r] & reduces)), default=0)
     after = any(an.anc[v] & reduces for v in bits(full & ~reduces))
     passes = max(level.values()) + (1 if after else 0)
-    return Verdict(True, space=Space(Template.ROW, F, P_flat, rows, passes, full))
+    return Verdict(True, space=Space(Template.ROW, F, P_flat, rows, passes, full, axes=(d - 1,),
+                                     reduces=tuple(rs), levels=tuple(level[r] for r in rs)))
