@@ -133,8 +133,6 @@ class Session:
         self.check: Check | None = None
         self.measurement: Any = None
         self.dask_run: Any = None           # Dask path: how each kernel ran (fuselab.dask.execute.DaskRun)
-        self._codes: dict[int, tuple] = {}
-        self._py_codes: dict[int, tuple] = {}
         self._listeners: list[Callable[["Session"], None]] = []
 
     @classmethod
@@ -172,31 +170,34 @@ class Session:
         return DeviceParams.h200_default()
 
     def codes(self, optional: bool = False) -> tuple | None:
-        """Generated CUDA for each kernel of the current plan (cached per plan)."""
-        key = id(self.plan)
-        if key not in self._codes:
-            try:
-                from .codegen import generate
-                self._codes = {key: tuple(generate(self.plan, self.codegen_options))}
-            except Exception:
-                if optional:
-                    return None
-                raise
-        return self._codes[key]
+        """Generated CUDA for each kernel of the current plan: on the CUDA backend, what
+        the runtime launches (this GPU's grid sizes, the launch configurations tuned for
+        it once a run has tuned them); elsewhere, the heuristics' code for the options.
+        Generated once, in codegen's cache. `optional`: None instead of an error."""
+        try:
+            if self.backend == "cuda":
+                from .runtime import launch_codes
+                return launch_codes(self.plan, self.codegen_options)
+            from .codegen import generate
+            return generate(self.plan, self.codegen_options)
+        except Exception:
+            if optional:
+                return None
+            raise
 
     def python_codes(self, optional: bool = False) -> tuple | None:
-        """The Numba backend's Python for each kernel of the current plan (cached per
-        plan); generating it needs no Numba."""
-        key = id(self.plan)
-        if key not in self._py_codes:
-            try:
-                from .numba_backend import generate
-                self._py_codes = {key: generate(self.plan, self.numba_options())}
-            except Exception:
-                if optional:
-                    return None
-                raise
-        return self._py_codes[key]
+        """The Numba backend's Python for each kernel of the current plan (generating
+        it needs no Numba; kept in codegen's cache)."""
+        try:
+            from .codegen.cache import cached, graph_key
+            from .numba_backend import generate
+            options = self.numba_options()
+            return cached(("numba", graph_key(self.plan.graph), self.plan.kernels, options),
+                          lambda: generate(self.plan, options))
+        except Exception:
+            if optional:
+                return None
+            raise
 
     def numba_options(self):
         from .numba_backend import NumbaOptions

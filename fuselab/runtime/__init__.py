@@ -13,11 +13,11 @@ from __future__ import annotations
 from .calibrate import calibrate, calibration
 from .device import cuda_available, device_info, device_options
 from .errors import CompileError, FuselabRuntimeError
-from .launch import Executable, codes_for, execute, synchronize
+from .launch import Executable, execute, launch_codes, synchronize
 from .measure import Measurement, execute_checked, measure
 from .timing import GraphReplay, Timing
 from .verify import Check, OutputCheck, compare
 
 __all__ = ["cuda_available", "device_info", "device_options", "execute", "execute_checked", "measure",
            "calibrate", "calibration", "Executable", "Measurement", "Timing", "GraphReplay", "Check",
-           "OutputCheck", "compare", "codes_for", "synchronize", "CompileError", "FuselabRuntimeError"]
+           "OutputCheck", "compare", "launch_codes", "synchronize", "CompileError", "FuselabRuntimeError"]

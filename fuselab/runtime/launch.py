@@ -2,7 +2,6 @@
 intermediate from CuPy's pool and free it after its last reader."""
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -18,20 +17,21 @@ from .device import device_info, device_options
 from .tune import Pending, Tuning, cache, plan_tuning, time_candidates
 from .errors import FuselabRuntimeError, launch_failed, out_of_memory
 
-_CODES: "OrderedDict[tuple[Plan, CodegenOptions], tuple]" = OrderedDict()
 _SCRATCH: dict[tuple[int, str], Any] = {}
 
 
-def codes_for(plan: Plan, options: CodegenOptions) -> tuple[KernelCode | OpaqueCall, ...]:
-    """Generated code for a plan, cached (a re-run of a cell generates nothing)."""
-    key = (plan, options)
-    hit = _CODES.get(key)
-    if hit is None:
-        hit = generate(plan, options)
-        _CODES[key] = hit
-        if len(_CODES) > 256:
-            _CODES.popitem(last=False)
-    return hit
+def _device() -> str:
+    """The tuning cache's name for this GPU."""
+    info = device_info()
+    return f"{info.name} sm_{info.compute_capability}"
+
+
+def launch_codes(plan: Plan, options: CodegenOptions | None = None) -> tuple[KernelCode | OpaqueCall, ...]:
+    """The code an Executable of `plan` launches on this GPU, timing nothing: this
+    device's grid sizes, and each kernel's tuned launch configuration where the tuning
+    cache holds one (its heuristic's until the first run tunes it)."""
+    options = device_options(options)
+    return plan_tuning(plan, generate(plan, options), options, _device(), __version__, time_new=False)[0]
 
 
 @dataclass(frozen=True)
@@ -69,11 +69,9 @@ class Executable:
         if codes is not None:
             self.codes = tuple(codes)
         else:
-            self.codes = codes_for(plan, self.options)
+            self.codes = generate(plan, self.options)
             if tune:
-                info = device_info()
-                self.codes, self.tuning, pending = plan_tuning(plan, self.codes, self.options,
-                                                               f"{info.name} sm_{info.compute_capability}", __version__)
+                self.codes, self.tuning, pending = plan_tuning(plan, self.codes, self.options, _device(), __version__)
                 self._pending = {p.index: p for p in pending}
         if len(self.codes) != len(plan.kernels):
             raise ValueError(f"{len(self.codes)} codes for a plan of {len(plan.kernels)} kernels")
