@@ -3,10 +3,13 @@
 Nothing here imports CuPy at import time; every function imports it when it runs.
 
     cuda_available() -> (bool, reason)
-    execute(plan, inputs, codes=None, options=None) -> {name: cupy array}
-    execute_checked(plan, unfused, inputs, options=None) -> ({name: cupy array}, Check)
+    execute(plan, inputs, codes=None, options=None, known=None) -> {name: cupy array}
+    execute_checked(plan, unfused, inputs, options=None, known=None) -> ({name: cupy array}, Check)
     measure(plan, unfused, inputs, repeats=20, ...) -> Measurement
     calibrate(force=False) -> {bandwidth_Bps, launch_s, flops_per_s, ...}
+
+`known`: values computed at graph breaks (TraceResult.break_values), which a run takes
+instead of computing them again (breaks.py).
 """
 from __future__ import annotations
 
