@@ -140,10 +140,6 @@ class Session:
         self.dask_run: Any = None           # Dask path: how each kernel ran (fuselab.dask.execute.DaskRun)
         self._listeners: list[Callable[["Session"], None]] = []
 
-    @classmethod
-    def from_trace(cls, traced: TraceResult, **options: Any) -> "Session":
-        return cls(traced, **options)
-
     # -- reading --------------------------------------------------------------
     @property
     def inputs(self) -> Mapping[str, Any]:
