@@ -157,11 +157,6 @@ class ValueEmitter:
         self.lines = []
         return out
 
-    def forget(self) -> None:
-        """Start a new scope: values computed so far are no longer visible."""
-        self._memo.clear()
-        self._half_memo.clear()
-
     # -- values --------------------------------------------------------------
     def value(self, nid: int, coords: Coords) -> str:
         if nid in self.fixed:
