@@ -328,6 +328,14 @@ def variance_cases(seed=10) -> list[Case]:
         g = b.build([("y", y)])
         inputs = {"x": np.random.default_rng(seed).uniform(-2, 2, (5, cols)).astype(np.float32)}
         out.append(Case(f"variance-row-layernorm-5x{cols}", g, inputs, [one_kernel(g, Template.ROW)], 1e-4))
+    # far from 0 against their spread (deviation 1): unshifted one-pass states lost digits
+    # (8e-5 relative at mean 1e4 along rows, where NumPy's two passes keep 1e-6)
+    for shape, axis, mean in (((33, 4000), 1, 1e4), ((4000, 33), 0, 1e3), ((200000,), None, 1e3)):
+        b = GraphBuilder()
+        x = b.input("x", shape, np.float32)
+        g = b.build([("v", b.reduce("var", x, axis=axis, dtype=np.float32))])
+        inputs = {"x": (np.random.default_rng(seed).standard_normal(shape) + mean).astype(np.float32)}
+        out.append(Case(f"variance-far-from-zero-{shape}-{axis}", g, inputs, [one_kernel(g, Template.REDUCTION)], 1e-5))
     out += variance_overflow_cases()
     return out
 

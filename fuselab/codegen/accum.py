@@ -54,7 +54,7 @@ class Accumulator:
 
     @property
     def nbytes(self) -> int:
-        return self.rule.acc.itemsize * (4 if self.rule.combine == "welford" else 1) if self.rule.acc != np.float16 \
+        return self.rule.acc.itemsize * (5 if self.rule.combine == "welford" else 1) if self.rule.acc != np.float16 \
             else 4
 
     @property

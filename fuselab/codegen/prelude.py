@@ -518,11 +518,11 @@ template <class T, class Op> __device__ __forceinline__ T fl_block_allreduce(T v
     Snippet(('fl_welford', 'fl_welford_op', 'fl_welford_var'), r"""
 // A variance in one pass: the running (count, mean, sum of squared deviations from the
 // mean) of Welford's update, combined as Chan et al.'s pairwise formula, and the count of
-// elements that are not finite. NumPy computes two passes (mean, then squared deviations);
-// both are accurate to a few units of rounding relative to the variance, so the results
-// differ only in the last bits. Where NumPy's passes overflow, fl_welford_var gives its
-// results (see there).
-template <class T> struct fl_welford { T n, mean, m2, nonfinite; };
+// elements that are not finite. Each state keeps its mean relative to a shift, its first
+// element: Welford's rounding grows with |mean| / standard deviation (float32 data around
+// 1000 with deviations of 1 lost three digits), shifted data keep it at NumPy's two passes'.
+// Where NumPy's passes overflow, fl_welford_var gives its results (see there).
+template <class T> struct fl_welford { T n, mean, m2, nonfinite, shift; };
 template <class T> struct fl_welford_op {
     typedef fl_welford<T> type;
     __device__ __forceinline__ fl_welford<T> operator()(fl_welford<T> a, fl_welford<T> b) const {
@@ -530,18 +530,21 @@ template <class T> struct fl_welford_op {
         if (a.n == T(0)) return b;
         fl_welford<T> r;
         r.n = a.n + b.n;
-        const T d = b.mean - a.mean, f = b.n / r.n;
+        const T d = (b.mean - a.mean) + (b.shift - a.shift), f = b.n / r.n;
         r.mean = a.mean + d * f;
         r.m2 = a.m2 + b.m2 + d * d * a.n * f;
         r.nonfinite = a.nonfinite + b.nonfinite;
+        r.shift = a.shift;
         return r;
     }
     __device__ __forceinline__ fl_welford<T> operator()(fl_welford<T> a, T x) const {   // one element
         fl_welford<T> r;
+        r.shift = a.n == T(0) ? x : a.shift;
+        const T y = x - r.shift;
         r.n = a.n + T(1);
-        const T d = x - a.mean;
+        const T d = y - a.mean;
         r.mean = a.mean + d / r.n;
-        r.m2 = a.m2 + d * (x - r.mean);
+        r.m2 = a.m2 + d * (y - r.mean);
         r.nonfinite = a.nonfinite + (isfinite(x) ? T(0) : T(1));
         return r;
     }
@@ -556,7 +559,7 @@ template <class T> struct fl_welford_op {
 template <class T> __device__ __forceinline__ T fl_welford_var(fl_welford<T> w, int ddof, double limit_) {
     const T d = w.n - T(ddof), limit = T(limit_);
     if (w.nonfinite > T(0)) return fl_nan<T>();
-    const T m2 = (fabs(w.n * w.mean) < limit && w.m2 < limit) ? w.m2 : fl_inf<T>();
+    const T m2 = (fabs(w.n * (w.shift + w.mean)) < limit && w.m2 < limit) ? w.m2 : fl_inf<T>();
     return m2 / (d > T(0) ? d : T(0));
 }
 // Shuffles and L2 loads move its fields one by one.
@@ -565,6 +568,7 @@ template <class T> __device__ __forceinline__ fl_welford<T> fl_shfl_xor(fl_welfo
     v.mean = fl_shfl_xor(v.mean, mask, width);
     v.m2 = fl_shfl_xor(v.m2, mask, width);
     v.nonfinite = fl_shfl_xor(v.nonfinite, mask, width);
+    v.shift = fl_shfl_xor(v.shift, mask, width);
     return v;
 }
 template <class T> __device__ __forceinline__ fl_welford<T> fl_ldcg(const fl_welford<T>* p) {
@@ -573,6 +577,7 @@ template <class T> __device__ __forceinline__ fl_welford<T> fl_ldcg(const fl_wel
     v.mean = fl_ldcg(&p->mean);
     v.m2 = fl_ldcg(&p->m2);
     v.nonfinite = fl_ldcg(&p->nonfinite);
+    v.shift = fl_ldcg(&p->shift);
     return v;
 }
 """),
