@@ -304,8 +304,9 @@ class GraphBuilder:
         shape = broadcast_shapes(*(a.shape for a in avals))
         if opname == "power" and np.dtype(loop[0]).kind in "iu":
             e = self.nodes[inputs[1]]
-            if e.op in ("const", "full") and np.any(np.asarray(e.args["value"]) < 0):
-                # NumPy raises this at run time; a kernel cannot, so refuse it while tracing
+            if e.op in ("const", "full") and np.any(np.asarray(e.args["value"]) < 0) and math.prod(shape) > 0:
+                # NumPy raises this at run time (in its loop: an empty result raises
+                # nothing); a kernel cannot, so refuse it while tracing
                 raise ValueError("Integers to negative integer powers are not allowed. "
                                  "Use a float base (x.astype(float) ** -1) or a non-negative exponent.")
         args = Args.of(ctype=loop[0]) if len(set(loop[:-1])) == 1 else \

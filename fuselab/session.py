@@ -22,6 +22,11 @@ BACKENDS = ("auto", "cuda", "cpu", "numba")  # on Dask inputs every choice is th
 STRATEGIES = ("auto", "unfused", "max")
 
 
+def _on_host(values: Mapping[Any, Any]) -> dict[Any, Any]:
+    """NumPy copies of CuPy arrays (the CPU backends' inputs), other values as they are."""
+    return {k: v.get() if hasattr(v, "get") else v for k, v in values.items()}
+
+
 class PlanChoiceError(FuselabError, PlanError):
     """A plan change the planner refused; the plan stays as it was. `reason` is the
     planner's own words (what the explorer shows). Still a PlanError for code that
@@ -133,13 +138,7 @@ class Session:
         self.check: Check | None = None
         self.measurement: Any = None
         self.dask_run: Any = None           # Dask path: how each kernel ran (fuselab.dask.execute.DaskRun)
-        self._codes: dict[int, tuple] = {}
-        self._py_codes: dict[int, tuple] = {}
         self._listeners: list[Callable[["Session"], None]] = []
-
-    @classmethod
-    def from_trace(cls, traced: TraceResult, **options: Any) -> "Session":
-        return cls(traced, **options)
 
     # -- reading --------------------------------------------------------------
     @property
@@ -172,31 +171,34 @@ class Session:
         return DeviceParams.h200_default()
 
     def codes(self, optional: bool = False) -> tuple | None:
-        """Generated CUDA for each kernel of the current plan (cached per plan)."""
-        key = id(self.plan)
-        if key not in self._codes:
-            try:
-                from .codegen import generate
-                self._codes = {key: tuple(generate(self.plan, self.codegen_options))}
-            except Exception:
-                if optional:
-                    return None
-                raise
-        return self._codes[key]
+        """Generated CUDA for each kernel of the current plan: on the CUDA backend, what
+        the runtime launches (this GPU's grid sizes, the launch configurations tuned for
+        it once a run has tuned them); elsewhere, the heuristics' code for the options.
+        Generated once, in codegen's cache. `optional`: None instead of an error."""
+        try:
+            if self.backend == "cuda":
+                from .runtime import launch_codes
+                return launch_codes(self.plan, self.codegen_options)
+            from .codegen import generate
+            return generate(self.plan, self.codegen_options)
+        except Exception:
+            if optional:
+                return None
+            raise
 
     def python_codes(self, optional: bool = False) -> tuple | None:
-        """The Numba backend's Python for each kernel of the current plan (cached per
-        plan); generating it needs no Numba."""
-        key = id(self.plan)
-        if key not in self._py_codes:
-            try:
-                from .numba_backend import generate
-                self._py_codes = {key: generate(self.plan, self.numba_options())}
-            except Exception:
-                if optional:
-                    return None
-                raise
-        return self._py_codes[key]
+        """The Numba backend's Python for each kernel of the current plan (generating
+        it needs no Numba; kept in codegen's cache)."""
+        try:
+            from .codegen.cache import cached, graph_key
+            from .numba_backend import generate
+            options = self.numba_options()
+            return cached(("numba", graph_key(self.plan.graph), self.plan.kernels, options),
+                          lambda: generate(self.plan, options))
+        except Exception:
+            if optional:
+                return None
+            raise
 
     def numba_options(self):
         from .numba_backend import NumbaOptions
@@ -271,33 +273,33 @@ class Session:
         if not self.graph.outputs:  # every result is the user's array, a view or a copy of it
             self.outputs, self.check = {}, Check(True, "", ("nothing to run",))
             return {}
+        # values computed at graph breaks (by NumPy, CuPy or Dask, as the cell's arrays are)
+        # are taken, not computed again, by every backend: what follows from them is what
+        # follows from the values Python branched on (runtime/breaks.py)
+        known = self.traced.break_values()
         if self.backend == "dask":
             from .dask.session import run
-            outs, self.dask_run, self.check = run(self)
+            outs, self.dask_run, self.check = run(self)   # (takes them itself)
         elif self.backend == "cuda":
             from . import runtime
             outs, self.check = runtime.execute_checked(self.plan, self.unfused, self.traced.inputs,
-                                                       options=self.codegen_options)
+                                                       options=self.codegen_options, known=known)
             if self.traced.array_module == "numpy":
-                outs = {k: v.get() if hasattr(v, "get") else v for k, v in outs.items()}
+                outs = _on_host(outs)
         elif self.backend == "numba":
             from .numba_backend.measure import execute_checked
-            inputs = {k: v.get() if hasattr(v, "get") else v for k, v in self.traced.inputs.items()}
             numpy_in = self.traced.array_module == "numpy"
-            outs, self.check = execute_checked(self.plan, inputs, self.numba_options(),
+            outs, self.check = execute_checked(self.plan, _on_host(self.traced.inputs), self.numba_options(),
                                                on_fp_error=self.traced.fp_error if numpy_in else None,
-                                               known=self.traced.break_values() if numpy_in else {})
+                                               known=_on_host(known))
             if self.traced.array_module == "cupy":
                 import cupy
                 outs = {k: cupy.asarray(v) for k, v in outs.items()}
         else:
             from .interp import run_plan
-            inputs = {k: v.get() if hasattr(v, "get") else v for k, v in self.traced.inputs.items()}
             # NumPy inputs: the floating-point errors NumPy would warn about are reported
             report = self.traced.fp_error if self.traced.array_module == "numpy" else None
-            # values computed at graph breaks (NumPy inputs) are not computed again
-            known = self.traced.break_values() if self.traced.array_module == "numpy" else {}
-            outs = run_plan(self.plan, inputs, np, on_fp_error=report, known=known)
+            outs = run_plan(self.plan, _on_host(self.traced.inputs), np, on_fp_error=report, known=_on_host(known))
             if self.traced.array_module == "cupy":
                 import cupy
                 outs = {k: cupy.asarray(v) for k, v in outs.items()}
@@ -316,9 +318,9 @@ class Session:
             return self.measurement
         if self.backend == "numba":
             from .numba_backend.measure import measure as measure_cpu
-            inputs = {k: v.get() if hasattr(v, "get") else v for k, v in self.traced.inputs.items()}
-            self.measurement = measure_cpu(self.plan, self.unfused, inputs, repeats=repeats or self.repeats,
-                                           options=self.numba_options(), progress=progress)
+            self.measurement = measure_cpu(self.plan, self.unfused, _on_host(self.traced.inputs),
+                                           repeats=repeats or self.repeats, options=self.numba_options(),
+                                           progress=progress)
             for cb in self._listeners:
                 cb(self)
             return self.measurement

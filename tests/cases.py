@@ -194,6 +194,37 @@ def overflow_cases(n=4099, seed=7) -> list[Case]:
             g2 = b2.build([("s", b2.reduce("sum", x2)), ("q", b2.reduce("prod", b2.elemwise("add", [x2, b2.const(1, dt)])))])
             out.append(Case(f"overflow-sum-{_name(dt)}", g2, {"x": x}, [one_kernel(g2, Template.REDUCTION)], 0.0))
         out.append(Case(f"overflow-{_name(dt)}", g, {"x": x}, plans, 0.0))
+    return out + edge_extreme_cases()
+
+
+def edge_extreme_cases(seed=9) -> list[Case]:
+    """Integer max / min / argmax of negated and absolute values at the ends of the range,
+    where ptxas (CUDA 13, sm_90) miscompiled them though their PTX was right: negations
+    folded into a three-input max lost one (np.max(-x, axis=1)), and abs of int16 -32768
+    compared as 32768. Rows and columns, each by the template it takes."""
+    out = []
+    for dt in (np.int8, np.int16, np.int32, np.int64):
+        info = np.iinfo(dt)
+        rng = np.random.default_rng(seed)
+        x = rng.integers(-40, 40, (5, 161)).astype(dt)
+        x[rng.random(x.shape) < 0.05] = info.min
+        x[rng.random(x.shape) < 0.05] = info.min + 1
+        x[rng.random(x.shape) < 0.05] = info.max
+        x[rng.random(x.shape) < 0.03] = info.max - 1
+        b = GraphBuilder()
+        xi = b.input("x", x.shape, dt)
+        neg = b.elemwise("negative", [xi])
+        m = b.reduce("max", neg, axis=1, keepdims=True)
+        g = b.build([("d", b.elemwise("subtract", [neg, m])),
+                     ("lo", b.reduce("min", b.elemwise("negative", [xi]), axis=1))])
+        out.append(Case(f"extreme-negated-max-rows-{_name(dt)}", g, {"x": x}, [one_kernel(g, Template.ROW)], 0.0))
+        xt = np.ascontiguousarray(x.T)
+        b = GraphBuilder()
+        xi = b.input("x", xt.shape, dt)
+        ab = b.elemwise("absolute", [xi])
+        g = b.build([("am", b.reduce("argmax", ab, axis=0)), ("mx", b.reduce("max", ab, axis=0)),
+                     ("mn", b.reduce("min", b.elemwise("negative", [xi]), axis=0))])
+        out.append(Case(f"extreme-abs-argmax-columns-{_name(dt)}", g, {"x": xt}, [one_kernel(g, Template.REDUCTION)], 0.0))
     return out
 
 
@@ -297,6 +328,43 @@ def variance_cases(seed=10) -> list[Case]:
         g = b.build([("y", y)])
         inputs = {"x": np.random.default_rng(seed).uniform(-2, 2, (5, cols)).astype(np.float32)}
         out.append(Case(f"variance-row-layernorm-5x{cols}", g, inputs, [one_kernel(g, Template.ROW)], 1e-4))
+    # far from 0 against their spread (deviation 1): unshifted one-pass states lost digits
+    # (8e-5 relative at mean 1e4 along rows, where NumPy's two passes keep 1e-6)
+    for shape, axis, mean in (((33, 4000), 1, 1e4), ((4000, 33), 0, 1e3), ((200000,), None, 1e3)):
+        b = GraphBuilder()
+        x = b.input("x", shape, np.float32)
+        g = b.build([("v", b.reduce("var", x, axis=axis, dtype=np.float32))])
+        inputs = {"x": (np.random.default_rng(seed).standard_normal(shape) + mean).astype(np.float32)}
+        out.append(Case(f"variance-far-from-zero-{shape}-{axis}", g, inputs, [one_kernel(g, Template.REDUCTION)], 1e-5))
+    out += variance_overflow_cases()
+    return out
+
+
+def variance_overflow_cases() -> list[Case]:
+    """Where NumPy's two passes in the result's dtype overflow and Welford's state need not:
+    a sum past the largest finite value (inf), squared deviations past it (inf), an infinite
+    element (NaN), a NaN; float16 whose sum of squares passes 65504 (inf, though the variance
+    is 225). Rows, columns and a split full reduction, each by the template it takes."""
+    out = []
+    for dt, big in ((np.float64, 1.7e308), (np.float32, 3.3e38), (np.float16, 65000.0)):
+        rows = np.ones((6, 300), dt)
+        rows[0] = big                                     # the sum overflows: inf (Welford: 0)
+        rows[1, 3], rows[1, 4] = big / 2, -big / 2        # squared deviations overflow: inf
+        rows[2, 7] = np.inf                               # NaN
+        rows[3, 9] = np.nan                               # NaN
+        rows[4, 5] = -np.inf                              # NaN
+        rows[5] = np.tile(np.array([0, 30], dt), 150) if dt == np.float16 else np.arange(300)
+        for axis, x in ((1, rows), (0, np.ascontiguousarray(rows.T))):
+            b = GraphBuilder()
+            xi = b.input("x", x.shape, dt)
+            g = b.build([("v", b.reduce("var", xi, axis=axis, dtype=dt))])
+            out.append(Case(f"variance-overflow-{_name(dt)}-axis{axis}", g, {"x": x},
+                            [one_kernel(g, Template.REDUCTION)], 1e-2 if dt == np.float16 else None))
+        b = GraphBuilder()
+        xi = b.input("x", (40000,), dt)
+        g = b.build([("v", b.reduce("var", xi, dtype=dt))])
+        out.append(Case(f"variance-overflow-{_name(dt)}-split", g, {"x": np.full(40000, big / 4, dt)},
+                        [one_kernel(g, Template.REDUCTION)], 1e-2 if dt == np.float16 else None))
     return out
 
 

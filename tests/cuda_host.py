@@ -22,6 +22,7 @@ from fuselab.codegen.prelude import SNIPPETS
 from fuselab.codegen.types import storage_type
 from fuselab.interp import eval_nodes
 from fuselab.plan.model import Plan
+from fuselab.runtime.breaks import from_breaks
 
 HEADER = Path(__file__).with_name("cuda_host.h")
 CXX = os.environ.get("CXX", "g++")
@@ -212,38 +213,50 @@ class HostRunner:
         kernels += [(c, plan) for plan, codes in generated for c in codes if isinstance(c, KernelCode)]
         self.launchers = build(kernels) if kernels else {}
         self.scratch: dict[str, np.ndarray] = {}
+        self.launched: list[str] = []     # the kernels the last run launched
 
     def run(self, plan: Plan, inputs: Mapping[str, np.ndarray],
-            options: CodegenOptions | None = None) -> dict[str, np.ndarray]:
-        return self.run_codes(plan, self.codes[(plan, options or self.default)], inputs)
+            options: CodegenOptions | None = None, known: Mapping[int, Any] | None = None) -> dict[str, np.ndarray]:
+        return self.run_codes(plan, self.codes[(plan, options or self.default)], inputs, known)
 
     def run_codes(self, plan: Plan, codes: Sequence[KernelCode | OpaqueCall],
-                  inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Run already generated code (compiled by this runner) for `plan`."""
+                  inputs: Mapping[str, np.ndarray], known: Mapping[int, Any] | None = None) -> dict[str, np.ndarray]:
+        """Run already generated code (compiled by this runner) for `plan`. `known`:
+        values computed at graph breaks, taken as the GPU runtime takes them
+        (fuselab.runtime.breaks); `self.launched` names the kernels that ran."""
         g = plan.graph
         env: dict[int, np.ndarray] = {i: _aligned(np.asarray(inputs[g.nodes[i].args["name"]]))
                                       for i in g.input_ids}
-        for code in codes:
-            if isinstance(code, OpaqueCall):
-                local = eval_nodes(np, g, code.nodes or (code.node,), env)
-                env.update({o: _aligned(np.asarray(local[o])) for o in code.outputs})
-                continue
-            outs = [_aligned_empty(g.nodes[o].shape, g.nodes[o].dtype) for o in code.outputs]
-            for o, arr in zip(code.outputs, outs):
-                arr.reshape(-1).view(np.uint8)[:] = 0xAB   # poison: every element must be written
-                env[o] = arr
-            if code.empty:
-                continue
-            threads = code.block[0] * code.block[1] * code.block[2]
-            if threads > 1024 or code.shared_mem > 227 * 1024:
-                # what a GPU refuses at launch (cudaErrorInvalidValue / out of resources)
-                raise EmulatorError(f"{code.name}: a block of {threads} threads and {code.shared_mem} bytes "
-                                    "of dynamic shared memory cannot launch on a GPU")
-            arrays = [env[i] for i in code.inputs] + outs
-            if code.scratch_bytes:
-                arrays.append(self.scratch.setdefault(code.source, _aligned(np.zeros(code.scratch_bytes, np.uint8))))
-            ptrs = (ctypes.c_void_p * len(arrays))(*(a.ctypes.data for a in arrays))
-            err = ctypes.create_string_buffer(512)
-            if self.launchers[code.source](ptrs, err, len(err)):
-                raise EmulatorError(f"{code.name}: {err.value.decode()}")
+        self.launched = []
+        schedule = from_breaks(plan, known or {})
+        for code, (runs, taken) in zip(codes, schedule):
+            if runs:
+                self._run_one(code, g, env)
+            env.update({o: _aligned(np.asarray(known[o], g.nodes[o].dtype).reshape(g.nodes[o].shape))
+                        for o in taken})
         return {name: env[i] for name, i in g.outputs}
+
+    def _run_one(self, code: KernelCode | OpaqueCall, g, env: dict[int, np.ndarray]) -> None:
+        self.launched.append(code.name)
+        if isinstance(code, OpaqueCall):
+            local = eval_nodes(np, g, code.nodes or (code.node,), env)
+            env.update({o: _aligned(np.asarray(local[o])) for o in code.outputs})
+            return
+        outs = [_aligned_empty(g.nodes[o].shape, g.nodes[o].dtype) for o in code.outputs]
+        for o, arr in zip(code.outputs, outs):
+            arr.reshape(-1).view(np.uint8)[:] = 0xAB   # poison: every element must be written
+            env[o] = arr
+        if code.empty:
+            return
+        threads = code.block[0] * code.block[1] * code.block[2]
+        if threads > 1024 or code.shared_mem > 227 * 1024:
+            # what a GPU refuses at launch (cudaErrorInvalidValue / out of resources)
+            raise EmulatorError(f"{code.name}: a block of {threads} threads and {code.shared_mem} bytes "
+                                "of dynamic shared memory cannot launch on a GPU")
+        arrays = [env[i] for i in code.inputs] + outs
+        if code.scratch_bytes:
+            arrays.append(self.scratch.setdefault(code.source, _aligned(np.zeros(code.scratch_bytes, np.uint8))))
+        ptrs = (ctypes.c_void_p * len(arrays))(*(a.ctypes.data for a in arrays))
+        err = ctypes.create_string_buffer(512)
+        if self.launchers[code.source](ptrs, err, len(err)):
+            raise EmulatorError(f"{code.name}: {err.value.decode()}")

@@ -412,7 +412,7 @@ def test_generate_rejects_a_kernel_outside_its_template():
     g = b.build([("s", s)])
     with pytest.raises(CodegenError, match="pointwise kernel"):
         generate(Plan(g, (make_kernel(g, [s], Template.POINTWISE),)))
-    with pytest.raises(CodegenError, match="does not reduce the last axis"):
+    with pytest.raises(CodegenError, match="reduces only the last axis"):   # legality's reason
         b2 = GraphBuilder()
         x2 = b2.input("x", (10, 10), np.float32)
         g2 = b2.build([("s", b2.reduce("sum", x2, axis=0))])
@@ -497,3 +497,27 @@ def test_float_powers_by_2_3_4_are_products_and_others_call_pow():
             ("n", b.elemwise("power", [i, b.const(3, np.int32)]))]
     code = generate(one_kernel(b.build(outs), Template.POINTWISE))[0]
     assert code.source.count("= fl_power(") == 3
+
+
+def test_code_is_generated_once_and_keyed_by_what_it_depends_on():
+    """One cache: the same kernel, options and configuration give the same object; an
+    equal graph traced from other source lines gets its own comments."""
+    from fuselab.codegen import generate_kernel, launch_candidates
+    plan = _bias_relu()
+    assert generate(plan) == generate(plan) and generate(plan)[0] is generate_kernel(plan, 0)
+    assert launch_candidates(plan, 0) is launch_candidates(plan, 0)
+    total = _sum_squares()           # its grid follows the SM count
+    assert generate(total, CodegenOptions(sm_count=2))[0].grid != generate(total)[0].grid
+    cfg = launch_candidates(plan, 0)[1]
+    assert generate(plan, configs={0: cfg})[0].config == cfg
+
+    def relu(text):
+        b = GraphBuilder()
+        x = b.input("x", (64,), np.float32)
+        return one_kernel(b.build([("y", b.elemwise("maximum", [x, b.const(0.0, np.float32)],
+                                                     loc=loc(1, text)))]), Template.POINTWISE)
+    first, again, renamed = relu("y = np.maximum(x, 0)"), relu("y = np.maximum(x, 0)"), relu("y = np.maximum(x, 0.0)")
+    assert first.graph == renamed.graph                         # Graph's equality ignores source lines
+    assert generate(again)[0] is generate(first)[0]             # a cell traced again generates nothing
+    assert "np.maximum(x, 0.0)" in generate(renamed)[0].source
+    assert "np.maximum(x, 0.0)" not in generate(first)[0].source

@@ -10,6 +10,8 @@ from fuselab.interp import run_graph
 from fuselab.runtime.verify import compare
 
 from cases import all_cases
+from codegen_util import needs_nvrtc, nvrtc_compile
+from fuselab.codegen import CodegenOptions, generate
 from cuda_host import HostRunner, needs_cxx
 
 pytestmark = needs_cxx
@@ -32,6 +34,18 @@ def test_case_matches_numpy(runner, case):
         again = runner.run(plan, case.inputs)   # split reductions reset their counters: same bits
         for name in got:
             np.testing.assert_array_equal(again[name], got[name])
+
+
+CHUNK = 40
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("first", range(0, len(CASES), CHUNK))
+def test_cases_compile_with_nvrtc(first):
+    """The GPU's compiler takes every case's kernels (the emulator's host compiler accepts
+    C++ that NVRTC refuses, such as <cmath>'s INFINITY)."""
+    nvrtc_compile([c for case in CASES[first:first + CHUNK] for plan in case.plans
+                   for c in generate(plan, CodegenOptions())])   # raises CompileError, with the source
 
 
 @pytest.mark.parametrize("tier", ["warp", "block", "smem", "looped"])

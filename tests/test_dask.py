@@ -312,9 +312,8 @@ def test_block_programs_compile_as_cuda():
     """The CUDA runner's kernels: every block program of these cells generates CUDA that
     NVRTC compiles (here, without a GPU; the GPU tests run them)."""
     from codegen_util import nvrtc_compile
-    from fuselab.codegen import CodegenOptions
+    from fuselab.codegen import CodegenOptions, generate
     from fuselab.dask.program import PROGRAMS
-    from fuselab.runtime.launch import codes_for
     from fuselab.codegen.nvrtc import available
     ok, why = available()
     if not ok:
@@ -324,6 +323,6 @@ def test_block_programs_compile_as_cuda():
         for name in ("broadcasts", "softmax", "layernorm rows kept", "full reductions", "axis reductions",
                      "epilogue", "empty block"):
             check(CELLS[name], numpy_names=NUMPY_NAMES.get(name, ()))
-    codes = [c for plan, _ in list(PROGRAMS._cache.values()) for c in codes_for(plan, CodegenOptions())]
+    codes = [c for plan, _ in list(PROGRAMS._cache.values()) for c in generate(plan, CodegenOptions())]
     assert len(codes) > 20
     nvrtc_compile(codes)

@@ -128,6 +128,8 @@ CELLS = [
     "y = x[[0, 3, 5]] * 2\nz = np.concatenate([x, x]) + 1",
     "y = np.fft.fft(x).real * 2",
     "y = np.dot(m, m.T)",
+    # NumPy raises for integers to negative powers in its loop: not over no elements
+    "e = np.arange(6)[6:]\ny = e ** -1\nz = np.power(e, -2) + 1",
 ]
 
 

@@ -94,6 +94,24 @@ def test_the_cache_reuses_a_choice_and_keys_it_by_device_and_version(tmp_path, m
     assert [p.index for p in pending] == [0] and len(pending[0].candidates) > 1
 
 
+def test_the_code_shown_is_the_code_the_runtime_launches(tmp_path, monkeypatch):
+    """launch_codes (what the session shows on the CUDA backend) gives the device's
+    options and, once a run has tuned a kernel, its winner; nothing is timed."""
+    from fuselab.runtime import launch
+    monkeypatch.setenv("FUSELAB_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tune, "enabled", lambda: True)
+    monkeypatch.setattr(launch, "device_options", lambda o=None: fuselab.codegen.CodegenOptions(sm_count=8))
+    monkeypatch.setattr(launch, "_device", lambda: "GPU A")
+    plan, _ = _plan(*CELLS[0], np.random.default_rng(6))
+    options = fuselab.codegen.CodegenOptions(sm_count=8)
+    heuristic = generate(plan, options)
+    assert launch.launch_codes(plan) == heuristic                         # not tuned yet
+    cfg = RowConfig(tier="smem", threads=256, why="tuned: fastest of 3")
+    tune.cache().put(tune.kernel_key(heuristic[0], "GPU A", fuselab.__version__), cfg, ())
+    shown = launch.launch_codes(plan)
+    assert shown[0].config.key() == cfg.key() and shown[0] is generate(plan, options, {0: cfg})[0]
+
+
 def test_a_corrupt_cache_is_ignored_with_a_warning(tmp_path, monkeypatch):
     monkeypatch.setenv("FUSELAB_CACHE_DIR", str(tmp_path))
     (tmp_path / "tuning.json").write_text("{not json")

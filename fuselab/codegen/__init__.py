@@ -4,13 +4,15 @@
 configuration, parameter order) or an `OpaqueCall` (a library call run through CuPy).
 Templates: pointwise.py, reduction.py, row.py; shared pieces: index.py (index math),
 emit.py (expressions), prelude.py (NumPy-exact device helpers), nvrtc.py (compiling
-without a GPU).
+without a GPU). Generated code, launch candidates and NVRTC reports are cached in one
+place (cache.py): every caller gets the same objects.
 """
 from __future__ import annotations
 
 from typing import Mapping
 
 from ..plan.model import Kernel, Plan, Template
+from .cache import cached, graph_key
 from .config import ColumnConfig, Config, InnerConfig, PointwiseConfig, RowConfig
 from .context import KernelContext
 from .model import CodegenError, CodegenOptions, KernelCode, OpaqueCall, Param
@@ -36,7 +38,14 @@ def _template(kern: Kernel):
 
 def generate_kernel(plan: Plan, k: int, options: CodegenOptions | None = None,
                     config: Config | None = None) -> KernelCode | OpaqueCall:
+    """Code for kernel k of `plan` (cached: generated once per kernel, options and
+    configuration)."""
     options = options or CodegenOptions()
+    return cached(("code", graph_key(plan.graph), k, plan.kernels[k], options, config),
+                  lambda: _generate_kernel(plan, k, options, config))
+
+
+def _generate_kernel(plan: Plan, k: int, options: CodegenOptions, config: Config | None) -> KernelCode | OpaqueCall:
     kern = plan.kernels[k]
     name = f"k{k}_{kern.name or 'kernel'}"
     if kern.template is Template.OPAQUE:
@@ -52,6 +61,12 @@ def launch_candidates(plan: Plan, k: int, options: CodegenOptions | None = None)
     if kern.template is Template.OPAQUE:
         return ()
     options = options or CodegenOptions()
+    return cached(("candidates", graph_key(plan.graph), k, kern, options),
+                  lambda: _launch_candidates(plan, k, options))
+
+
+def _launch_candidates(plan: Plan, k: int, options: CodegenOptions) -> tuple[Config, ...]:
+    kern = plan.kernels[k]
     ctx = KernelContext(plan.graph, kern, k, options)
     if kern.template is Template.ROW and options.row_tier != "auto":
         return (_template(kern).heuristic(ctx),)
@@ -59,8 +74,11 @@ def launch_candidates(plan: Plan, k: int, options: CodegenOptions | None = None)
 
 
 def compile_info(code: KernelCode, arch: str | None = None) -> CompileInfo:
-    """Compile one kernel with NVRTC (no GPU needed): PTX, cubin, registers, spills."""
-    return compile_source(code.source, code.name, code.nvrtc_options, arch=arch or "sm_90")
+    """Compile one kernel with NVRTC (no GPU needed): PTX, cubin, registers, spills
+    (cached per source, options and architecture)."""
+    arch = arch or "sm_90"
+    return cached(("nvrtc", code.name, code.source, code.nvrtc_options, arch),
+                  lambda: compile_source(code.source, code.name, code.nvrtc_options, arch=arch))
 
 
 __all__ = ["generate", "generate_kernel", "launch_candidates", "compile_info", "CodegenOptions", "KernelCode",

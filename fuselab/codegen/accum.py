@@ -54,7 +54,7 @@ class Accumulator:
 
     @property
     def nbytes(self) -> int:
-        return self.rule.acc.itemsize * (3 if self.rule.combine == "welford" else 1) if self.rule.acc != np.float16 \
+        return self.rule.acc.itemsize * (5 if self.rule.combine == "welford" else 1) if self.rule.acc != np.float16 \
             else 4
 
     @property
@@ -128,7 +128,9 @@ class Accumulator:
             return f"{self.idx}{at}"
         value = f"{self.var}{at}"
         if self.rule.combine == "welford":
-            value = f"fl_welford_var({value}, {self.ddof})"
+            # the limit where NumPy's passes in the result's dtype overflow (see the prelude)
+            limit = "65520.0" if is_half(self.out_dtype) else "fl_inf<double>()"
+            value = f"fl_welford_var({value}, {self.ddof}, {limit})"
         if is_half(self.out_dtype):
             return f"fl_cast<fl_half>({value})"  # accumulated in float, rounded once
         return value

@@ -3,9 +3,11 @@ index type, and assembly of the final translation unit."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..ir import Graph
-from ..plan.model import Kernel
+from ..plan.kernels import check_kernel
+from ..plan.model import Kernel, Space
 from . import index as ix
 from .config import Config
 from .emit import Names, array_name, indent
@@ -31,6 +33,19 @@ REDUCE_SPLIT_BLOCKS_PER_SM = 8
 COLUMN_BLOCKS_PER_SM = 8
 
 
+def kernel_space(graph: Graph, kernel: Kernel, name: str) -> Space:
+    """The iteration space legality found for the kernel (Kernel.space): the templates
+    generate code over it and derive none of it again. A kernel built without one is
+    checked now; one its template cannot run is a CodegenError with legality's reason."""
+    space = kernel.space
+    if space is None or space.template is not kernel.template:
+        verdict = check_kernel(graph, kernel)
+        if not verdict.ok:
+            raise CodegenError(f"{kernel.template.value} kernel {name}: {verdict.reason}")
+        space = verdict.space
+    return space
+
+
 @dataclass
 class KernelContext:
     graph: Graph
@@ -53,6 +68,10 @@ class KernelContext:
     @property
     def name(self) -> str:
         return f"k{self.index}_{self.kernel.name or 'kernel'}"
+
+    @cached_property
+    def space(self) -> Space:
+        return kernel_space(self.graph, self.kernel, self.name)
 
     def node(self, nid: int):
         return self.graph.nodes[nid]

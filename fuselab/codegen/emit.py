@@ -97,7 +97,8 @@ def to_storage(dtype: np.dtype, value: str) -> str:
 
 
 # Integer ops that can overflow where C++ leaves the result undefined (signed 32/64-bit,
-# and 16-bit products promoted to int): rendered with the wrapping helpers of the prelude.
+# and 16-bit products promoted to int), and every 8-/16-bit one (ptxas mishandles the
+# 16-bit arithmetic NVVM narrows them to): rendered with the wrapping helpers of the prelude.
 WRAPPING = {"add": "fl_wrap_add({0}, {1})", "subtract": "fl_wrap_sub({0}, {1})",
             "multiply": "fl_wrap_mul({0}, {1})", "square": "fl_wrap_mul({0}, {0})",
             "negative": "fl_wrap_neg({0})"}
@@ -121,7 +122,7 @@ def may_overflow_undefined(op: str, dtype: np.dtype) -> bool:
         return False
     if dt.itemsize >= 4:
         return dt.kind == "i"
-    return op in ("multiply", "square") and dt.itemsize == 2
+    return True   # 8/16-bit: computed in 32-bit PTX and truncated (see fl_wrap32)
 
 
 class ValueEmitter:
@@ -156,11 +157,6 @@ class ValueEmitter:
         out = [line for _, line in sorted(self.lines, key=lambda t: t[0])]
         self.lines = []
         return out
-
-    def forget(self) -> None:
-        """Start a new scope: values computed so far are no longer visible."""
-        self._memo.clear()
-        self._half_memo.clear()
 
     # -- values --------------------------------------------------------------
     def value(self, nid: int, coords: Coords) -> str:

@@ -274,11 +274,3 @@ def _section_for(log: str, name: str) -> str:
             out.append(line)
     return "\n".join(out) if out else log
 
-
-def write_artifacts(info: CompileInfo, folder: str | Path) -> None:
-    """Save PTX and cubin next to each other, for reading with cuobjdump / nvdisasm."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{info.name}.ptx").write_text(info.ptx)
-    if info.cubin:
-        (folder / f"{info.name}.cubin").write_bytes(info.cubin)

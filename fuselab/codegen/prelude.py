@@ -160,26 +160,55 @@ template <> struct fl_wrap_type<signed char> { typedef unsigned int type; };
 template <> struct fl_wrap_type<unsigned char> { typedef unsigned int type; };
 template <> struct fl_wrap_type<short> { typedef unsigned int type; };
 template <> struct fl_wrap_type<unsigned short> { typedef unsigned int type; };
+// 8- and 16-bit operands: the operation in PTX on their 32-bit widening, then truncated
+// in C++. NVVM narrows the C++ form to sub.s16 & co., and ptxas (CUDA 13, sm_90) widens
+// those results without wrapping them (-(int16 -32768) compared as 32768; found by the GPU
+// tests), so it must not see 16-bit arithmetic.
+template <char Op> __device__ __forceinline__ unsigned fl_wrap32(unsigned a, unsigned b) {
+#ifdef __CUDA_ARCH__
+    unsigned r;
+    if constexpr (Op == '+') asm("add.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    else if constexpr (Op == '-') asm("sub.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    else asm("mul.lo.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+#else
+    return Op == '+' ? a + b : (Op == '-' ? a - b : a * b);
+#endif
+}
 template <class T> __device__ __forceinline__ T fl_wrap_add(T a, T b) {
     typedef typename fl_wrap_type<T>::type U;
-    return T(U(a) + U(b));
+    if constexpr (sizeof(T) < 4) return T(fl_wrap32<'+'>(unsigned(a), unsigned(b)));
+    else return T(U(a) + U(b));
 }
 template <class T> __device__ __forceinline__ T fl_wrap_sub(T a, T b) {
     typedef typename fl_wrap_type<T>::type U;
-    return T(U(a) - U(b));
+    if constexpr (sizeof(T) < 4) return T(fl_wrap32<'-'>(unsigned(a), unsigned(b)));
+    else return T(U(a) - U(b));
 }
 template <class T> __device__ __forceinline__ T fl_wrap_mul(T a, T b) {
     typedef typename fl_wrap_type<T>::type U;
-    return T(U(a) * U(b));
+    if constexpr (sizeof(T) < 4) return T(fl_wrap32<'*'>(unsigned(a), unsigned(b)));
+    else return T(U(a) * U(b));
 }
 template <class T> __device__ __forceinline__ T fl_wrap_neg(T a) {
     typedef typename fl_wrap_type<T>::type U;
-    return T(U(0) - U(a));
+    if constexpr (sizeof(T) < 4) return T(fl_wrap32<'-'>(0u, unsigned(a)));
+    else return T(U(0) - U(a));
 }
 """),
     Snippet(('fl_abs', 'fl_sign', 'fl_floor', 'fl_ceil', 'fl_trunc', 'fl_invert', 'fl_deg2rad', 'fl_rad2deg'), r"""
 template <class T> __device__ __forceinline__ T fl_abs(T x) {
     if constexpr (fl_is_float<T>::value) return fabs(x);
+#ifdef __CUDA_ARCH__
+    // 8- and 16-bit: abs.s32 of the widened value, then truncated. NVVM makes abs.s16 of
+    // the wrapping form below, which ptxas computes in 32 bits and never truncates back:
+    // abs(int16 -32768) compared as 32768, not -32768 (found by the GPU fuzzer).
+    else if constexpr (fl_is_signed<T>::value && sizeof(T) < 4) {
+        int r;
+        asm("abs.s32 %0, %1;" : "=r"(r) : "r"(int(x)));
+        return T(r);
+    }
+#endif
     else if constexpr (fl_is_signed<T>::value) return x < T(0) ? fl_wrap_neg(x) : x;  // abs(INT_MIN) wraps
     else return x;
 }
@@ -297,12 +326,44 @@ template <class T> __device__ __forceinline__ T fl_power(T a, T b) {
     }
 }
 """),
+    Snippet(('fl_int_pick',), r"""
+// Integer max / min as a compare and a select in PTX. As max.s32 / min.s32, ptxas (CUDA
+// 13, sm_90) folds negated operands into its three-input VIMNMX3 and drops the middle
+// operand's negation: max(-a, -b, -c) came out as max(-a, b, -c) (found by the GPU fuzzer:
+// np.max(-x, axis=1) wrong on an H200, right in PTX and on the emulator).
+template <bool Max, class T> __device__ __forceinline__ T fl_int_pick(T a, T b) {
+#ifdef __CUDA_ARCH__
+    if constexpr (sizeof(T) <= 4) {
+        if constexpr (fl_is_signed<T>::value) {
+            int r;
+            if constexpr (Max) asm("{ .reg .pred p; setp.ge.s32 p, %1, %2; selp.b32 %0, %1, %2, p; }" : "=r"(r) : "r"(int(a)), "r"(int(b)));
+            else asm("{ .reg .pred p; setp.le.s32 p, %1, %2; selp.b32 %0, %1, %2, p; }" : "=r"(r) : "r"(int(a)), "r"(int(b)));
+            return T(r);
+        } else {
+            unsigned r;
+            if constexpr (Max) asm("{ .reg .pred p; setp.ge.u32 p, %1, %2; selp.b32 %0, %1, %2, p; }" : "=r"(r) : "r"(unsigned(a)), "r"(unsigned(b)));
+            else asm("{ .reg .pred p; setp.le.u32 p, %1, %2; selp.b32 %0, %1, %2, p; }" : "=r"(r) : "r"(unsigned(a)), "r"(unsigned(b)));
+            return T(r);
+        }
+    }
+#endif
+    return Max ? (a >= b ? a : b) : (a <= b ? a : b);
+}
+"""),
     Snippet(('fl_maximum', 'fl_minimum', 'fl_fmax', 'fl_fmin'), r"""
 // maximum / minimum propagate NaN (the first one); fmax / fmin ignore it.
-template <class T> __device__ __forceinline__ T fl_maximum(T a, T b) { return (a >= b || fl_isnan(a)) ? a : b; }
-template <class T> __device__ __forceinline__ T fl_minimum(T a, T b) { return (a <= b || fl_isnan(a)) ? a : b; }
-template <class T> __device__ __forceinline__ T fl_fmax(T a, T b) { return (a >= b || fl_isnan(b)) ? a : b; }
-template <class T> __device__ __forceinline__ T fl_fmin(T a, T b) { return (a <= b || fl_isnan(b)) ? a : b; }
+template <class T> __device__ __forceinline__ T fl_maximum(T a, T b) {
+    if constexpr (fl_is_float<T>::value) return (a >= b || fl_isnan(a)) ? a : b; else return fl_int_pick<true>(a, b);
+}
+template <class T> __device__ __forceinline__ T fl_minimum(T a, T b) {
+    if constexpr (fl_is_float<T>::value) return (a <= b || fl_isnan(a)) ? a : b; else return fl_int_pick<false>(a, b);
+}
+template <class T> __device__ __forceinline__ T fl_fmax(T a, T b) {
+    if constexpr (fl_is_float<T>::value) return (a >= b || fl_isnan(b)) ? a : b; else return fl_int_pick<true>(a, b);
+}
+template <class T> __device__ __forceinline__ T fl_fmin(T a, T b) {
+    if constexpr (fl_is_float<T>::value) return (a <= b || fl_isnan(b)) ? a : b; else return fl_int_pick<false>(a, b);
+}
 """),
     Snippet(('fl_less_mixed', 'fl_equal_mixed'), r"""
 // Exact comparisons of a signed and an unsigned 64-bit integer, as NumPy 2's mixed
@@ -475,10 +536,12 @@ template <class T, class Op> __device__ __forceinline__ T fl_block_allreduce(T v
 """),
     Snippet(('fl_welford', 'fl_welford_op', 'fl_welford_var'), r"""
 // A variance in one pass: the running (count, mean, sum of squared deviations from the
-// mean) of Welford's update, combined as Chan et al.'s pairwise formula. NumPy computes
-// two passes (mean, then squared deviations); both are accurate to a few units of
-// rounding relative to the variance, so the results differ only in the last bits.
-template <class T> struct fl_welford { T n, mean, m2; };
+// mean) of Welford's update, combined as Chan et al.'s pairwise formula, and the count of
+// elements that are not finite. Each state keeps its mean relative to a shift, its first
+// element: Welford's rounding grows with |mean| / standard deviation (float32 data around
+// 1000 with deviations of 1 lost three digits), shifted data keep it at NumPy's two passes'.
+// Where NumPy's passes overflow, fl_welford_var gives its results (see there).
+template <class T> struct fl_welford { T n, mean, m2, nonfinite, shift; };
 template <class T> struct fl_welford_op {
     typedef fl_welford<T> type;
     __device__ __forceinline__ fl_welford<T> operator()(fl_welford<T> a, fl_welford<T> b) const {
@@ -486,31 +549,45 @@ template <class T> struct fl_welford_op {
         if (a.n == T(0)) return b;
         fl_welford<T> r;
         r.n = a.n + b.n;
-        const T d = b.mean - a.mean, f = b.n / r.n;
+        const T d = (b.mean - a.mean) + (b.shift - a.shift), f = b.n / r.n;
         r.mean = a.mean + d * f;
         r.m2 = a.m2 + b.m2 + d * d * a.n * f;
+        r.nonfinite = a.nonfinite + b.nonfinite;
+        r.shift = a.shift;
         return r;
     }
     __device__ __forceinline__ fl_welford<T> operator()(fl_welford<T> a, T x) const {   // one element
         fl_welford<T> r;
+        r.shift = a.n == T(0) ? x : a.shift;
+        const T y = x - r.shift;
         r.n = a.n + T(1);
-        const T d = x - a.mean;
+        const T d = y - a.mean;
         r.mean = a.mean + d / r.n;
-        r.m2 = a.m2 + d * (x - r.mean);
+        r.m2 = a.m2 + d * (y - r.mean);
+        r.nonfinite = a.nonfinite + (isfinite(x) ? T(0) : T(1));
         return r;
     }
     template <class A, class B> __device__ fl_welford<T> operator()(A, B) const = delete;
 };
-// np.var's divisor: the count less ddof, at least zero (0 / 0 is NaN, x / 0 inf, as NumPy's).
-template <class T> __device__ __forceinline__ T fl_welford_var(fl_welford<T> w, int ddof) {
-    const T d = w.n - T(ddof);
-    return w.m2 / (d > T(0) ? d : T(0));
+// np.var from the state. NumPy's divisor is the count less ddof, at least zero (0 / 0 is
+// NaN, x / 0 inf). Its passes run in the result's dtype, whose largest finite value rounds
+// below `limit` (inf where the state has the result's dtype; 65520 for float16 states kept
+// in float): an infinite or NaN element makes its mean and so its deviations NaN; finite
+// elements whose sum, or sum of squared deviations, reaches the limit make it inf. Welford's
+// state need not overflow there (all elements 1e308: 0), or overflows into NaN.
+template <class T> __device__ __forceinline__ T fl_welford_var(fl_welford<T> w, int ddof, double limit_) {
+    const T d = w.n - T(ddof), limit = T(limit_);
+    if (w.nonfinite > T(0)) return fl_nan<T>();
+    const T m2 = (fabs(w.n * (w.shift + w.mean)) < limit && w.m2 < limit) ? w.m2 : fl_inf<T>();
+    return m2 / (d > T(0) ? d : T(0));
 }
 // Shuffles and L2 loads move its fields one by one.
 template <class T> __device__ __forceinline__ fl_welford<T> fl_shfl_xor(fl_welford<T> v, int mask, int width) {
     v.n = fl_shfl_xor(v.n, mask, width);
     v.mean = fl_shfl_xor(v.mean, mask, width);
     v.m2 = fl_shfl_xor(v.m2, mask, width);
+    v.nonfinite = fl_shfl_xor(v.nonfinite, mask, width);
+    v.shift = fl_shfl_xor(v.shift, mask, width);
     return v;
 }
 template <class T> __device__ __forceinline__ fl_welford<T> fl_ldcg(const fl_welford<T>* p) {
@@ -518,6 +595,8 @@ template <class T> __device__ __forceinline__ fl_welford<T> fl_ldcg(const fl_wel
     v.n = fl_ldcg(&p->n);
     v.mean = fl_ldcg(&p->mean);
     v.m2 = fl_ldcg(&p->m2);
+    v.nonfinite = fl_ldcg(&p->nonfinite);
+    v.shift = fl_ldcg(&p->shift);
     return v;
 }
 """),

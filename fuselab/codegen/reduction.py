@@ -20,14 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..ops import Kind
 from . import element
 from . import index as ix
 from .accum import Accumulator, accumulator
 from .config import ColumnConfig, InnerConfig
-from .context import KernelContext
+from .context import KernelContext, kernel_space
 from .emit import ValueEmitter, array_name, indent, load_expr
-from .model import CodegenError, KernelCode
+from .model import KernelCode
 from .types import register_type, storage_type
 
 BLOCK = 256
@@ -108,46 +107,15 @@ def candidates(ctx: KernelContext) -> list[InnerConfig | ColumnConfig]:
 # ---------------------------------------------------------------------------
 
 def _analyse(ctx: KernelContext) -> _Problem:
-    g, k = ctx.graph, ctx.kernel
-    reduces = [i for i in k.nodes if g.nodes[i].kind is Kind.REDUCE]
-    if not reduces:
-        raise CodegenError(f"reduction kernel {ctx.name} has no reduce node")
-    firsts = {(g.nodes[g.nodes[r].inputs[0]].shape, g.nodes[r].args["axes"]) for r in reduces}
-    if len(firsts) != 1:
-        raise CodegenError(f"reduction kernel {ctx.name}: its reductions differ in input shape or axes "
-                           f"({sorted(firsts)})")
-    ((shape, axes),) = firsts
-    after = set(reduces)
-    for i in k.nodes:  # nodes downstream of a reduction: the epilogue
-        if any(j in after for j in g.nodes[i].inputs):
-            after.add(i)
-    for i in k.nodes:
-        if g.nodes[i].kind is Kind.REDUCE and any(j in after for j in g.nodes[i].inputs):
-            raise CodegenError(f"reduction kernel {ctx.name}: %{i} reduces the result of another "
-                               "reduction (that is a row kernel, or two kernels)")
+    """The reduction as legality found it (Kernel.space): the input shape X, its reduced
+    axes, the reductions, and which stored values the input loop computes (the
+    prologue's); then the layout of X's axes. The Numba backend reads it too."""
+    space = kernel_space(ctx.graph, ctx.kernel, ctx.name)
+    shape, axes = space.shape, space.axes
+    prologue_out = [o for o in ctx.kernel.outputs if space.full >> o & 1 and o not in space.reduces]
+    epilogue_out = [o for o in ctx.kernel.outputs if o not in prologue_out]
     kept = ix.prod(d for a, d in enumerate(shape) if a not in axes)
     reduced = ix.prod(shape[a] for a in axes)
-    feeds: set[int] = set()     # nodes the reductions read: computed per input element
-    stack = [g.nodes[r].inputs[0] for r in reduces]
-    while stack:
-        i = stack.pop()
-        if i in feeds or i not in k.nodes:
-            continue
-        feeds.add(i)
-        stack.extend(g.nodes[i].inputs)
-    prologue_out, epilogue_out = [], []
-    for o in k.outputs:
-        n = g.nodes[o]
-        if o not in after and (o in feeds or n.shape == shape):
-            if n.shape != shape:
-                raise CodegenError(f"reduction kernel {ctx.name}: output %{o} {n.aval} feeds a reduction "
-                                   f"but is not of the reduced shape {shape}")
-            prologue_out.append(o)
-        elif n.aval.size == kept:
-            epilogue_out.append(o)   # reduce results and what follows from them (or from inputs)
-        else:
-            raise CodegenError(f"reduction kernel {ctx.name}: output %{o} {n.aval} is neither of the "
-                               f"reduced shape {shape} nor one value per output element ({kept})")
     merged: list[tuple[int, bool]] = []
     for a, d in enumerate(shape):
         if d == 1:
@@ -158,7 +126,7 @@ def _analyse(ctx: KernelContext) -> _Problem:
         else:
             merged.append((d, red))
     layout = "".join("R" if r else "K" for _, r in merged)
-    return _Problem(shape, axes, layout, merged, kept, reduced, reduces, prologue_out, epilogue_out)
+    return _Problem(shape, axes, layout, merged, kept, reduced, list(space.reduces), prologue_out, epilogue_out)
 
 
 def _coords(p: _Problem, out: ix.Affine, r: ix.Affine) -> tuple[ix.Affine, ...]:

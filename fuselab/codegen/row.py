@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from ..ops import Kind
 from . import index as ix
 from .accum import Accumulator, accumulator
-from .context import KernelContext
+from .context import KernelContext, kernel_space
 from .emit import Names, ValueEmitter, array_name, indent, load_expr
 from .config import RowConfig
-from .model import CodegenError, KernelCode
+from .model import KernelCode
 from .types import ctype_size, is_half, register_type, storage_type
 
 WARP_MAX_COLS = 1024
@@ -165,39 +165,15 @@ def _pow2_at_least(n: int) -> int:
 
 
 def _analyse(ctx: KernelContext) -> _Row:
-    g, k = ctx.graph, ctx.kernel
-    reduces = [i for i in k.nodes if g.nodes[i].kind is Kind.REDUCE]
-    if not reduces:
-        raise CodegenError(f"row kernel {ctx.name} has no reduction")
-    shapes = {g.nodes[g.nodes[r].inputs[0]].shape for r in reduces}
-    if len(shapes) != 1:
-        raise CodegenError(f"row kernel {ctx.name}: reductions over different shapes {sorted(shapes)}")
-    (shape,) = shapes
-    if not shape:
-        raise CodegenError(f"row kernel {ctx.name}: a row kernel needs at least one axis")
-    for r in reduces:
-        if g.nodes[r].args["axes"] != (len(shape) - 1,):
-            raise CodegenError(f"row kernel {ctx.name}: %{r} does not reduce the last axis of {shape}")
-    levels: dict[int, int] = {}
-    depth: dict[int, int] = {}
-    for i in k.nodes:  # the number of reductions on the longest path to each node
-        d = max((depth.get(j, 0) for j in g.nodes[i].inputs), default=0)
-        if g.nodes[i].kind is Kind.REDUCE:
-            levels[i] = d + 1
-            d += 1
-        depth[i] = d
-    rows = ix.prod(shape[:-1])
-    full_out, row_out = [], []
-    for o in k.outputs:
-        n = g.nodes[o]
-        if n.shape == shape:
-            full_out.append(o)
-        elif n.aval.size == rows:
-            row_out.append(o)
-        else:
-            raise CodegenError(f"row kernel {ctx.name}: output %{o} {n.aval} is neither full-shape "
-                               f"{shape} nor one value per row")
-    return _Row(shape, rows, shape[-1], reduces, levels, full_out, row_out)
+    """The row problem as legality found it (Kernel.space): full shape F, rows, the
+    reductions and their passes; outputs of shape F are stored per element, the others
+    (legality allows only per-row values) once per row. The Numba backend reads it too."""
+    space = kernel_space(ctx.graph, ctx.kernel, ctx.name)
+    shape = space.shape
+    full_out = [o for o in ctx.kernel.outputs if ctx.graph.nodes[o].shape == shape]
+    row_out = [o for o in ctx.kernel.outputs if ctx.graph.nodes[o].shape != shape]
+    return _Row(shape, space.rows, shape[-1], list(space.reduces), dict(zip(space.reduces, space.levels)),
+                full_out, row_out)
 
 
 def _cached_inputs(ctx: KernelContext, p: _Row, full, canonical: ix.Affine,

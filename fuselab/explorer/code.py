@@ -128,18 +128,12 @@ def compile_info_html(info: Any) -> str:
             f"<pre class='fuselab-ptx'>{esc(info.ptx)}</pre></details>")
 
 
-_COMPILED: dict[tuple[str, str], Any] = {}
-
-
 def compile_kernel(kinfo: Any) -> Any:
-    """NVRTC's report for a kernel (cached by source); needs no GPU. Raises with the
+    """NVRTC's report for a kernel (codegen keeps it); needs no GPU. Raises with the
     reason when NVRTC is missing or rejects the kernel."""
     from ..codegen import compile_info
 
     code = kinfo.code
     if code is None or not getattr(code, "source", None):
         raise ValueError(f"{kinfo.name} has no generated source to compile")
-    key = (code.name, code.source)
-    if key not in _COMPILED:
-        _COMPILED[key] = compile_info(code)
-    return _COMPILED[key]
+    return compile_info(code)

@@ -63,6 +63,17 @@ class Acc:
         return f"{self.var}_m2{self.at_}"
 
     @property
+    def sh(self) -> str:
+        """np.var's shift: the state's first element, which its mean is relative to (as
+        fl_welford's: Welford's rounding grows with |mean| / deviation otherwise)."""
+        return f"{self.var}_sh{self.at_}"
+
+    @property
+    def nf(self) -> str:
+        """np.var's count of elements that are not finite (NumPy's result is then NaN)."""
+        return f"{self.var}_nf{self.at_}"
+
+    @property
     def blocked(self) -> bool:
         """A float sum: added in blocks, with a compensated total."""
         return self.op == "sum" and self.acc_dtype.kind == "f"
@@ -165,7 +176,8 @@ class Acc:
 
     def declare(self) -> list[str]:
         if self.welford:
-            return [f"{self.n} = np.int64(0)", f"{self.v} = {self.identity()}", f"{self.m2} = {self.identity()}"]
+            return [f"{self.n} = np.int64(0)", f"{self.v} = {self.identity()}", f"{self.m2} = {self.identity()}",
+                    f"{self.nf} = np.int64(0)", f"{self.sh} = {self.identity()}"]
         out = [f"{self.v} = {self.identity()}"]
         if self.blocked:
             out.append(f"{self.comp} = {self.identity()}")
@@ -174,12 +186,12 @@ class Acc:
     def declare_array(self, count: str) -> list[str]:
         """Arrays of `count` accumulators, each set to the identity."""
         names = [self.var] + ([f"{self.var}_c", f"{self.var}_b"] if self.blocked else []) + \
-            ([f"{self.var}_m2"] if self.welford else [])
+            ([f"{self.var}_m2", f"{self.var}_sh"] if self.welford else [])
         out = [f"{n} = np.empty({count}, {self.array_dtype})" for n in names]
-        out += [f"{self.var}_n = np.empty({count}, np.int64)"] if self.welford else []
+        out += [f"{self.var}_{c} = np.empty({count}, np.int64)" for c in ("n", "nf")] if self.welford else []
         out += [f"{self.idx} = np.empty({count}, np.int64)"] if self.is_arg else []
         init = [f"{n}[ix(j)] = {self.identity()}" for n in names] + ([f"{self.idx}[ix(j)] = -1"] if self.is_arg else []) + \
-            ([f"{self.var}_n[ix(j)] = 0"] if self.welford else [])
+            ([f"{self.var}_{c}[ix(j)] = 0" for c in ("n", "nf")] if self.welford else [])
         return out + [f"for j in range({count}):", *indent(init, 1)]   # (np.full costs a compile of its own)
 
     def begin_block(self) -> list[str]:
@@ -209,10 +221,13 @@ class Acc:
     def step(self, value: str, index: str) -> list[str]:
         """Fold one element (its value and its index along the reduction) in."""
         if self.welford:   # Welford's update, as fl_welford_op's
-            x, d = cast(value, self.value_dtype, self.acc_dtype), f"{self.var}_d"
-            return [f"{self.n} += 1", f"{d} = {x} - {self.v}",
+            x, d, y = cast(value, self.value_dtype, self.acc_dtype), f"{self.var}_d", f"{self.var}_y"
+            return [f"if {self.n} == 0:", f"    {self.sh} = {x}",
+                    f"{y} = {x} - {self.sh}",
+                    f"{self.n} += 1", f"{d} = {y} - {self.v}",
                     f"{self.v} = {self.v} + {d} / {ctor(self.acc_dtype)}({self.n})",
-                    f"{self.m2} = {self.m2} + {d} * ({x} - {self.v})"]
+                    f"{self.m2} = {self.m2} + {d} * ({y} - {self.v})",
+                    f"if not np.isfinite({x}):", f"    {self.nf} += 1"]
         if self.is_arg:
             return [f"if {self.i} < 0 or {self._better(value)}:", f"    {self.v} = {value}",
                     f"    {self.i} = {index}"]
@@ -220,17 +235,20 @@ class Acc:
         target = self.blk if self.blocked else self.v
         return [f"{target} = {combine(self.op, target, v, self.acc_dtype)}"]
 
-    def chan(self, n: str, mean: str, m2: str) -> list[str]:
-        """Fold in the (count, mean, squared deviations) of later elements: Chan et al.'s
-        combine, as fl_welford_op's (an empty state changes nothing)."""
+    def chan(self, n: str, mean: str, m2: str, nf: str, sh: str) -> list[str]:
+        """Fold in the (count, mean relative to shift `sh`, squared deviations, non-finite
+        count) of later elements: Chan et al.'s combine, as fl_welford_op's (an empty
+        state changes nothing)."""
         d, f, tn = (f"{self.var}_{s}" for s in ("d", "f", "tn"))
         T = ctor(self.acc_dtype)
-        return [f"if {n} > 0:",
+        return [f"{self.nf} += {nf}",
+                f"if {n} > 0:",
                 f"    if {self.n} == 0:",
                 f"        {self.n} = {n}", f"        {self.v} = {mean}", f"        {self.m2} = {m2}",
+                f"        {self.sh} = {sh}",
                 "    else:",
                 f"        {tn} = {self.n} + {n}",
-                f"        {d} = {mean} - {self.v}",
+                f"        {d} = ({mean} - {self.v}) + ({sh} - {self.sh})",
                 f"        {f} = {T}({n}) / {T}({tn})",
                 f"        {self.v} = {self.v} + {d} * {f}",
                 f"        {self.m2} = {self.m2} + {m2} + {d} * {d} * {T}({self.n}) * {f}",
@@ -242,22 +260,24 @@ class Acc:
         division per element, and loops LLVM can vectorize), then Chan's combine."""
         T = ctor(self.acc_dtype)
         bn, bm, bq = (f"{self.var}_{s}" for s in ("bn", "bm", "bq"))
-        return [f"{bn} = {hi} - {lo}",
-                f"{bm} = fl_block_sum({buf}, {lo}, {hi}) / {T}({bn})",
-                f"{bq} = fl_block_sqdev({buf}, {lo}, {hi}, {bm})",
-                *self.chan(bn, bm, bq)]
+        return [f"if {self.n} == 0:", f"    {self.sh} = {buf}[{lo}]",
+                f"{bn} = {hi} - {lo}",
+                f"{bm} = fl_block_sum_shifted({buf}, {lo}, {hi}, {self.sh}) / {T}({bn})",
+                f"{bq} = fl_block_sqdev({buf}, {lo}, {hi}, {self.sh}, {bm})",
+                *self.chan(bn, bm, bq, f"fl_block_nonfinite({buf}, {lo}, {hi})", self.sh)]
 
     def partial_arrays(self, name: str, index: str | None, count: str) -> list[str]:
         """Arrays of `count` partial results named after `name` (and `index`)."""
         out = [f"{name} = np.empty({count}, {self.array_dtype})"]
         if self.welford:
-            out += [f"{name}_n = np.empty({count}, np.int64)", f"{name}_m2 = np.empty({count}, {self.array_dtype})"]
+            out += [f"{name}_n = np.empty({count}, np.int64)", f"{name}_m2 = np.empty({count}, {self.array_dtype})",
+                    f"{name}_nf = np.empty({count}, np.int64)", f"{name}_sh = np.empty({count}, {self.array_dtype})"]
         return out + ([f"{index} = np.empty({count}, np.int64)"] if index else [])
 
     def merge_partial(self, name: str, index: str | None, at: str) -> list[str]:
         """Fold in the partial result at `at` of the arrays `partial_arrays` made."""
         if self.welford:
-            return self.chan(f"{name}_n[ix({at})]", f"{name}[ix({at})]", f"{name}_m2[ix({at})]")
+            return self.chan(*(f"{name}{c}[ix({at})]" for c in ("_n", "", "_m2", "_nf", "_sh")))
         return self.merge(f"{name}[ix({at})]", f"{index}[ix({at})]" if index else None)
 
     def merge(self, value: str, index: str | None) -> list[str]:
@@ -279,7 +299,8 @@ class Acc:
     def store_partial(self, values: str, indices: str | None, at: str) -> list[str]:
         if self.welford:
             return [f"{values}[ix({at})] = {self.v}", f"{values}_n[ix({at})] = {self.n}",
-                    f"{values}_m2[ix({at})] = {self.m2}"]
+                    f"{values}_m2[ix({at})] = {self.m2}", f"{values}_nf[ix({at})] = {self.nf}",
+                    f"{values}_sh[ix({at})] = {self.sh}"]
         out = [f"{values}[ix({at})] = {self.total()}"]
         return out + ([f"{indices}[ix({at})] = {self.i}"] if self.is_arg else [])
 
@@ -287,9 +308,15 @@ class Acc:
         """The reduce node's value in its register type."""
         if self.is_arg:
             return self.i
-        if self.welford:   # fl_welford_var: 0 / 0 is NaN and x / 0 inf, as NumPy's
+        if self.welford:   # as fl_welford_var: 0 / 0 is NaN and x / 0 inf, as NumPy's
             count = f"max({self.n} - {self.ddof}, 0)" if self.ddof else self.n
-            return f"({self.m2} / {ctor(self.acc_dtype)}({count}))"
+            T = ctor(self.acc_dtype)
+            # where NumPy's passes in the result's dtype overflow: NaN from a non-finite
+            # element, inf from a sum or a sum of squared deviations past the limit
+            limit = f"{T}(65520.0)" if is_half(self.out_dtype) else f"{T}(np.inf)"
+            m2 = (f"({self.m2} if np.abs({T}({self.n}) * ({self.sh} + {self.v})) < {limit} and {self.m2} < {limit} "
+                  f"else {T}(np.inf))")
+            return f"({T}(np.nan) if {self.nf} > 0 else {m2} / {T}({count}))"
         if is_half(self.out_dtype):
             return f"fl_round_half({self.total()})"   # accumulated in float32, rounded once
         return self.total()

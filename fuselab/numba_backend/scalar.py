@@ -413,20 +413,50 @@ def fl_block_sum(buf, lo, hi):
 
 
 @_jit
-def fl_block_sqdev(buf, lo, hi, mean):
-    """The sum of (buf[k] - mean)**2 over buf[lo:hi] (at most 16 values), in buf's type,
-    as fl_block_sum adds: a variance's block, its second pass."""
+def fl_block_nonfinite(buf, lo, hi):
+    """How many of buf[lo:hi] are inf or NaN: a variance's block (NumPy's is then NaN)."""
+    c = 0
+    for k in range(lo, hi):
+        if not np.isfinite(buf[k]):
+            c += 1
+    return c
+
+
+@_jit
+def fl_block_sum_shifted(buf, lo, hi, shift):
+    """The sum of buf[k] - shift over buf[lo:hi] (at most 16 values), in buf's type, as
+    fl_block_sum adds: a variance's block, its first pass on shifted data."""
     if hi - lo == 16:
         b = buf[lo:hi]
-        d0, d1, d2, d3 = b[0] - mean, b[1] - mean, b[2] - mean, b[3] - mean
-        d4, d5, d6, d7 = b[4] - mean, b[5] - mean, b[6] - mean, b[7] - mean
-        d8, d9, d10, d11 = b[8] - mean, b[9] - mean, b[10] - mean, b[11] - mean
-        d12, d13, d14, d15 = b[12] - mean, b[13] - mean, b[14] - mean, b[15] - mean
+        y0, y1, y2, y3 = b[0] - shift, b[1] - shift, b[2] - shift, b[3] - shift
+        y4, y5, y6, y7 = b[4] - shift, b[5] - shift, b[6] - shift, b[7] - shift
+        y8, y9, y10, y11 = b[8] - shift, b[9] - shift, b[10] - shift, b[11] - shift
+        y12, y13, y14, y15 = b[12] - shift, b[13] - shift, b[14] - shift, b[15] - shift
+        return (((y0 + y1) + (y2 + y3)) + ((y4 + y5) + (y6 + y7))) + \
+            (((y8 + y9) + (y10 + y11)) + ((y12 + y13) + (y14 + y15)))
+    s = shift - shift
+    for k in range(lo, hi):
+        s += buf[k] - shift
+    return s
+
+
+@_jit
+def fl_block_sqdev(buf, lo, hi, shift, mean):
+    """The sum of ((buf[k] - shift) - mean)**2 over buf[lo:hi] (at most 16 values), in
+    buf's type, as fl_block_sum adds: a variance's block, its second pass (`mean` is
+    relative to `shift`)."""
+    if hi - lo == 16:
+        b = buf[lo:hi]
+        d0, d1, d2, d3 = (b[0] - shift) - mean, (b[1] - shift) - mean, (b[2] - shift) - mean, (b[3] - shift) - mean
+        d4, d5, d6, d7 = (b[4] - shift) - mean, (b[5] - shift) - mean, (b[6] - shift) - mean, (b[7] - shift) - mean
+        d8, d9, d10, d11 = (b[8] - shift) - mean, (b[9] - shift) - mean, (b[10] - shift) - mean, (b[11] - shift) - mean
+        d12, d13, d14, d15 = ((b[12] - shift) - mean, (b[13] - shift) - mean, (b[14] - shift) - mean,
+                              (b[15] - shift) - mean)
         return (((d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)) + ((d4 * d4 + d5 * d5) + (d6 * d6 + d7 * d7))) + \
             (((d8 * d8 + d9 * d9) + (d10 * d10 + d11 * d11)) + ((d12 * d12 + d13 * d13) + (d14 * d14 + d15 * d15)))
     s = mean - mean
     for k in range(lo, hi):
-        d = buf[k] - mean
+        d = (buf[k] - shift) - mean
         s += d * d
     return s
 
@@ -602,7 +632,8 @@ def fl_tanh_f32(x):
 __all__ = ["fl_lanes_fill", "fl_lane_add", "fl_lane_max", "fl_lane_min", "fl_lanes_max", "fl_lanes_min",
            "fl_lanes_sum", "HAS_F16C", "HAS_FMA", "fl_from_half_f16c", "fl_round_half_f16c", "fl_to_half_f16c", "fl_round_half_arith_f16c",
            "fl_to_half_arith_f16c", "fl_round_half_arith", "fl_to_half_arith", "fl_from_half_bits",
-           "fl_round_half_bits", "fl_to_half_bits", "fl_block_sum", "fl_block_sqdev", "fl_exp_f32", "fl_expm1_f32", "fl_tanh_f32", "fl_from_half", "fl_to_half", "fl_to_half64", "fl_round_half", "fl_round_half64", "fl_f2i32",
+           "fl_round_half_bits", "fl_to_half_bits", "fl_block_sum", "fl_block_sqdev", "fl_block_nonfinite", "fl_block_sum_shifted",
+           "fl_exp_f32", "fl_expm1_f32", "fl_tanh_f32", "fl_from_half", "fl_to_half", "fl_to_half64", "fl_round_half", "fl_round_half64", "fl_f2i32",
            "fl_f2i64", "fl_f2u64", "fl_floor_divide_float", "fl_remainder_float", "fl_floor_divide_int",
            "fl_remainder_int", "fl_floor_divide_uint", "fl_remainder_uint", "fl_power_int", "fl_power_uint",
            "f32_bits", "bits_f32", "f64_bits"]

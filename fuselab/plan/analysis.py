@@ -13,7 +13,7 @@ and ancestor tests on a few hundred nodes are then single big-int operations.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from ..ir import Graph
 from ..ops import Kind
@@ -47,6 +47,20 @@ def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
     return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(target)))
 
 
+class ReduceSig(NamedTuple):
+    """What a reduction reduces. Reductions share a reduction kernel only when their
+    signatures are equal (legality), and the exact searches group them by it (compat)."""
+
+    input: tuple[int, ...]      # the shape reduced
+    axes: tuple[int, ...]       # its axes reduced
+    result: tuple[int, ...]     # the reduction's own shape (keepdims or not)
+
+
+def reduce_sig(graph: Graph, r: int) -> ReduceSig:
+    nd = graph.nodes[r]
+    return ReduceSig(graph.nodes[nd.inputs[0]].shape, nd.args["axes"], nd.shape)
+
+
 class Analysis:
     """Per-graph tables the legality checks, the cost model and the searches share."""
 
@@ -65,6 +79,7 @@ class Analysis:
         self.alone_mask = mask_of(i for i in self.units
                                   if self.free[i] or g.nodes[i].kind is Kind.OPAQUE)
         self.reduce_mask = mask_of(i for i in self.units if g.nodes[i].kind is Kind.REDUCE)
+        self.reduce_sigs = {r: reduce_sig(g, r) for r in bits(self.reduce_mask)}
         self.nbytes = [nd.aval.nbytes for nd in g.nodes]
         self.shapes = [nd.shape for nd in g.nodes]
         self._weights: dict[DeviceParams, list[float]] = {}

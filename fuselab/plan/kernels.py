@@ -3,12 +3,13 @@ finds for it; the unfused plan (one kernel per op) that every report compares ag
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterable
 
 from ..ir import Graph
 from ..ops import Kind
 from .analysis import Analysis, analyse, mask_of
-from .legality import UNLIMITED, check
+from .legality import UNLIMITED, Verdict, check
 from .model import Kernel, Plan, Template, is_free, kernel_from, kernel_outputs
 
 
@@ -17,11 +18,16 @@ def make_kernel(graph: Graph, members: Iterable[int], template: Template) -> Ker
     adds the free nodes they read, stores what is read outside it or kept as a result,
     and carries the space legality finds under that template (None if it finds none)."""
     members = set(members)
-    outputs = kernel_outputs(graph, members)
+    kernel = kernel_from(graph, members, kernel_outputs(graph, members), template, None)
+    verdict = check_kernel(graph, kernel)
+    return replace(kernel, space=verdict.space) if verdict.ok else kernel
+
+
+def check_kernel(graph: Graph, kernel: Kernel) -> Verdict:
+    """Legality's verdict on a kernel as it is built: under its own template, storing its
+    outputs, budgets aside (its space, or why its template cannot run it)."""
     an = analyse(graph)
-    mask = mask_of(i for i in members if an.unit[i] and not an.free[i]) or mask_of(outputs)
-    verdict = check(an, mask, UNLIMITED, mask_of(outputs), template)
-    return kernel_from(graph, members, outputs, template, verdict.space if verdict.ok else None)
+    return check(an, kernel_members(an, kernel), UNLIMITED, mask_of(kernel.outputs), kernel.template)
 
 
 def kernel_members(an: Analysis, kernel: Kernel) -> int:

@@ -212,20 +212,15 @@ def _pointwise(an: Analysis, mask: int, stored: int) -> Verdict:
     return Verdict(True, space=Space(Template.POINTWISE, space, full=mask))
 
 
-def _reduce_sig(an: Analysis, r: int) -> tuple:
-    nd = an.graph.nodes[r]
-    return an.shape(nd.inputs[0]), nd.args["axes"], nd.shape
-
-
 def _reduction(an: Analysis, mask: int, stored: int, reduces: int) -> Verdict:
     rs = list(bits(reduces))
     r0 = rs[0]
-    sig0 = _reduce_sig(an, r0)
+    sig0 = an.reduce_sigs[r0]
     for r in rs[1:]:
-        sig = _reduce_sig(an, r)
+        sig = an.reduce_sigs[r]
         if sig != sig0:
             if sig[:2] == sig0[:2]:
-                what = f"results of shape {shape_text(sig0[2])} and {shape_text(sig[2])} (keepdims differs)"
+                what = f"results of shape {shape_text(sig0.result)} and {shape_text(sig.result)} (keepdims differs)"
             else:
                 what = "inputs of one shape over the same axes"
             return _fail(f"{an.ref(r0)} reduces {axes_text(an, r0)} but {an.ref(r)} reduces "
@@ -237,7 +232,7 @@ def _reduction(an: Analysis, mask: int, stored: int, reduces: int) -> Verdict:
             return _fail(f"{an.ref(r)} reduces a value computed from {an.ref(r1)}, another "
                          "reduction of the same kernel: a reduction kernel finishes its "
                          "reductions together, not one after another", True)
-    I, R = sig0[0], sig0[2]
+    I, R = sig0.input, sig0.result
     pro = 0
     for r in rs:
         pro |= an.anc[r]
@@ -277,7 +272,14 @@ def _reduction(an: Analysis, mask: int, stored: int, reduces: int) -> Verdict:
             if chain:
                 return _fail(f"{an.ref(e)} reads {an.ref(u)} through the view {an.ref(chain[-1])}: "
                              "a reduction's epilogue reads its results directly")
-    return Verdict(True, space=Space(Template.REDUCTION, I, R, full=pro | reduces))
+    # a stored value that needs no reduction and has the input's shape is computed in the
+    # input loop, with the prologue (only possible when I == R: every reduced axis has length 1)
+    loose = 0
+    for e in bits(epi & stored):
+        if not an.anc[e] & reduces and an.shape(e) == I:
+            loose |= 1 << e
+    return Verdict(True, space=Space(Template.REDUCTION, I, R, full=pro | reduces | loose, axes=sig0.axes,
+                                     reduces=tuple(rs)))
 
 
 def _row(an: Analysis, mask: int, members: list[int], stored: int, reduces: int) -> Verdict:
@@ -359,4 +361,5 @@ def _row(an: Analysis, mask: int, members: list[int], stored: int, reduces: int)
         level[r] = 1 + max((level[q] for q in bits(an.anc[r] & reduces)), default=0)
     after = any(an.anc[v] & reduces for v in bits(full & ~reduces))
     passes = max(level.values()) + (1 if after else 0)
-    return Verdict(True, space=Space(Template.ROW, F, P_flat, rows, passes, full))
+    return Verdict(True, space=Space(Template.ROW, F, P_flat, rows, passes, full, axes=(d - 1,),
+                                     reduces=tuple(rs), levels=tuple(level[r] for r in rs)))

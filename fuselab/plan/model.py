@@ -38,6 +38,9 @@ class Space:
     full: int = 0                   # members evaluated once per element of `shape` (a
     #                                 bitset of node ids); the others once per element of
     #                                 `result` (per row)
+    axes: tuple[int, ...] = ()      # REDUCTION, ROW: the axes of `shape` reduced
+    reduces: tuple[int, ...] = ()   # REDUCTION, ROW: the reduce nodes, ascending
+    levels: tuple[int, ...] = ()    # ROW: the pass (from 1) that computes each of `reduces`
 
 
 def is_free(graph: Graph, i: int) -> bool:

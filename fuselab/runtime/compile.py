@@ -167,7 +167,3 @@ def _log_of(e: Exception) -> str:
         except Exception:  # noqa: BLE001
             pass
     return str(e)
-
-
-def clear_cache() -> None:
-    _CACHE.clear()

@@ -2,7 +2,6 @@
 intermediate from CuPy's pool and free it after its last reader."""
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -13,25 +12,27 @@ from ..codegen.model import CodegenOptions, KernelCode, OpaqueCall
 from ..interp import eval_nodes
 from ..plan.model import Plan
 from .._version import __version__
+from .breaks import from_breaks
 from .compile import compile_kernels
 from .device import device_info, device_options
 from .tune import Pending, Tuning, cache, plan_tuning, time_candidates
 from .errors import FuselabRuntimeError, launch_failed, out_of_memory
 
-_CODES: "OrderedDict[tuple[Plan, CodegenOptions], tuple]" = OrderedDict()
 _SCRATCH: dict[tuple[int, str], Any] = {}
 
 
-def codes_for(plan: Plan, options: CodegenOptions) -> tuple[KernelCode | OpaqueCall, ...]:
-    """Generated code for a plan, cached (a re-run of a cell generates nothing)."""
-    key = (plan, options)
-    hit = _CODES.get(key)
-    if hit is None:
-        hit = generate(plan, options)
-        _CODES[key] = hit
-        if len(_CODES) > 256:
-            _CODES.popitem(last=False)
-    return hit
+def _device() -> str:
+    """The tuning cache's name for this GPU."""
+    info = device_info()
+    return f"{info.name} sm_{info.compute_capability}"
+
+
+def launch_codes(plan: Plan, options: CodegenOptions | None = None) -> tuple[KernelCode | OpaqueCall, ...]:
+    """The code an Executable of `plan` launches on this GPU, timing nothing: this
+    device's grid sizes, and each kernel's tuned launch configuration where the tuning
+    cache holds one (its heuristic's until the first run tunes it)."""
+    options = device_options(options)
+    return plan_tuning(plan, generate(plan, options), options, _device(), __version__, time_new=False)[0]
 
 
 @dataclass(frozen=True)
@@ -69,11 +70,9 @@ class Executable:
         if codes is not None:
             self.codes = tuple(codes)
         else:
-            self.codes = codes_for(plan, self.options)
+            self.codes = generate(plan, self.options)
             if tune:
-                info = device_info()
-                self.codes, self.tuning, pending = plan_tuning(plan, self.codes, self.options,
-                                                               f"{info.name} sm_{info.compute_capability}", __version__)
+                self.codes, self.tuning, pending = plan_tuning(plan, self.codes, self.options, _device(), __version__)
                 self._pending = {p.index: p for p in pending}
         if len(self.codes) != len(plan.kernels):
             raise ValueError(f"{len(self.codes)} codes for a plan of {len(plan.kernels)} kernels")
@@ -120,29 +119,56 @@ class Executable:
             name = n.args["name"]
             if name not in inputs:
                 raise KeyError(f"input {name!r} is missing")
-            a = cupy.asarray(inputs[name])
+            value = inputs[name]
+            if getattr(value, "ndim", None) == 0 and isinstance(value, np.ndarray):
+                # 0-d arrays go up as one-element arrays: the GPU fuzzer saw a 0-d float16
+                # -0.0 arrive as +0.0 (not reproduced off the device; a plain copy is exact)
+                a = cupy.asarray(value.reshape(1)).reshape(())
+            else:
+                a = cupy.asarray(value)
             if a.shape != n.shape or a.dtype != n.dtype:
                 raise ValueError(f"input {name!r} is {a.dtype}{list(a.shape)}, the graph was traced "
                                  f"with {n.dtype}{list(n.shape)}")
             env[nid] = _device_ready(a)
         return env
 
+    def device_values(self, known: Mapping[int, Any],
+                      schedule: tuple[tuple[bool, tuple[int, ...]], ...] | None = None) -> dict[int, Any]:
+        """The values computed at graph breaks (`known`, by node, NumPy or CuPy) that a
+        run of this plan takes (breaks.from_breaks), as device arrays."""
+        import cupy
+        g = self.plan.graph
+        out: dict[int, Any] = {}
+        for _, taken in schedule or from_breaks(self.plan, known):
+            for o in taken:
+                n = g.nodes[o]
+                out[o] = _device_ready(cupy.asarray(known[o], dtype=n.dtype).reshape(n.shape))
+        return out
+
     def run(self, inputs: Mapping[str, Any] | None = None, env: dict[int, Any] | None = None,
-            events: list | None = None, release: bool = True) -> dict[str, Any]:
-        """Launch every kernel (asynchronously). With `events`, records a CUDA event
-        before each kernel and one after the last, for per-kernel times. `release=False`
-        keeps every intermediate alive (a CUDA graph capture needs its buffers to stay)."""
+            events: list | None = None, release: bool = True,
+            known: Mapping[int, Any] | None = None) -> dict[str, Any]:
+        """Launch every kernel (asynchronously: no sync at graph breaks, see breaks.py).
+        With `events`, records a CUDA event before each kernel and one after the last,
+        for per-kernel times. `release=False` keeps every intermediate alive (a CUDA
+        graph capture needs its buffers to stay). `known`: values computed at graph
+        breaks, by node, which the run takes instead of computing them again."""
         import cupy
         env = dict(env) if env is not None else self.prepare(inputs or {})
+        schedule = from_breaks(self.plan, known) if known else None
+        taken = self.device_values(known, schedule) if schedule else {}   # before any launch
         empty = cupy.empty
-        live = peak = 0
+        live = peak = sum(a.nbytes for a in taken.values())
         step: _Launch | _Library | None = None
         try:
             for k, step in enumerate(self.steps):
                 if events is not None:
                     events.append(cupy.cuda.Event())
                     events[-1].record()
-                if type(step) is _Launch:
+                runs, from_break = schedule[k] if schedule else (True, ())
+                if not runs:
+                    pass   # everything it would store was computed at a graph break
+                elif type(step) is _Launch:
                     outs = []
                     for o, shape, dtype, nbytes in step.outputs:
                         env[o] = a = empty(shape, dtype)
@@ -156,11 +182,16 @@ class Executable:
                                       shared_mem=code.shared_mem)
                 else:
                     live += self._library(step.code, env)
+                for o in from_break:   # the value Python saw, not this kernel's
+                    if o in env:
+                        live -= env[o].nbytes
+                    env[o] = taken[o]
                 if live > peak:
                     peak = live
                 if release:
                     for j in step.release:
-                        live -= env.pop(j).nbytes
+                        if j in env:   # (never stored when no launched kernel needed it)
+                            live -= env.pop(j).nbytes
         except cupy.cuda.memory.OutOfMemoryError as e:
             raise out_of_memory(f"the outputs of {step.code.name}", _step_bytes(step), e) from None
         except cupy.cuda.driver.CUDADriverError as e:
@@ -246,9 +277,10 @@ def synchronize(what: str) -> None:
 
 
 def execute(plan: Plan, inputs: Mapping[str, Any], codes: Sequence[KernelCode | OpaqueCall] | None = None,
-            options: CodegenOptions | None = None) -> dict[str, Any]:
-    """Run `plan` on the GPU: outputs by name, as CuPy arrays."""
+            options: CodegenOptions | None = None, known: Mapping[int, Any] | None = None) -> dict[str, Any]:
+    """Run `plan` on the GPU: outputs by name, as CuPy arrays. `known`: values computed
+    at graph breaks (TraceResult.break_values), taken instead of computed again."""
     exe = Executable(plan, codes, options)
-    outs = exe.run(inputs)
+    outs = exe.run(inputs, known=known)
     synchronize(f"the {plan.strategy} plan")
     return outs

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..codegen.model import CodegenOptions
-from ..interp import run_graph
+from ..interp import run_graph, run_plan
 from ..plan.model import Plan
 from .launch import Executable, synchronize
 from .timing import GraphReplay, Timing, per_kernel_times, time_interleaved
@@ -67,24 +67,28 @@ def cell_bytes(plan: Plan) -> int:
 
 
 def execute_checked(plan: Plan, unfused: Plan | None, inputs: Mapping[str, Any],
-                    options: CodegenOptions | None = None) -> tuple[dict[str, Any], Check]:
+                    options: CodegenOptions | None = None,
+                    known: Mapping[int, Any] | None = None) -> tuple[dict[str, Any], Check]:
     """Run `plan` and compare it with the unfused plan (or, for the unfused plan itself,
-    with plain eager CuPy). Returns the plan's outputs and the comparison."""
+    with plain eager CuPy). Returns the plan's outputs and the comparison. `known`:
+    values computed at graph breaks, which both runs take (runtime/breaks.py)."""
     exe = Executable(plan, options=options)
     env = exe.prepare(inputs)
-    outs = exe.run(env=env)
-    ref = _reference(exe, unfused, env, options)
+    outs = exe.run(env=env, known=known)
+    ref = _reference(exe, unfused, env, options, known)
     synchronize(f"the {plan.strategy} plan")
     return outs, compare(outs, ref)
 
 
 def _reference(exe: Executable, unfused: Plan | None, env: dict[int, Any],
-               options: CodegenOptions | None) -> dict[str, Any]:
+               options: CodegenOptions | None, known: Mapping[int, Any] | None = None) -> dict[str, Any]:
     import cupy
     plan = exe.plan
     if unfused is not None and unfused != plan:
-        return Executable(unfused, options=options, tune=False).run(env=env)
+        return Executable(unfused, options=options, tune=False).run(env=env, known=known)
     named = {plan.graph.nodes[i].args["name"]: a for i, a in env.items()}
+    if known:   # op by op, as eager CuPy, from the values the plan's run took
+        return run_plan(plan, named, cupy, known=exe.device_values(known))
     return run_graph(plan.graph, named, cupy)
 
 

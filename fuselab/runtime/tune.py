@@ -137,9 +137,10 @@ class Pending:
 
 
 def plan_tuning(plan: Plan, codes: tuple, options: CodegenOptions, device: str,
-                version: str) -> tuple[tuple, dict[int, Tuning], list[Pending]]:
+                version: str, time_new: bool = True) -> tuple[tuple, dict[int, Tuning], list[Pending]]:
     """Codes with cached choices applied, what is known per kernel, and what still needs
-    timing (empty when tuning is off)."""
+    timing (empty when tuning is off; with `time_new` False, kernels not tuned yet keep
+    their heuristic's code and nothing is pending)."""
     out = list(codes)
     known: dict[int, Tuning] = {}
     pending: list[Pending] = []
@@ -156,8 +157,10 @@ def plan_tuning(plan: Plan, codes: tuple, options: CodegenOptions, device: str,
             cfg, times = hit
             out[k] = generate_kernel(plan, k, options, cfg)
             known[k] = Tuning(code.name, out[k].config, "cache", times)
-            continue
-        pending.append(Pending(k, key, [code] + [generate_kernel(plan, k, options, c) for c in cands[1:]]))
+        elif time_new:
+            pending.append(Pending(k, key, [code] + [generate_kernel(plan, k, options, c) for c in cands[1:]]))
+        else:
+            known[k] = Tuning(code.name, code.config, "heuristic")
     return tuple(out), known, pending
 
 

@@ -187,6 +187,14 @@ def unary_bound(op: str, out: np.ndarray, a: np.ndarray, ba, dtype: np.dtype):
             prop = np.where(np.abs(x) > ba0, ba0 / (np.abs(x) * (np.abs(x) - ba0)), np.inf)
         elif op in ("deg2rad", "rad2deg"):
             prop = ba0 * (np.pi / 180 if op == "deg2rad" else 180 / np.pi)
+        elif op in ("sin", "cos"):
+            # |f'| <= 1 and |f| <= 1; three samples of a secant can straddle a whole
+            # period when the argument's own error is large (cos of a summed 1e18)
+            prop = np.minimum(ba0, 2.0)
+        elif op == "tan":
+            # a pole within the argument's error makes any value possible
+            to_pole = np.pi / 2 - np.abs(np.remainder(x - np.pi / 2, np.pi) - np.pi / 2)
+            prop = np.where(ba0 < np.minimum(to_pole, 0.5), slope(np.tan, x, ba0) * ba0, np.inf)
         else:
             fn = getattr(np, OPS[op].xp_name)
             prop = slope(fn, x, ba0) * ba0

@@ -138,9 +138,40 @@ def judge(prep: Prepared, label: str, plan: Plan, got: dict[str, Any]) -> None:
 Runner = Callable[[Sequence[Prepared]], None]
 
 
+def nvrtc_check(preps: Sequence[Prepared]) -> None:
+    """Every kernel of the batch compiled to PTX by NVRTC where it is installed (no GPU
+    needed): the emulator's host compiler accepts C++ that NVRTC does not (its <cmath>
+    macros, host-only functions), and such kernels would fail only on a GPU."""
+    from fuselab.codegen.nvrtc import available, compile_source
+    if not available()[0]:
+        return
+    units = [c for p in preps for _, _, cs in p.plans for c in cs if isinstance(c, KernelCode)]
+    unique = list({c.source: c for c in units}.values())
+    if not unique:
+        return
+    try:
+        source = "\n".join(f"namespace fl_unit{i} {{\n{c.source}\n}}" for i, c in enumerate(unique))
+        compile_source(source, "batch", unique[0].nvrtc_options, arch=preps[0].program.options.arch,
+                       want_cubin=False)
+        return
+    except Exception:  # noqa: BLE001 - find the programs whose kernels NVRTC refuses
+        pass
+    for p in preps:
+        for label, _, cs in p.plans:
+            for c in cs:
+                if isinstance(c, KernelCode):
+                    try:
+                        compile_source(c.source, c.name, c.nvrtc_options, arch=p.program.options.arch,
+                                       want_cubin=False)
+                    except Exception as e:  # noqa: BLE001
+                        p.outcome.failures.append(f"{label} plan, NVRTC: {type(e).__name__}: {e}")
+
+
 def run_emulated(preps: Sequence[Prepared]) -> None:
-    """All plans of all programs on the CPU emulator, one build for the batch."""
+    """All plans of all programs on the CPU emulator, one build for the batch, and
+    through NVRTC (the compiler the GPU runs use)."""
     from cuda_host import HostRunner
+    nvrtc_check(preps)
     try:
         runner = HostRunner([], generated=[(plan, codes) for p in preps for _, plan, codes in p.plans])
     except Exception as e:  # noqa: BLE001 - find the program whose kernel does not build

@@ -31,11 +31,42 @@ template <class T> __device__ __forceinline__ bool fl_signbit(T x) {
     if constexpr (fl_is_float<T>::value) return signbit(x); else return x < T(0);
 }
 
+// Integer max / min as a compare and a select in PTX. As max.s32 / min.s32, ptxas (CUDA
+// 13, sm_90) folds negated operands into its three-input VIMNMX3 and drops the middle
+// operand's negation: max(-a, -b, -c) came out as max(-a, b, -c) (found by the GPU fuzzer:
+// np.max(-x, axis=1) wrong on an H200, right in PTX and on the emulator).
+template <bool Max, class T> __device__ __forceinline__ T fl_int_pick(T a, T b) {
+#ifdef __CUDA_ARCH__
+    if constexpr (sizeof(T) <= 4) {
+        if constexpr (fl_is_signed<T>::value) {
+            int r;
+            if constexpr (Max) asm("{ .reg .pred p; setp.ge.s32 p, %1, %2; selp.b32 %0, %1, %2, p; }" : "=r"(r) : "r"(int(a)), "r"(int(b)));
+            else asm("{ .reg .pred p; setp.le.s32 p, %1, %2; selp.b32 %0, %1, %2, p; }" : "=r"(r) : "r"(int(a)), "r"(int(b)));
+            return T(r);
+        } else {
+            unsigned r;
+            if constexpr (Max) asm("{ .reg .pred p; setp.ge.u32 p, %1, %2; selp.b32 %0, %1, %2, p; }" : "=r"(r) : "r"(unsigned(a)), "r"(unsigned(b)));
+            else asm("{ .reg .pred p; setp.le.u32 p, %1, %2; selp.b32 %0, %1, %2, p; }" : "=r"(r) : "r"(unsigned(a)), "r"(unsigned(b)));
+            return T(r);
+        }
+    }
+#endif
+    return Max ? (a >= b ? a : b) : (a <= b ? a : b);
+}
+
 // maximum / minimum propagate NaN (the first one); fmax / fmin ignore it.
-template <class T> __device__ __forceinline__ T fl_maximum(T a, T b) { return (a >= b || fl_isnan(a)) ? a : b; }
-template <class T> __device__ __forceinline__ T fl_minimum(T a, T b) { return (a <= b || fl_isnan(a)) ? a : b; }
-template <class T> __device__ __forceinline__ T fl_fmax(T a, T b) { return (a >= b || fl_isnan(b)) ? a : b; }
-template <class T> __device__ __forceinline__ T fl_fmin(T a, T b) { return (a <= b || fl_isnan(b)) ? a : b; }
+template <class T> __device__ __forceinline__ T fl_maximum(T a, T b) {
+    if constexpr (fl_is_float<T>::value) return (a >= b || fl_isnan(a)) ? a : b; else return fl_int_pick<true>(a, b);
+}
+template <class T> __device__ __forceinline__ T fl_minimum(T a, T b) {
+    if constexpr (fl_is_float<T>::value) return (a <= b || fl_isnan(a)) ? a : b; else return fl_int_pick<false>(a, b);
+}
+template <class T> __device__ __forceinline__ T fl_fmax(T a, T b) {
+    if constexpr (fl_is_float<T>::value) return (a >= b || fl_isnan(b)) ? a : b; else return fl_int_pick<true>(a, b);
+}
+template <class T> __device__ __forceinline__ T fl_fmin(T a, T b) {
+    if constexpr (fl_is_float<T>::value) return (a <= b || fl_isnan(b)) ? a : b; else return fl_int_pick<false>(a, b);
+}
 
 // N contiguous elements moved as one 1-16 byte access (16 bytes: a single LDG.128).
 template <class T, int N> struct alignas(sizeof(T) * N) fl_vec { T v[N]; };

@@ -26,21 +26,40 @@ template <> struct fl_wrap_type<signed char> { typedef unsigned int type; };
 template <> struct fl_wrap_type<unsigned char> { typedef unsigned int type; };
 template <> struct fl_wrap_type<short> { typedef unsigned int type; };
 template <> struct fl_wrap_type<unsigned short> { typedef unsigned int type; };
+// 8- and 16-bit operands: the operation in PTX on their 32-bit widening, then truncated
+// in C++. NVVM narrows the C++ form to sub.s16 & co., and ptxas (CUDA 13, sm_90) widens
+// those results without wrapping them (-(int16 -32768) compared as 32768; found by the GPU
+// tests), so it must not see 16-bit arithmetic.
+template <char Op> __device__ __forceinline__ unsigned fl_wrap32(unsigned a, unsigned b) {
+#ifdef __CUDA_ARCH__
+    unsigned r;
+    if constexpr (Op == '+') asm("add.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    else if constexpr (Op == '-') asm("sub.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    else asm("mul.lo.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+#else
+    return Op == '+' ? a + b : (Op == '-' ? a - b : a * b);
+#endif
+}
 template <class T> __device__ __forceinline__ T fl_wrap_add(T a, T b) {
     typedef typename fl_wrap_type<T>::type U;
-    return T(U(a) + U(b));
+    if constexpr (sizeof(T) < 4) return T(fl_wrap32<'+'>(unsigned(a), unsigned(b)));
+    else return T(U(a) + U(b));
 }
 template <class T> __device__ __forceinline__ T fl_wrap_sub(T a, T b) {
     typedef typename fl_wrap_type<T>::type U;
-    return T(U(a) - U(b));
+    if constexpr (sizeof(T) < 4) return T(fl_wrap32<'-'>(unsigned(a), unsigned(b)));
+    else return T(U(a) - U(b));
 }
 template <class T> __device__ __forceinline__ T fl_wrap_mul(T a, T b) {
     typedef typename fl_wrap_type<T>::type U;
-    return T(U(a) * U(b));
+    if constexpr (sizeof(T) < 4) return T(fl_wrap32<'*'>(unsigned(a), unsigned(b)));
+    else return T(U(a) * U(b));
 }
 template <class T> __device__ __forceinline__ T fl_wrap_neg(T a) {
     typedef typename fl_wrap_type<T>::type U;
-    return T(U(0) - U(a));
+    if constexpr (sizeof(T) < 4) return T(fl_wrap32<'-'>(0u, unsigned(a)));
+    else return T(U(0) - U(a));
 }
 
 // N contiguous elements moved as one 1-16 byte access (16 bytes: a single LDG.128).

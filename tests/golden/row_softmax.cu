@@ -51,28 +51,78 @@ template <> struct fl_wrap_type<signed char> { typedef unsigned int type; };
 template <> struct fl_wrap_type<unsigned char> { typedef unsigned int type; };
 template <> struct fl_wrap_type<short> { typedef unsigned int type; };
 template <> struct fl_wrap_type<unsigned short> { typedef unsigned int type; };
+// 8- and 16-bit operands: the operation in PTX on their 32-bit widening, then truncated
+// in C++. NVVM narrows the C++ form to sub.s16 & co., and ptxas (CUDA 13, sm_90) widens
+// those results without wrapping them (-(int16 -32768) compared as 32768; found by the GPU
+// tests), so it must not see 16-bit arithmetic.
+template <char Op> __device__ __forceinline__ unsigned fl_wrap32(unsigned a, unsigned b) {
+#ifdef __CUDA_ARCH__
+    unsigned r;
+    if constexpr (Op == '+') asm("add.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    else if constexpr (Op == '-') asm("sub.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    else asm("mul.lo.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+#else
+    return Op == '+' ? a + b : (Op == '-' ? a - b : a * b);
+#endif
+}
 template <class T> __device__ __forceinline__ T fl_wrap_add(T a, T b) {
     typedef typename fl_wrap_type<T>::type U;
-    return T(U(a) + U(b));
+    if constexpr (sizeof(T) < 4) return T(fl_wrap32<'+'>(unsigned(a), unsigned(b)));
+    else return T(U(a) + U(b));
 }
 template <class T> __device__ __forceinline__ T fl_wrap_sub(T a, T b) {
     typedef typename fl_wrap_type<T>::type U;
-    return T(U(a) - U(b));
+    if constexpr (sizeof(T) < 4) return T(fl_wrap32<'-'>(unsigned(a), unsigned(b)));
+    else return T(U(a) - U(b));
 }
 template <class T> __device__ __forceinline__ T fl_wrap_mul(T a, T b) {
     typedef typename fl_wrap_type<T>::type U;
-    return T(U(a) * U(b));
+    if constexpr (sizeof(T) < 4) return T(fl_wrap32<'*'>(unsigned(a), unsigned(b)));
+    else return T(U(a) * U(b));
 }
 template <class T> __device__ __forceinline__ T fl_wrap_neg(T a) {
     typedef typename fl_wrap_type<T>::type U;
-    return T(U(0) - U(a));
+    if constexpr (sizeof(T) < 4) return T(fl_wrap32<'-'>(0u, unsigned(a)));
+    else return T(U(0) - U(a));
+}
+
+// Integer max / min as a compare and a select in PTX. As max.s32 / min.s32, ptxas (CUDA
+// 13, sm_90) folds negated operands into its three-input VIMNMX3 and drops the middle
+// operand's negation: max(-a, -b, -c) came out as max(-a, b, -c) (found by the GPU fuzzer:
+// np.max(-x, axis=1) wrong on an H200, right in PTX and on the emulator).
+template <bool Max, class T> __device__ __forceinline__ T fl_int_pick(T a, T b) {
+#ifdef __CUDA_ARCH__
+    if constexpr (sizeof(T) <= 4) {
+        if constexpr (fl_is_signed<T>::value) {
+            int r;
+            if constexpr (Max) asm("{ .reg .pred p; setp.ge.s32 p, %1, %2; selp.b32 %0, %1, %2, p; }" : "=r"(r) : "r"(int(a)), "r"(int(b)));
+            else asm("{ .reg .pred p; setp.le.s32 p, %1, %2; selp.b32 %0, %1, %2, p; }" : "=r"(r) : "r"(int(a)), "r"(int(b)));
+            return T(r);
+        } else {
+            unsigned r;
+            if constexpr (Max) asm("{ .reg .pred p; setp.ge.u32 p, %1, %2; selp.b32 %0, %1, %2, p; }" : "=r"(r) : "r"(unsigned(a)), "r"(unsigned(b)));
+            else asm("{ .reg .pred p; setp.le.u32 p, %1, %2; selp.b32 %0, %1, %2, p; }" : "=r"(r) : "r"(unsigned(a)), "r"(unsigned(b)));
+            return T(r);
+        }
+    }
+#endif
+    return Max ? (a >= b ? a : b) : (a <= b ? a : b);
 }
 
 // maximum / minimum propagate NaN (the first one); fmax / fmin ignore it.
-template <class T> __device__ __forceinline__ T fl_maximum(T a, T b) { return (a >= b || fl_isnan(a)) ? a : b; }
-template <class T> __device__ __forceinline__ T fl_minimum(T a, T b) { return (a <= b || fl_isnan(a)) ? a : b; }
-template <class T> __device__ __forceinline__ T fl_fmax(T a, T b) { return (a >= b || fl_isnan(b)) ? a : b; }
-template <class T> __device__ __forceinline__ T fl_fmin(T a, T b) { return (a <= b || fl_isnan(b)) ? a : b; }
+template <class T> __device__ __forceinline__ T fl_maximum(T a, T b) {
+    if constexpr (fl_is_float<T>::value) return (a >= b || fl_isnan(a)) ? a : b; else return fl_int_pick<true>(a, b);
+}
+template <class T> __device__ __forceinline__ T fl_minimum(T a, T b) {
+    if constexpr (fl_is_float<T>::value) return (a <= b || fl_isnan(a)) ? a : b; else return fl_int_pick<false>(a, b);
+}
+template <class T> __device__ __forceinline__ T fl_fmax(T a, T b) {
+    if constexpr (fl_is_float<T>::value) return (a >= b || fl_isnan(b)) ? a : b; else return fl_int_pick<true>(a, b);
+}
+template <class T> __device__ __forceinline__ T fl_fmin(T a, T b) {
+    if constexpr (fl_is_float<T>::value) return (a <= b || fl_isnan(b)) ? a : b; else return fl_int_pick<false>(a, b);
+}
 
 // N contiguous elements moved as one 1-16 byte access (16 bytes: a single LDG.128).
 template <class T, int N> struct alignas(sizeof(T) * N) fl_vec { T v[N]; };

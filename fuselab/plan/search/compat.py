@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from ..analysis import Analysis, bits, broadcasts_to
+from ..analysis import Analysis, ReduceSig, bits, broadcasts_to
 
 
 class ReduceState(NamedTuple):
     """What the reductions of a growing kernel still allow."""
 
-    signature: tuple                    # (input shape, axes, result shape) of its reductions
+    signature: ReduceSig | tuple        # its reductions' (analysis.ReduceSig)
     row_shape: tuple[int, ...] | None   # F, when they reduce the last axis of >= 2 rows
     reduction_ok: bool                  # the reduction template can still hold the kernel
     row_ok: bool                        # the row template can
@@ -38,7 +38,7 @@ class ReduceKeys:
     def __init__(self, an: Analysis) -> None:
         g = an.graph
         self.an = an
-        self.sig: dict[int, tuple] = {}
+        self.sig: dict[int, ReduceSig] = {}
         self.rowF: dict[int, tuple[int, ...] | None] = {}
         self.key: dict[int, tuple] = {}
         self.results: dict[tuple, set[tuple[int, ...]]] = {}    # key -> result shapes
@@ -46,9 +46,9 @@ class ReduceKeys:
         self.below: dict[tuple, int] = {}                       # key -> units feeding one
         for r in bits(an.reduce_mask):
             nd = g.nodes[r]
-            I = an.shape(nd.inputs[0])
-            self.sig[r] = (I, nd.args["axes"], nd.shape)
-            last = len(I) >= 2 and nd.args["axes"] == (len(I) - 1,) and not nd.args["flat"]
+            self.sig[r] = sig = an.reduce_sigs[r]
+            I = sig.input
+            last = len(I) >= 2 and sig.axes == (len(I) - 1,) and not nd.args["flat"]
             rows = 1
             for d in I[:-1]:
                 rows *= d
