@@ -172,6 +172,8 @@ def main() -> None:
         print(f"{r['workload']}: auto {_ms(r['auto_s'])} ms ({100 * r['copy_fraction']:.0f}% of copy), unfused "
               f"{_ms(r['unfused_s'])}, NumPy {_ms(r['numpy_s'])} ({r['speedup_vs_numpy']:.1f}x) [{r['check']}]",
               flush=True)
+        # the rows so far, in case the run is cut short (a time limit on a borrowed machine)
+        Path(args.json).write_text(json.dumps({**meta, "rows": rows, "partial": True}, indent=1, default=str))
     meta["cached_compile"] = cached_compile()
     meta["load_end"] = load_average() or 0.0
     md = table(rows, meta)

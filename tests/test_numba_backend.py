@@ -320,3 +320,46 @@ def test_variance_is_a_compiled_one_pass_reduction():
     np.testing.assert_allclose(ns["v"], x.var(axis=0, ddof=1), rtol=1e-4)
     np.testing.assert_allclose(ns["y"], (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5),
                                rtol=1e-4, atol=1e-4)
+
+
+def test_portable_helpers_without_fma_or_f16c():
+    """NUMBA_CPU_NAME=generic (a portable build): no FMA, no F16C. The float32 functions
+    are then evaluated with separate multiplies and adds and stay correctly rounded, and
+    float16 converts by bit operations, still NumPy's bits."""
+    code = textwrap.dedent("""
+        import numpy as np, numba
+        from fuselab.numba_backend import scalar
+        assert not scalar.HAS_FMA and not scalar.HAS_F16C
+        assert scalar.fl_round_half is scalar.fl_round_half_bits
+        rng = np.random.default_rng(2)
+        x = np.concatenate([rng.uniform(-110, 95, 1 << 18), rng.uniform(-1, 1, 1 << 18)]).astype(np.float32)
+        for name, ref in (("exp", np.exp), ("expm1", np.expm1), ("tanh", np.tanh)):
+            fn = getattr(scalar, "fl_" + name + "_f32")
+            @numba.njit
+            def run(x, out):
+                for i in range(x.shape[0]):
+                    out[i] = fn(x[i])
+            got = np.empty_like(x)
+            run(x, got)
+            with np.errstate(all="ignore"):
+                want = ref(x.astype(np.float64)).astype(np.float32)
+            assert (got.view(np.uint32) == want.view(np.uint32)).all(), name
+        th, rh = scalar.fl_to_half, scalar.fl_round_half
+        @numba.njit
+        def half(x, bits, r):
+            for i in range(x.shape[0]):
+                bits[i] = th(x[i])
+                r[i] = rh(x[i])
+        y = rng.integers(0, 2 ** 32, 1 << 20, dtype=np.uint64).astype(np.uint32).view(np.float32)
+        bits, r = np.empty(y.size, np.uint16), np.empty(y.size, np.float32)
+        half(y, bits, r)
+        with np.errstate(all="ignore"):
+            want = y.astype(np.float16)
+        assert (bits == want.view(np.uint16)).all()
+        assert (r.view(np.uint32) == want.astype(np.float32).view(np.uint32)).all()
+        print("ok")
+    """)
+    import os
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "NUMBA_CPU_NAME": "generic"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stdout.strip() == "ok", out.stderr[-3000:]

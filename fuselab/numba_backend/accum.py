@@ -99,6 +99,70 @@ class Acc:
         """The NumPy dtype of an array of these accumulators, as generated code names it."""
         return ctor(self.acc_dtype)
 
+    @property
+    def laned(self) -> bool:
+        """Folded in CHUNK lanes by fold_loop(lanes=True): max/min (order-free but for
+        which NaN or which zero, see lane_combine) and sums (float sums compensated in each
+        lane; integer sums wrap, which is order-free)."""
+        return self.op in ("max", "min") or (self.op == "sum" and self.acc_dtype.kind in "fiu")
+
+    @property
+    def lane(self) -> str:
+        return f"{self.var}_l"
+
+    @property
+    def lane_comp(self) -> str:
+        return f"{self.var}_lc"
+
+    @property
+    def _lane_helpers(self) -> bool:
+        """Whether the lanes use scalar.py's helpers (numbers; a bool max/min and an
+        integer sum are written out)."""
+        return self.acc_dtype.kind == "f" or (self.op in ("max", "min") and self.acc_dtype.kind in "iu")
+
+    def lane_setup(self) -> list[str]:
+        """The lane arrays (a row kernel's are per row: set to the identity here)."""
+        T = ctor(self.acc_dtype)
+        out = [f"{self.lane} = np.empty({CHUNK}, {T})"] + ([f"{self.lane_comp} = np.empty({CHUNK}, {T})"] if self.blocked else [])
+        if self._lane_helpers:
+            return out + [f"fl_lanes_fill({self.lane}, {self.identity()})"] + \
+                ([f"fl_lanes_fill({self.lane_comp}, {self.identity()})"] if self.blocked else [])
+        init = [f"{self.lane}[ix(k)] = {self.identity()}"] + ([f"{self.lane_comp}[ix(k)] = {self.identity()}"] if self.blocked else [])
+        return out + [f"for k in range({CHUNK}):", *indent(init, 1)]
+
+    def lane_step(self, value: str) -> list[str]:
+        """Fold `value` into lane k: a select per lane (no branch), so that the loop over
+        k vectorizes. A float sum's lane keeps Neumaier's compensation."""
+        v = cast(value, self.value_dtype, self.acc_dtype)
+        if self.blocked:
+            return [f"fl_lane_add({self.lane}, {self.lane_comp}, ix(k), {v})"]
+        if self._lane_helpers:
+            return [f"fl_lane_{self.op}({self.lane}, ix(k), {v})"]
+        lane = f"{self.lane}[ix(k)]"
+        return [f"{lane} = {combine(self.op, lane, v, self.acc_dtype)}"]
+
+    def lane_combine(self) -> list[str]:
+        """The lanes folded into the running value (after declare()), in a fixed order.
+        Max/min and integer sums: lane 0 first. A float max/min is the serial fold's
+        whenever the result is neither a NaN nor a zero (the only values whose bits depend
+        on which element gave them): for those the caller folds the row again in order.
+        A float sum: lanes k+16, k+32, k+48 are added into lane k (compensated), then lanes
+        0..15 into the total with Neumaier's compensation, and every lane's compensation
+        into the total's (scalar.fl_lanes_sum)."""
+        if self.blocked:
+            return [f"{self.v}, {self.comp} = fl_lanes_sum({self.lane}, {self.lane_comp}, {LANES})"]
+        if self._lane_helpers:
+            return [f"{self.v} = fl_lanes_{self.op}({self.lane})"]
+        k_lane = f"{self.lane}[ix(k)]"
+        return [f"for k in range({CHUNK}):", f"    {self.v} = {combine(self.op, self.v, k_lane, self.acc_dtype)}"]
+
+    def needs_serial(self) -> str | None:
+        """After lane_combine: the condition under which the fold is done again in order
+        (a float max/min that came out NaN or zero), else None."""
+        if self.op in ("max", "min") and self.acc_dtype.kind == "f":
+            return f"{self.v} != {self.v} or {self.v} == 0"
+        return None
+
     def at(self, index: str) -> "Acc":
         """The accumulator kept in element `index` of arrays named after this one."""
         return replace(self, at_=f"[ix({index})]")
@@ -275,10 +339,11 @@ def blocked_loop(var: str, lo: str, hi: str, accs: list[Acc], body: list[str],
 
 
 CHUNK = 64   # elements computed (in a loop LLVM vectorizes) before they are folded in order
+LANES = 16   # a float sum's lanes after the first step of their combine (CHUNK / LANES steps)
 
 
 def fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], values: dict[int, str],
-              names: Names, computes: bool = True) -> tuple[list[str], list[str]]:
+              names: Names, computes: bool = True, lanes: bool = False) -> tuple[list[str], list[str]]:
     """(set-up, loop): fold the values that `lines` compute for each `var` in range(lo, hi)
     into `accs` (`values`: reduce node -> the expression folded in).
 
@@ -286,7 +351,14 @@ def fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], val
     with it the vector units idle): when the values take computing, each chunk of CHUNK
     elements is first computed into small buffers by a loop without a fold, which LLVM
     vectorizes (a softmax's exp), then folded in order. Loads alone (`computes` False) are
-    folded directly, unless a variance wants its blocks in a buffer."""
+    folded directly, unless a variance wants its blocks in a buffer.
+
+    With `lanes`, sums and max/min fold into CHUNK lanes instead (Acc.laned: element k of
+    each chunk into lane k, in the same vectorized loop that computes it), combined in
+    lane order after the loop: the order depends on the shapes only. The others fold as
+    above. The loop's statements must be declared after the set-up."""
+    if lanes and any(a.laned for a in accs):
+        return _lane_fold(var, lo, hi, accs, lines, values, names)
     welford = [a for a in accs if a.welford]
     if not computes and not welford:
         return [], blocked_loop(var, lo, hi, accs, [*lines, *[l for a in accs for l in a.step(values[a.node], var)]])
@@ -322,6 +394,30 @@ def fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], val
     return setup, loop
 
 
+def _lane_fold(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], values: dict[int, str],
+               names: Names) -> tuple[list[str], list[str]]:
+    """fold_loop with lanes: (set-up, loop and lane combine)."""
+    laned = [a for a in accs if a.laned]
+    rest = [a for a in accs if not a.laned]
+    setup = [l for a in laned for l in a.lane_setup()]
+    steps = [l for a in laned for l in a.lane_step(values[a.node])]
+    if rest:    # the others through fold_loop's chunk buffers, in the same chunk loop
+        rsetup, rloop = fold_loop(var, lo, hi, rest, lines + steps, values, names, True)
+        setup += rsetup
+        loop = rloop
+    else:
+        loop = [f"for {var}_c in range({lo}, {hi}, {CHUNK}):", f"    n_c = min({CHUNK}, {hi} - {var}_c)",
+                "    for k in range(n_c):", f"        {var} = {var}_c + k", *indent(lines + steps, 2)]
+    for a in laned:
+        loop += a.lane_combine()
+        cond = a.needs_serial()
+        if cond:
+            again = [f"{a.v} = {a.identity()}",
+                     *blocked_loop(var, lo, hi, [a], [*lines, *a.step(values[a.node], var)])]
+            loop += [f"if {cond}:   # a NaN or a zero: which one is the serial fold's", *indent(again, 1)]
+    return setup, loop
+
+
 def accumulator(graph: Graph, nid: int, names: Names) -> Acc:
     n = graph.nodes[nid]
     value_dtype = graph.nodes[n.inputs[0]].dtype
@@ -332,6 +428,7 @@ def accumulator(graph: Graph, nid: int, names: Names) -> Acc:
     else:
         acc = n.dtype
     var = names.fresh(f"acc{nid}")
-    names.used.update(f"{var}_{s}" for s in ("c", "b", "t", "n", "m2", "d", "f", "tn", "bn", "bm", "bq"))
+    names.used.update(f"{var}_{s}" for s in ("c", "b", "t", "n", "m2", "d", "f", "tn", "bn", "bm", "bq", "l", "lc", "ls",
+                                             "lt", "lx"))
     idx = names.fresh(f"acc{nid}_index") if n.op in ARG_REDUCE_OPS else None
     return Acc(nid, n.op, var, idx, np.dtype(acc), value_dtype, n.dtype, ddof=int(n.args["ddof"]) if "ddof" in n.args else 0)

@@ -2,8 +2,11 @@
 and assembly of the module source."""
 from __future__ import annotations
 
+import functools
+import hashlib
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..codegen import index as ix
 from ..ir import Graph, format_node
@@ -12,6 +15,14 @@ from .emit import CodegenError, Names, PyEmitter, array_name, indent, load_expr,
 from .model import NumbaOptions, PyKernel
 
 _HELPER = re.compile(r"\bfl_\w+")
+
+
+@functools.lru_cache(maxsize=1)
+def helpers_digest() -> str:
+    """A digest of scalar.py, written into every generated module that imports from it:
+    Numba's disk cache of a kernel checks the kernel's own file only, so a module whose
+    helpers changed must be a new module (its name is the hash of its source)."""
+    return hashlib.sha256((Path(__file__).parent / "scalar.py").read_bytes()).hexdigest()[:16]
 
 
 @dataclass
@@ -73,7 +84,7 @@ class PyContext:
         lines += ["# Indices are unsigned: Numba then drops its check for negative indices, which",
                   "# would keep LLVM from vectorizing the loops.", "ix = np.uint64", ""]
         if helpers:
-            lines += [f"from fuselab.numba_backend.scalar import {', '.join(helpers)}", ""]
+            lines += [f"from fuselab.numba_backend.scalar import {', '.join(helpers)}  # scalar.py {helpers_digest()}", ""]
         lines += ["", *fn, ""]
         return PyKernel(self.index, self.name, "\n".join(lines), self.kernel.template,
                         tuple(self.kernel.inputs), tuple(self.kernel.outputs), notes)

@@ -84,6 +84,19 @@ def has_divmod(a: ix.Affine) -> bool:
     return any(isinstance(s, ix.DivMod) for s, _ in a.terms)
 
 
+# float16 ops whose result is exact in half for half operands (a sign, a select, a
+# literal): NumPy's result is the operand's bits, so they are not rounded at all
+HALF_EXACT_OPS = frozenset({"absolute", "negative", "positive", "sign", "copysign", "maximum", "minimum", "fmax",
+                            "fmin", "where"})
+# float16 ops that compute a new float32 value by IEEE arithmetic, as NumPy's float16
+# loops do (in float32, or by libm): a NaN result is quiet on both sides, and the
+# rounding needs no NaN case (fl_round_half_arith; its store: fl_to_half_arith)
+HALF_ARITH_OPS = frozenset(
+    "add subtract multiply true_divide square sqrt reciprocal power deg2rad rad2deg floor ceil trunc rint exp exp2 "
+    "expm1 log log2 log10 log1p sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh arctan2 "
+    "hypot cbrt".split())
+
+
 def load_expr(array: str, dtype: np.dtype, offset: str) -> str:
     """The register value of array[offset] (float16: decoded from its bits)."""
     return f"fl_from_half({array}[ix({offset})])" if is_half(dtype) else f"{array}[ix({offset})]"
@@ -107,6 +120,10 @@ class PyEmitter:
         self.lines: list[tuple[int, str]] = []     # (node id, statement); -1: loads
         self._memo: dict[tuple[int, Coords], str] = {}
         self._indices: list[ix.Affine] = []
+        # values another loop computed and kept (a row kernel's row buffers): expressions
+        # that read them, by (node, coordinates)
+        self.preset: dict[tuple[int, Coords], str] = {}
+        self._quiet: set[str] = set()      # half values rounded by fl_round_half_arith
 
     def emit(self, line: str, node: int = -1) -> None:
         self.lines.append((node, line))
@@ -126,6 +143,13 @@ class PyEmitter:
         """Every array offset loaded and every generator index computed so far."""
         return list(self._indices)
 
+    def computed(self) -> list[tuple[int, Coords]]:
+        """The (node, coordinates) pairs this emitter has computed or loaded so far."""
+        return list(self._memo)
+
+    def name_of(self, nid: int, coords: Coords) -> str | None:
+        return self._memo.get((nid, tuple(coords)))
+
     def forget(self) -> None:
         """A new scope: values computed so far are no longer visible."""
         self._memo.clear()
@@ -134,12 +158,17 @@ class PyEmitter:
         if nid in self.fixed:
             return self.fixed[nid]
         key = (nid, tuple(coords))
+        if key in self.preset:
+            return self.preset[key]
         if key not in self._memo:
             self._memo[key] = self._value(nid, tuple(coords))
         return self._memo[key]
 
     def stored(self, nid: int, coords: Coords) -> str:
-        return store_expr(self.graph.nodes[nid].dtype, self.value(nid, coords))
+        v = self.value(nid, coords)
+        if v in self._quiet:     # a half value or a quiet NaN: the conversion needs no NaN case
+            return f"fl_to_half_arith({v})"
+        return store_expr(self.graph.nodes[nid].dtype, v)
 
     def _value(self, nid: int, coords: Coords) -> str:
         n = self.graph.nodes[nid]
@@ -157,7 +186,11 @@ class PyEmitter:
         if n.kind is Kind.INJECTIVE:
             return self.value(n.inputs[0], view_coords(self.graph, n, coords))
         if n.kind is Kind.ELEMWISE:
-            return self._assign(nid, self._elemwise(n, coords))
+            expr = self._elemwise(n, coords)
+            name = self._assign(nid, expr)
+            if expr.startswith("fl_round_half_arith("):
+                self._quiet.add(name)
+            return name
         raise CodegenError(f"%{nid} ({n.op}) cannot be computed element by element here")
 
     def _assign(self, nid: int, expr: str) -> str:
@@ -186,8 +219,12 @@ class PyEmitter:
             return mixed_compare(n.op, ops, wants)
         k = special_exponent(self.graph, n)
         expr = special_power(k, ops[0], ctype) if k else ELEMWISE[n.op](ops, ctype)
-        if is_half(n.dtype) and self.fp16_numpy and n.op not in ("where", "positive"):
-            expr = f"fl_round_half({unwrap(expr)})"   # NumPy rounds every float16 op to half
+        if is_half(n.dtype) and self.fp16_numpy:   # NumPy rounds every float16 op to half
+            halves = np.dtype(ctype) == np.float16 and all(np.dtype(w) == np.float16 for w in wants)
+            if n.op in HALF_EXACT_OPS and (halves or n.op == "where"):
+                return expr      # half operands (rounded when converted to the loop type) give a half
+            rounding = "fl_round_half_arith" if n.op in HALF_ARITH_OPS else "fl_round_half"
+            expr = f"{rounding}({unwrap(expr)})"
         return expr
 
 

@@ -5,8 +5,16 @@ prange loop runs over the rows; inside, one loop along the row per pass: pass 1 
 reductions that need no other reduction, pass 2 those that need pass 1's, and so on; a
 final pass computes and stores the full-shape outputs, and the per-row outputs are stored
 last. A row is read once from memory and stays in the core's cache for the later passes
-(the CPU's counterpart of the CUDA row tiers' on-chip row). Each row is folded in order,
-so results do not depend on the number of threads.
+(the CPU's counterpart of the CUDA row tiers' on-chip row).
+
+Each pass computes a chunk of CHUNK elements in a loop that LLVM vectorizes and folds
+sums and max/min into CHUNK lanes in that same loop (accum.fold_loop with lanes), which
+are combined in lane order after the row: the order depends on the shapes only, so
+results do not depend on the number of threads. A value that costs more than a load (an
+`exp`, a `tanh`: ROW_BUFFER_OPS) which a pass computes and a later pass needs again at
+the same element (softmax's exp(x - max), for its sum and then for its output) is kept
+in a row buffer, written by the first pass and read by the later ones, instead of being
+computed again.
 """
 from __future__ import annotations
 
@@ -16,6 +24,58 @@ from .accum import accumulator, fold_loop
 from .context import PyContext
 from .emit import indent
 from .model import PyKernel
+from .pytypes import ctor
+
+# ops whose values a later pass reads from a row buffer rather than computing them again
+ROW_BUFFER_OPS = frozenset(
+    "exp exp2 expm1 log log2 log10 log1p sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh "
+    "arctanh arctan2 hypot cbrt power floor_divide remainder".split())
+
+
+def _plan_buffers(ctx: PyContext, p, full, passes: int) -> tuple[dict[int, set[int]], dict[int, set[int]]]:
+    """Which values go through row buffers: (pass -> nodes it stores, pass -> nodes it
+    reads), passes numbered 1..passes and the output pass passes + 1. Found by emitting
+    each pass's values once, without keeping the code: a node of ROW_BUFFER_OPS that a
+    pass computes at the row's element and an earlier pass computed there too is read
+    from the earlier pass's buffer (the latest such node first, since it may make the
+    earlier ones unnecessary)."""
+    g = ctx.graph
+    taken = set(ctx.names.used)
+    stores: dict[int, set[int]] = {}
+    reads: dict[int, set[int]] = {}
+    first: dict[int, int] = {}            # node -> the first pass computing it at `full`
+    fixed = {r: f"_r{r}" for r in p.reduces}
+
+    def emit(level: int, preset: set[int]):
+        em = ctx.emitter(fixed)
+        em.preset = {(n, full): f"_b{n}" for n in preset}
+        if level <= passes:
+            for r in p.reduces:
+                if p.levels[r] == level:
+                    em.value(g.nodes[r].inputs[0], full)
+        else:
+            for o in p.full_out:
+                em.value(o, full)
+        return [n for n, c in em.computed() if c == full and n in ctx.kernel.nodes and n not in p.reduces]
+    try:
+        for level in range(1, passes + 2):
+            if level > passes and not p.full_out:
+                break
+            mine: set[int] = set()
+            while True:
+                computed = emit(level, mine)
+                cands = [n for n in computed if n in first and g.nodes[n].op in ROW_BUFFER_OPS]
+                if not cands:
+                    break
+                n = max(cands)
+                mine.add(n)
+                stores.setdefault(first[n], set()).add(n)
+            reads[level] = mine
+            for n in computed:
+                first.setdefault(n, level)
+    finally:
+        ctx.names.used = taken
+    return stores, reads
 
 
 def generate(ctx: PyContext) -> PyKernel:
@@ -28,14 +88,27 @@ def generate(ctx: PyContext) -> PyKernel:
     fixed: dict[int, str] = {}
     body: list[str] = []
     passes = max(p.levels.values())
+    stores, reads = _plan_buffers(ctx, p, full, passes)
+    buffers = {n: ctx.names.fresh(f"row_v{n}") for n in sorted(set().union(*stores.values()))}
+    for n, name in buffers.items():
+        body.append(f"{name} = np.empty({p.cols}, {ctor(g.nodes[n].dtype)})  # %{n} {g.nodes[n].op}, kept for a later pass")
+
+    def emitter(level: int):
+        em = ctx.emitter(fixed)
+        em.preset = {(n, full): f"{buffers[n]}[ix(col)]" for n in reads.get(level, ())}
+        return em
+
+    def keep(em, level: int) -> list[str]:
+        return [f"{buffers[n]}[ix(col)] = {em.name_of(n, full)}" for n in sorted(stores.get(level, ()))]
     for level in range(1, passes + 1):
         mine = [r for r in p.reduces if p.levels[r] == level]
         body.append(f"# pass {level}: " + ", ".join(f"%{r} {g.nodes[r].op}" for r in mine))
-        em = ctx.emitter(fixed)
+        em = emitter(level)
         values = {r: em.value(g.nodes[r].inputs[0], full) for r in mine}
         computes = em.computes()
-        setup, loop = fold_loop("col", "0", str(p.cols), [accs[r] for r in mine], em.take_lines(), values, ctx.names,
-                                computes)
+        kept = keep(em, level)
+        setup, loop = fold_loop("col", "0", str(p.cols), [accs[r] for r in mine], em.take_lines() + kept, values,
+                                ctx.names, computes or bool(kept), lanes=True)
         body += setup
         for r in mine:
             body += accs[r].declare()
@@ -46,7 +119,7 @@ def generate(ctx: PyContext) -> PyKernel:
             fixed[r] = name
     if p.full_out:
         body.append("# output pass: the full-shape results")
-        em = ctx.emitter(fixed)
+        em = emitter(passes + 1)
         loop = []
         for o in p.full_out:
             v = em.stored(o, full)
@@ -58,7 +131,8 @@ def generate(ctx: PyContext) -> PyKernel:
             v = em.stored(o, ix.delinearize(ix.Affine.of(row), g.nodes[o].shape))
             body += em.take_lines() + [ctx.store(o, ix.Affine.of(row), v)]
     note = f"prange over {p.rows} rows of {p.cols}: {passes} reduction pass(es)" + \
-        (" + an output pass" if p.full_out else "")
+        (" + an output pass" if p.full_out else "") + \
+        (f"; row buffers for {', '.join(f'%{n} {g.nodes[n].op}' for n in buffers)}" if buffers else "")
     header = [f"{ctx.name}: row kernel over {g.nodes[g.nodes[p.reduces[0]].inputs[0]].aval} "
               f"({p.rows} rows x {p.cols} columns)", *ctx.listing(), note]
     return ctx.finish(header, [f"for row in prange({p.rows}):", *indent(body, 1)], (note,))

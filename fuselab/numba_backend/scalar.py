@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 _jit = njit(cache=True, nogil=True, error_model="numpy")
@@ -50,10 +51,130 @@ bits_f64 = _bitcast(types.uint64, types.float64, ir.DoubleType())
 # float16: 16 bits in memory, float32 in registers
 # ---------------------------------------------------------------------------
 
-# Written with selects, not branches, so that loops over half values vectorize.
+# Two implementations of each conversion, bit-identical to NumPy's (npy_half_to_float,
+# npy_float_to_half: round to nearest even, subnormals, overflow to inf, and NaN payloads
+# truncated as NumPy truncates them; NumPy 2 converts in software, so a signalling NaN
+# stays signalling):
+# - with F16C (x86 CPUs since 2012), LLVM's fptrunc/fpext between float and half, which
+#   compile to vcvtps2ph / vcvtph2ps (16 values per instruction with AVX-512), plus a
+#   select that gives NaNs NumPy's bits (the instructions quiet a signalling NaN);
+# - without it (other CPUs, or NUMBA_CPU_NAME=generic), bit operations and one float32
+#   add, written with selects, not branches, so that loops over half values vectorize.
+# `fl_from_half`, `fl_round_half` and `fl_to_half` are the ones this CPU gets; a test checks
+# both against NumPy.
+
+def _llvm_features() -> str:
+    """The CPU features Numba compiles for (NUMBA_CPU_FEATURES, else the host's)."""
+    from numba.core import config
+    if config.CPU_FEATURES is not None:
+        return config.CPU_FEATURES
+    if config.CPU_NAME not in (None, "host"):
+        return ""      # a named CPU model (generic: a portable cache) gets no F16C from us
+    import llvmlite.binding as llvm
+    return llvm.get_host_cpu_features().flatten()
+
+
+HAS_F16C = "+f16c" in _llvm_features().split(",")
+
+
+_I16, _I32, _F32, _HALF = ir.IntType(16), ir.IntType(32), ir.FloatType(), ir.HalfType()
+
+
+def _c32(v: int) -> ir.Constant:
+    return ir.Constant(_I32, v)
+
+
+def _half_intrinsic(arg: types.Type, ret: types.Type, build):
+    """An intrinsic of one `arg` whose LLVM IR `build(builder, value)` writes: i32 integer
+    operations and selects (Numba would widen uint32 arithmetic to 64 bits, and turn a
+    conditional expression into branches), which LLVM vectorizes 16 lanes wide."""
+    @intrinsic
+    def fn(typingctx, x):
+        if x != arg:
+            return None
+        def codegen(context, builder, signature, args):
+            return build(builder, args[0])
+        return ret(x), codegen
+    return fn
+
+
+def _is_nan(builder, x):
+    return builder.fcmp_unordered("uno", x, x)
+
+
+def _nan_round_f32(builder, x):
+    """The float32 NaN that NumPy's float32 -> half -> float32 gives for the NaN `x`: its
+    payload's top 10 bits (0x2000 when they are all zero, so that it stays a NaN), sign
+    kept, signalling kept."""
+    u = builder.bitcast(x, _I32)
+    keep = builder.and_(u, _c32(0xFFFFE000))
+    alt = builder.or_(builder.and_(u, _c32(0xFF800000)), _c32(0x2000))
+    has = builder.icmp_unsigned("!=", builder.and_(u, _c32(0x7FE000)), _c32(0))
+    return builder.bitcast(builder.select(has, keep, alt), _F32)
+
+
+def _build_round(builder, x):
+    r = builder.fpext(builder.fptrunc(x, _HALF), _F32)
+    return builder.select(_is_nan(builder, x), _nan_round_f32(builder, x), r)
+
+
+def _build_round_arith(builder, x):
+    return builder.fpext(builder.fptrunc(x, _HALF), _F32)
+
+
+def _build_to_half(builder, x):
+    h = builder.bitcast(builder.fptrunc(x, _HALF), _I16)
+    u = builder.bitcast(x, _I32)
+    n = builder.or_(_c32(0x7C00), builder.lshr(builder.and_(u, _c32(0x7FFFFF)), _c32(13)))
+    n = builder.select(builder.icmp_unsigned("!=", n, _c32(0x7C00)), n, _c32(0x7C01))
+    n = builder.or_(n, builder.lshr(builder.and_(u, _c32(0x80000000)), _c32(16)))
+    return builder.select(_is_nan(builder, x), builder.trunc(n, _I16), h)
+
+
+def _build_to_half_arith(builder, x):
+    return builder.bitcast(builder.fptrunc(x, _HALF), _I16)
+
+
+def _build_from_half(builder, h):
+    f = builder.fpext(builder.bitcast(h, _HALF), _F32)
+    u = builder.zext(h, _I32)
+    a = builder.and_(u, _c32(0x7FFF))
+    nan = builder.or_(builder.or_(builder.shl(builder.and_(u, _c32(0x8000)), _c32(16)), _c32(0x7F800000)),
+                      builder.shl(builder.and_(a, _c32(0x3FF)), _c32(13)))
+    return builder.select(builder.icmp_unsigned(">", a, _c32(0x7C00)), builder.bitcast(nan, _F32), f)
+
+
+# The instructions quiet a signalling NaN (NumPy's software conversion keeps it): each
+# conversion selects NumPy's bits for a NaN. The `_arith` forms leave that out: they are
+# exact for every non-NaN value and every quiet NaN, which is what an IEEE arithmetic
+# result is, and for a signalling NaN they give the quiet NaN that NumPy's own arithmetic
+# (in float32, then converted) gives (the emitter uses them after arithmetic ops only).
+fl_from_half_f16c = _half_intrinsic(types.uint16, types.float32, _build_from_half)
+fl_round_half_f16c = _half_intrinsic(types.float32, types.float32, _build_round)
+fl_to_half_f16c = _half_intrinsic(types.float32, types.uint16, _build_to_half)
+fl_round_half_arith_f16c = _half_intrinsic(types.float32, types.float32, _build_round_arith)
+fl_to_half_arith_f16c = _half_intrinsic(types.float32, types.uint16, _build_to_half_arith)
+
 
 @_jit
-def fl_from_half(h):
+def _nan_half_bits(u):
+    """NumPy's half bits for the float32 NaN with bits `u`: the payload's top 10 bits
+    (0x7C01 when they are all zero, so that it stays a NaN), and the sign."""
+    h = np.uint32(0x7C00) | ((u & np.uint32(0x7FFFFF)) >> np.uint32(13))
+    h = h if h != np.uint32(0x7C00) else np.uint32(0x7C01)
+    return h | ((u & np.uint32(0x80000000)) >> np.uint32(16))
+
+
+@_jit
+def _nan_half_f32(u):
+    """The float32 NaN that NumPy's float32 -> half -> float32 gives for the NaN with
+    bits `u` (as _nan_round_f32)."""
+    keep = u & np.uint32(0xFFFFE000)
+    return bits_f32(keep if (u & np.uint32(0x7FE000)) != np.uint32(0) else (u & np.uint32(0xFF800000)) | np.uint32(0x2000))
+
+
+@_jit
+def fl_from_half_bits(h):
     """The float32 value of half bits `h` (exact: every half is a float32)."""
     u = np.uint32(h)
     sign = (u & np.uint32(0x8000)) << np.uint32(16)
@@ -66,39 +187,45 @@ def fl_from_half(h):
 
 
 @_jit
-def fl_round_half(f):
-    """float32 -> the nearest half (ties to even), as a float32: one NumPy float16 op's
-    rounding. NaN stays NaN."""
+def fl_round_half_bits(f):
+    """float32 -> the nearest half (ties to even), as a float32, without F16C: adding
+    m = 2**13 times |x|'s power of two (2**-1 for the subnormal halves, whose spacing is
+    2**-24) rounds |x| to 11 significant bits in float32's own round-to-nearest-even, and
+    subtracting m again is exact; a carry into the next power of two is right, and above
+    65504 is inf. A NaN comes back as NumPy's half NaN."""
     x = np.float32(f)
     u = f32_bits(x)
-    sign = u & np.uint32(0x80000000)
     a = u & np.uint32(0x7FFFFFFF)
-    # normal halves: drop 13 significand bits, ties to even (a carry into the exponent is right)
-    r = (a + np.uint32(0x0FFF) + ((a >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
-    r = r if r <= np.uint32(0x477FE000) else np.uint32(0x7F800000)                    # above 65504: inf
-    normal = bits_f32(sign | r)
-    # subnormal halves are multiples of 2**-24, the spacing of floats in [0.5, 1)
-    ax = bits_f32(a)
-    tiny = (ax + np.float32(0.5)) - np.float32(0.5)
-    tiny = -tiny if sign else tiny
-    out = tiny if a < np.uint32(0x38800000) else normal
-    return x if a > np.uint32(0x7F800000) else out
+    e = a & np.uint32(0x7F800000)
+    e = e if e > np.uint32(0x38800000) else np.uint32(0x38800000)                   # 2**-14: subnormal halves
+    e = e if e < np.uint32(0x47800000) else np.uint32(0x47800000)                   # 2**16: beyond every half
+    m = bits_f32(e + np.uint32(0x06800000))                                          # times 2**13
+    r = (bits_f32(a) + m) - m
+    r = r if r <= np.float32(65504.0) else np.float32(np.inf)
+    out = bits_f32(f32_bits(r) | (u & np.uint32(0x80000000)))
+    return out if x == x else _nan_half_f32(u)
 
 
 @_jit
-def fl_to_half(f):
+def fl_to_half_bits(f):
     """Half bits of float32 `f`, rounded to nearest even (NumPy's npy_float_to_half)."""
-    x = fl_round_half(f)
+    x = fl_round_half_bits(f)
     u = f32_bits(np.float32(f))
     sign = (u & np.uint32(0x80000000)) >> np.uint32(16)
     a = f32_bits(x) & np.uint32(0x7FFFFFFF)
     normal = (a >> np.uint32(13)) - np.uint32(0x1C000)                                # rebias 127 -> 15
     tiny = np.uint32(np.abs(x) * np.float32(16777216.0))                              # multiples of 2**-24
-    nan = np.uint32(0x7C00) | ((u & np.uint32(0x7FFFFF)) >> np.uint32(13))
-    nan = nan if nan != np.uint32(0x7C00) else np.uint32(0x7C01)                       # stays a NaN
     h = tiny if a < np.uint32(0x38800000) else (normal if a < np.uint32(0x7F800000) else np.uint32(0x7C00))
-    h = nan if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000) else h
-    return np.uint16(sign | h)
+    h = sign | h
+    return np.uint16(h if x == x else _nan_half_bits(u))
+
+
+if HAS_F16C:
+    fl_from_half, fl_round_half, fl_to_half = fl_from_half_f16c, fl_round_half_f16c, fl_to_half_f16c
+    fl_round_half_arith, fl_to_half_arith = fl_round_half_arith_f16c, fl_to_half_arith_f16c
+else:
+    fl_from_half, fl_round_half, fl_to_half = fl_from_half_bits, fl_round_half_bits, fl_to_half_bits
+    fl_round_half_arith, fl_to_half_arith = fl_round_half_bits, fl_to_half_bits
 
 
 @_jit
@@ -335,6 +462,79 @@ def fl_block_sqdev(buf, lo, hi, shift, mean):
 
 
 # ---------------------------------------------------------------------------
+# Lanes of a row kernel's reductions (accum.Acc.lane_*): helpers, so that a kernel's own
+# code (which Numba's parallel passes compile statement by statement) stays short
+# ---------------------------------------------------------------------------
+
+@_jit
+def fl_lanes_fill(lanes, value):
+    for k in range(lanes.shape[0]):
+        lanes[k] = value
+
+
+@_jit
+def fl_lane_add(lanes, comps, k, x):
+    """Add x to lane k (an unsigned index) with Neumaier's compensation, by selects."""
+    s = lanes[k]
+    t = s + x
+    lanes[k] = t
+    comps[k] = comps[k] + (((s - t) + x) if np.abs(s) >= np.abs(x) else ((x - t) + s))
+
+
+@_jit
+def fl_lane_max(lanes, k, x):
+    """lanes[k] = maximum(lanes[k], x): a NaN in the lane stays, a NaN x wins."""
+    a = lanes[k]
+    lanes[k] = a if ((a >= x) | (a != a)) else x
+
+
+@_jit
+def fl_lane_min(lanes, k, x):
+    a = lanes[k]
+    lanes[k] = a if ((a <= x) | (a != a)) else x
+
+
+@_jit
+def fl_lanes_max(lanes):
+    """The lanes' maximum, folded in lane order (a NaN wins: the first)."""
+    v = lanes[0]
+    for k in range(1, lanes.shape[0]):
+        x = lanes[k]
+        v = v if ((v >= x) | (v != v)) else x
+    return v
+
+
+@_jit
+def fl_lanes_min(lanes):
+    v = lanes[0]
+    for k in range(1, lanes.shape[0]):
+        x = lanes[k]
+        v = v if ((v <= x) | (v != v)) else x
+    return v
+
+
+@_jit
+def fl_lanes_sum(lanes, comps, wide):
+    """(total, compensation) of a float sum's lanes: lanes k + wide, k + 2 wide, ... added
+    into lane k (compensated), then lanes 0..wide-1 into the total with Neumaier's
+    compensation, every lane's compensation into the total's. Changes the lanes."""
+    n = lanes.shape[0]
+    for j in range(wide, n, wide):
+        for k in range(wide):
+            fl_lane_add(lanes, comps, np.uint64(k), lanes[np.uint64(k + j)])
+            comps[np.uint64(k)] = comps[np.uint64(k)] + comps[np.uint64(k + j)]
+    v = lanes[0] - lanes[0]
+    c = v
+    for k in range(wide):
+        x = lanes[np.uint64(k)]
+        t = v + x
+        c = c + (((v - t) + x) if np.abs(v) >= np.abs(x) else ((x - t) + v))
+        v = t
+        c = c + comps[np.uint64(k)]
+    return v, c
+
+
+# ---------------------------------------------------------------------------
 # float32 exp, expm1 and tanh that LLVM can vectorize
 # ---------------------------------------------------------------------------
 # libm's expf / tanhf are calls, one element at a time (tens of ns for tanhf), where
@@ -352,15 +552,48 @@ _LN2_LO = 1.90821492927058770002e-10
 
 _ROUND = 6755399441055744.0   # 1.5 * 2**52: adding it rounds a float64 to an integer in its low bits
 
+HAS_FMA = "+fma" in _llvm_features().split(",")
+
+
+@intrinsic
+def _fma64(typingctx, a, b, c):
+    """a * b + c rounded once (llvm.fma: one vfmadd instruction where the CPU has FMA)."""
+    if not all(t == types.float64 for t in (a, b, c)):
+        return None
+    def codegen(context, builder, signature, args):
+        f64 = ir.DoubleType()
+        fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(f64, [f64, f64, f64]), "llvm.fma.f64")
+        return builder.call(fma, args)
+    return types.float64(a, b, c), codegen
+
+
+@_jit
+def _mul_add_plain(a, b, c):
+    return a * b + c
+
+
+# a * b + c: fused where the CPU has FMA (half the instructions of the polynomial below, and
+# one rounding instead of two: the error bound above holds either way)
+_mul_add = _fma64 if HAS_FMA else _mul_add_plain
+
 
 @_jit
 def _expm1_parts(d):
     """(2**n, e**r - 1) with d = n ln2 + r, for float64 d in [-120, 100]."""
-    k = d * _LOG2E + _ROUND
+    k = _mul_add(d, _LOG2E, _ROUND)
     n = k - _ROUND
-    r = (d - n * _LN2_HI) - n * _LN2_LO
-    q = r * (1.0 + r * (0.5 + r * (1.0 / 6 + r * (1.0 / 24 + r * (1.0 / 120 + r * (1.0 / 720 + r * (
-        1.0 / 5040 + r * (1.0 / 40320 + r * (1.0 / 362880 + r * (1.0 / 3628800 + r * (1.0 / 39916800)))))))))))
+    r = _mul_add(-n, _LN2_LO, _mul_add(-n, _LN2_HI, d))     # n * _LN2_HI is exact
+    p = _mul_add(r, 1.0 / 39916800, 1.0 / 3628800)
+    p = _mul_add(r, p, 1.0 / 362880)
+    p = _mul_add(r, p, 1.0 / 40320)
+    p = _mul_add(r, p, 1.0 / 5040)
+    p = _mul_add(r, p, 1.0 / 720)
+    p = _mul_add(r, p, 1.0 / 120)
+    p = _mul_add(r, p, 1.0 / 24)
+    p = _mul_add(r, p, 1.0 / 6)
+    p = _mul_add(r, p, 0.5)
+    p = _mul_add(r, p, 1.0)
+    q = r * p
     scale = bits_f64((f64_bits(k) - f64_bits(_ROUND) + np.uint64(1023)) << np.uint64(52))
     return scale, q
 
@@ -373,30 +606,34 @@ def _clamp(d, lo, hi):
 
 @_jit
 def fl_exp_f32(x):
-    d = _clamp(np.float64(x), -120.0, 100.0)
+    d = np.float64(_clamp(x, np.float32(-120.0), np.float32(100.0)))   # (16 floats per vector, not 8 doubles)
     scale, q = _expm1_parts(d)
-    y = np.float32(scale * (1.0 + q))
+    y = np.float32(_mul_add(scale, q, scale))
     return y if x == x else x
 
 
 @_jit
 def fl_expm1_f32(x):
-    d = _clamp(np.float64(x), -120.0, 100.0)
+    d = np.float64(_clamp(x, np.float32(-120.0), np.float32(100.0)))
     scale, q = _expm1_parts(d)
-    y = np.float32(scale * q + (scale - 1.0))
+    y = np.float32(_mul_add(scale, q, scale - 1.0))
     return x if (x != x or x == 0) else y     # NaN, and the sign of a zero
 
 
 @_jit
 def fl_tanh_f32(x):
-    d = _clamp(2.0 * np.abs(np.float64(x)), 0.0, 40.0)
+    d = 2.0 * np.float64(_clamp(np.abs(x), np.float32(0.0), np.float32(20.0)))
     scale, q = _expm1_parts(d)
-    em = scale * q + (scale - 1.0)                 # e^(2|x|) - 1, accurate near 0
+    em = _mul_add(scale, q, scale - 1.0)          # e^(2|x|) - 1, accurate near 0
     y = np.copysign(np.float32(em / (em + 2.0)), x)
     return y if x == x else x
 
 
-__all__ = ["fl_block_sum", "fl_block_sqdev", "fl_block_nonfinite", "fl_block_sum_shifted", "fl_exp_f32", "fl_expm1_f32", "fl_tanh_f32", "fl_from_half", "fl_to_half", "fl_to_half64", "fl_round_half", "fl_round_half64", "fl_f2i32",
+__all__ = ["fl_lanes_fill", "fl_lane_add", "fl_lane_max", "fl_lane_min", "fl_lanes_max", "fl_lanes_min",
+           "fl_lanes_sum", "HAS_F16C", "HAS_FMA", "fl_from_half_f16c", "fl_round_half_f16c", "fl_to_half_f16c", "fl_round_half_arith_f16c",
+           "fl_to_half_arith_f16c", "fl_round_half_arith", "fl_to_half_arith", "fl_from_half_bits",
+           "fl_round_half_bits", "fl_to_half_bits", "fl_block_sum", "fl_block_sqdev", "fl_block_nonfinite", "fl_block_sum_shifted",
+           "fl_exp_f32", "fl_expm1_f32", "fl_tanh_f32", "fl_from_half", "fl_to_half", "fl_to_half64", "fl_round_half", "fl_round_half64", "fl_f2i32",
            "fl_f2i64", "fl_f2u64", "fl_floor_divide_float", "fl_remainder_float", "fl_floor_divide_int",
            "fl_remainder_int", "fl_floor_divide_uint", "fl_remainder_uint", "fl_power_int", "fl_power_uint",
            "f32_bits", "bits_f32", "f64_bits"]

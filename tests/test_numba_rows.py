@@ -1,0 +1,189 @@
+"""The Numba row template's lanes and row buffers: a row's max/min folded in vector lanes
+gives the serial fold's bits (the first NaN, the first of equal zeros), sums in lanes are
+NumPy-accurate and the same on any number of threads, values a later pass needs again
+are kept in a row buffer (softmax computes exp once per element), and the loops
+vectorize."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from numba_util import PARALLEL, SERIAL, numba, run_numba
+
+from fuselab.interp import run_graph
+from fuselab.ir import GraphBuilder
+from fuselab.plan.model import Template
+from fuselab.runtime.verify import compare
+
+from graphs import layernorm, one_kernel, softmax
+
+
+def _serial_extreme(row: np.ndarray, op: str) -> np.floating:
+    """The backend's documented max/min: elements folded in order, a NaN wins (the first
+    one), and of equal values the first is kept (which zero, -0.0 or 0.0)."""
+    def step(acc, x):
+        if op == "max":
+            return acc if (acc >= x or acc != acc) else x
+        return acc if (acc <= x or acc != acc) else x
+    start = row.dtype.type(-np.inf if op == "max" else np.inf)
+    return functools.reduce(step, row.tolist(), start)
+
+
+def _extreme_graph(op: str, rows: int, cols: int, dtype):
+    b = GraphBuilder()
+    x = b.input("x", (rows, cols), dtype)
+    m = b.reduce(op, x, axis=-1, keepdims=True)
+    full = "logical_xor" if np.dtype(dtype) == np.bool_ else "subtract"
+    return b.build([("m", m), ("y", b.elemwise(full, [x, m]))])
+
+
+def _nan(bits: int) -> np.float32:
+    return np.array([bits], np.uint32).view(np.float32)[0]
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("cols", [1, 7, 64, 100, 1030])
+def test_lane_max_min_are_the_serial_folds_bits(op, cols):
+    rng = np.random.default_rng(cols)
+    rows = 12
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    sign = 1 if op == "max" else -1
+    x[1] = -sign * np.abs(x[1])                          # all on the far side of zero...
+    x[1, ::3] = -0.0                                      # ...and the extreme is a zero of either sign
+    x[1, 1::3] = 0.0
+    x[2] = -sign * np.abs(x[2])
+    x[2, cols // 2] = 0.0
+    x[2, cols - 1] = -0.0
+    x[3, cols // 3] = _nan(0x7FC12345)                   # two NaNs of different payloads: the first one
+    x[3, cols - 1] = _nan(0xFFC00001)
+    x[4] = -sign * np.inf                                 # every element the identity's value
+    x[5, cols - 1] = np.nan                               # a NaN last
+    x[6, :] = 2.5                                         # all equal
+    x[7, cols - 1] = sign * 1e30                          # the extreme in the last (tail) lane
+    g = _extreme_graph(op, rows, cols, np.float32)
+    got = run_numba(one_kernel(g, Template.ROW), {"x": x}, PARALLEL)
+    want = np.array([_serial_extreme(r, op) for r in x], np.float32)
+    np.testing.assert_array_equal(got["m"].reshape(-1).view(np.uint32), want.view(np.uint32))
+    np.testing.assert_array_equal(got["y"], x - want[:, None])
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint16, np.int64, np.float16, np.float64])
+def test_lane_max_min_of_other_dtypes(dtype):
+    rng = np.random.default_rng(2)
+    if np.dtype(dtype).kind == "b":
+        x = rng.random((9, 301)) < 0.01
+        x[2] = False
+        x[3] = True
+    elif np.dtype(dtype).kind == "f":
+        x = rng.standard_normal((9, 301)).astype(dtype)
+        x[3, 200] = np.nan
+        x[4] = -np.abs(x[4])
+        x[4, 7] = 0.0
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, (9, 301), dtype=dtype, endpoint=True)
+    for op in ("max", "min"):
+        g = _extreme_graph(op, 9, 301, np.dtype(dtype))
+        got = run_numba(one_kernel(g, Template.ROW), {"x": x}, SERIAL)
+        want = run_graph(g, {"x": x})
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(got["m"], want["m"])
+            np.testing.assert_array_equal(got["y"], want["y"])
+
+
+@pytest.mark.parametrize("cols", [3, 64, 65, 1000, 20000])
+def test_lane_sums_are_accurate_and_thread_independent(cols):
+    """Row sums in lanes: within float32 rounding of the exact sum (relative to the sum of
+    magnitudes), and the same bits on one thread and on all of them."""
+    rng = np.random.default_rng(cols)
+    x = (rng.standard_normal((17, cols)) * np.exp(rng.uniform(-8, 8, (17, cols)))).astype(np.float32)
+    x[3] = 1e30
+    x[3, 1::2] = -1e30                                    # cancellation
+    x[4, 5 % cols] = np.inf
+    x[5, 0] = np.nan
+    b = GraphBuilder()
+    xi = b.input("x", (17, cols), np.float32)
+    s = b.reduce("sum", xi, axis=-1, keepdims=True)
+    g = b.build([("s", s), ("y", b.elemwise("true_divide", [xi, s]))])
+    plan = one_kernel(g, Template.ROW)
+    serial = run_numba(plan, {"x": x}, SERIAL)
+    exact = x.astype(np.float64).sum(-1)
+    mag = np.abs(x.astype(np.float64)).sum(-1)
+    got = serial["s"].reshape(-1).astype(np.float64)
+    fin = np.isfinite(exact)
+    assert (np.abs(got[fin] - exact[fin]) <= 2 * np.finfo(np.float32).eps * mag[fin] + 1e-45).all()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(x.sum(-1)))
+    threads = numba.get_num_threads()
+    try:
+        for n in sorted({1, threads}):
+            numba.set_num_threads(n)
+            par = run_numba(plan, {"x": x}, PARALLEL)
+            for name in serial:
+                np.testing.assert_array_equal(par[name], serial[name], err_msg=f"{name}, {n} thread(s)")
+    finally:
+        numba.set_num_threads(threads)
+
+
+def test_softmax_computes_exp_once_per_element():
+    from fuselab.numba_backend import generate
+    g = softmax(33, 1030)
+    plan = one_kernel(g, Template.ROW)
+    (code,) = generate(plan)
+    assert code.source.count("fl_exp_f32(") == 1 and "row buffers for %3 exp" in code.notes[0]
+    x = np.random.default_rng(4).standard_normal((33, 1030)).astype(np.float32) * 30
+    x[5, 17] = np.nan
+    x[6, :] = -np.inf
+    x[7, 3] = np.inf
+    got = run_numba(plan, {"x": x}, PARALLEL)
+    with np.errstate(all="ignore"):
+        check = compare(got, run_graph(g, {"x": x}), 1e-5)
+    assert check.ok, check.worst
+
+
+def test_a_value_two_passes_need_is_kept_for_both():
+    """tanh(x) feeds the first pass's sum, the second pass's max and the output: one
+    tanh per element, kept in a row buffer."""
+    from fuselab.numba_backend import generate
+    b = GraphBuilder()
+    x = b.input("x", (20, 300), np.float32)
+    t = b.elemwise("tanh", [x])
+    s = b.reduce("sum", t, axis=-1, keepdims=True)
+    d = b.elemwise("subtract", [t, s])
+    m = b.reduce("max", d, axis=-1, keepdims=True)
+    g = b.build([("y", b.elemwise("multiply", [d, m]))])
+    plan = one_kernel(g, Template.ROW)
+    (code,) = generate(plan)
+    assert code.source.count("fl_tanh_f32(") == 1, code.source
+    xs = np.random.default_rng(6).standard_normal((20, 300)).astype(np.float32)
+    check = compare(run_numba(plan, {"x": xs}, SERIAL), run_graph(g, {"x": xs}), 1e-5)
+    assert check.ok, check.worst
+
+
+def test_row_loops_vectorize(tmp_path, monkeypatch):
+    """The exp and the lane folds of softmax's passes and its output division are vector
+    instructions in the compiled kernel (LLVM vector types in its IR). Compiled afresh
+    (Numba shows no IR for a kernel loaded from its disk cache): a cache folder of its
+    own and a shape no other test uses."""
+    from fuselab.numba_backend.run import Executable
+    monkeypatch.setenv("FUSELAB_CACHE_DIR", str(tmp_path))
+    g = softmax(61, 1021)
+    exe = Executable(one_kernel(g, Template.ROW), SERIAL)
+    ir = "\n".join(exe.compiled[0].fn.inspect_llvm().values())
+    assert "x double>" in ir                        # the exp, in float64 lanes
+    assert "fdiv <" in ir                            # e / sum
+    assert "fcmp" in ir and "x float>" in ir         # the max's lanes
+    x = np.random.default_rng(1).standard_normal((61, 1021)).astype(np.float32)
+    check = compare(exe.run({"x": x}), run_graph(g, {"x": x}), 1e-5)
+    assert check.ok, check.worst
+
+
+def test_layernorm_row_kernel_matches_numpy_across_shapes():
+    rng = np.random.default_rng(9)
+    for rows, cols in [(5, 1), (3, 63), (7, 64), (2, 129), (4, 5000)]:
+        g = layernorm(rows, cols)
+        inputs = {n: rng.standard_normal(g.nodes[i].shape).astype(np.float32)
+                  for n, i in zip(g.input_names(), g.input_ids)}
+        check = compare(run_numba(one_kernel(g, Template.ROW), inputs, SERIAL), run_graph(g, inputs), 1e-4)
+        assert check.ok, (rows, cols, check.worst)
