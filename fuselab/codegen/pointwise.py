@@ -45,7 +45,7 @@ def candidates(ctx: KernelContext) -> list[PointwiseConfig]:
     _, _, width, rows, sten = _analyse(ctx)
     base = _heuristic(ctx, sten)
     if sten is not None:
-        alts = [(base.unroll * 2, base.block), (base.unroll, 2 * base.block), (base.unroll // 2, base.block)]
+        alts = [(1, base.block), (2 * stencil.ROWS, base.block), (stencil.ROWS, 2 * base.block)]
         return [base] + [PointwiseConfig(block=b, unroll=sten.rows_for(r), why="candidate")
                          for r, b in dict.fromkeys(alts) if r >= 1 and (sten.rows_for(r), b) != (base.unroll, base.block)]
     if width > 1 or rows is not None:
@@ -134,15 +134,15 @@ def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> Kerne
                       *indent(scalar, 1), "}"]
         work = ix.ceil_div(n_elems, width)
     elif sten is not None:
-        fn, R = sten.fn, sten.rows_for(U)
+        fn, R, tile = sten.fn, sten.rows_for(U), sten.tile(U)
         S = sten.store_width
         stores = "vector stores" if S == sten.width else "element stores" if S == 1 else f"stores of {S} elements"
         notes = [f"stencil path: {sten.width} columns by {R} rows along axis {sten.axis} per thread step, "
                  f"each aligned vector loaded once ({stores})"]
         first = "index_t(blockIdx.x) * blockDim.x + threadIdx.x"
         lines = [lines[0], "const index_t stride = index_t(gridDim.x) * blockDim.x;"]
-        lines += stencil.loops(ctx, sten, R, first, "stride")
-        work = stencil.work_items(sten, R)
+        lines += stencil.loops(ctx, sten, tile, first, "stride")
+        work = stencil.work_items(sten, tile)
         U = 1
     elif rows is not None:
         fn = rows.fn

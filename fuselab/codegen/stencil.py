@@ -3,25 +3,40 @@
 A stencil of shifted slices (`4 * x[1:-1, 1:-1] - x[:-2, 1:-1] - x[2:, 1:-1] - ...`)
 reads each input row for several output rows: row r + 1 of `x` is the `x[2:]` term of
 output row r, the centre of row r + 1 and the `x[:-2]` term of row r + 2. The row-vector
-path (pointwise.py) gives each thread one vector of columns of one row, so every input
-row crosses from L2 to the SMs three times (five times in 3-D), and the loads, not DRAM,
-set the pace.
+path (pointwise.py) gives each thread one vector of columns of one row and loads each
+shifted window as its own pair of aligned vectors.
 
 Here each thread takes a vector of columns in `rows` consecutive rows along one outer
 axis (the marched axis) and loads every aligned vector it needs once: the loads of all
-its rows are keyed by (array, offset of the aligned vector) and a load shared by two rows
-(or by two shifted windows of one row, x[1:-1, :-2] and x[1:-1, 2:]) is one register
-vector. Shifted windows pick their elements from the two aligned vectors around them.
-Input rows cross to the SMs (rows + 2) / rows times along the marched axis.
+its rows are keyed by (array, offset of the aligned vector), and a load shared by two
+rows, or by two windows of one row (x[1:-1, :-2], x[1:-1, 1:-1] and x[1:-1, 2:] read the
+same two aligned vectors), is one register vector. Shifted windows pick their elements
+from the two aligned vectors around them. Rows whose length keeps only part of a vector
+aligned (8190 float32 columns: two) are stored in parts of that many elements rather
+than element by element.
 
 The last block of rows along the marched axis starts `rows` before the axis's end, so
 that every thread computes whole blocks with no bounds checks; the few rows computed by
-two threads are written twice with the same values. Each output element is still
-computed by the element function from the same operands, so results are those of the
-one-element-per-thread paths bit for bit.
+two threads are written twice with the same values. Each output element is computed by
+the element function from the same operands as on the other paths, so the results are
+the same bits.
+
+Measured on the H200 (2026-12-01, CUDA-event timings of back-to-back launches, % of a
+copy of the same bytes in the same run; every variant's output equal to CuPy's bits):
+- (8192, 8192) float32, 5 points: the row-vector path 78.5%; this path at 1 row a
+  thread 82.6%, 2 rows 85.3%, 4 rows 75.9%, 8 rows 71.9%, 16 rows 57.9% (blocks of 512:
+  76.3% at 4, 72.5% at 8; of 1024 at 8 rows: 81.5%);
+- (512, 512, 256) float32, 7 points: the row-vector path 63.7%; 1 row 67.8%, 2 rows
+  70.4%, 4 rows 59.2%, 8 rows 52.8%; marching the middle axis instead: 52.6% at 4 rows;
+  tiles of rows along both outer axes (4x2, 4x4, 8x2, 8x4): 47-58%.
+More rows a thread cut the loads but lose: the guess is that the second aligned vector
+of each shifted window, which the neighbouring lane loads too, stops hitting L1 once
+each thread keeps many vectors in flight. Hence 2 rows by default and 1, 4, and 2 in
+blocks of 512 as the autotuner's other candidates.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, replace
 
@@ -31,8 +46,8 @@ from .context import KernelContext
 from .emit import array_name
 from .types import storage_type
 
-ROWS = 8          # rows a thread at most by the heuristic
-THREADS_PER_SM = 1024   # fewer rows a thread where the work would not give each SM this many threads
+ROWS = 2                # rows a thread by the heuristic (measurements above)
+THREADS_PER_SM = 1024   # one row a thread where two would not give each SM this many threads
 
 
 @dataclass(frozen=True)
@@ -46,6 +61,7 @@ class Stencil:
     axis: int                      # the marched axis (an outer one)
     width: int
     groups: int
+    linear: tuple[bool, ...]       # per outer axis: every load's offset linear in it
 
     @property
     def cols(self) -> int:
@@ -59,6 +75,11 @@ class Stencil:
 
     def rows_for(self, unroll: int) -> int:
         return max(1, min(unroll, self.shape[self.axis]))
+
+    def tile(self, unroll: int) -> tuple[int, ...]:
+        """Rows a thread along each outer axis: `unroll` (at most the axis's extent)
+        along the marched axis."""
+        return tuple(self.rows_for(unroll) if d == self.axis else 1 for d in range(len(self.outer)))
 
 
 
@@ -78,11 +99,13 @@ def analyse(ctx: KernelContext, shape: tuple[int, ...]) -> Stencil | None:
     groups = element.vector_groups(ctx, fn.loads, c, width)
     if groups * width * 2 < shape[-1] or not any(l.access not in ("", "uniform") for l in fn.loads):
         return None
+    linear = tuple(not any(_nonlinear(l.offset, v) for l in fn.loads) for v in outer)
     for axis, v in enumerate(outer):
-        if v.extent < 2 or any(_nonlinear(l.offset, v) for l in fn.loads):
+        if v.extent < 2 or not linear[axis]:
             continue
-        st = Stencil(fn, tuple(int(d) for d in shape), outer, axis, width, groups)
-        if set(_raw_keys(st, 0)) & set(_raw_keys(st, 1)):
+        st = Stencil(fn, tuple(int(d) for d in shape), outer, axis, width, groups, linear)
+        one = tuple(int(d == axis) for d in range(len(outer)))
+        if set(_raw_keys(st, (0,) * len(outer))) & set(_raw_keys(st, one)):
             return st
     return None
 
@@ -92,14 +115,15 @@ def _nonlinear(offset: ix.Affine, v: ix.Var) -> bool:
     return any(isinstance(s, ix.DivMod) and v in s.base.symbols() for s, _ in offset.terms)
 
 
-def _at_row(st: Stencil, offset: ix.Affine, k: int) -> ix.Affine:
-    """The offset in the thread's k-th row (the marched variable holds its first row)."""
-    return offset + k * offset.coef(st.outer[st.axis])
+def _at_row(st: Stencil, offset: ix.Affine, at: tuple[int, ...]) -> ix.Affine:
+    """The offset in the thread's row `at` (rows past the first along each outer axis;
+    the loop variables hold the first row)."""
+    return offset + sum(k * offset.coef(v) for k, v in zip(at, st.outer))
 
 
-def _raw(st: Stencil, load: element.Load, k: int) -> list[tuple[int, ix.Affine]]:
-    """The aligned vectors (array, offset) the load reads in row k."""
-    off = _at_row(st, load.offset, k)
+def _raw(st: Stencil, load: element.Load, at: tuple[int, ...]) -> list[tuple[int, ix.Affine]]:
+    """The aligned vectors (array, offset) the load reads in row `at`."""
+    off = _at_row(st, load.offset, at)
     if load.access == "vector":
         return [(load.node, off)]
     if load.access.startswith("shift"):
@@ -108,8 +132,8 @@ def _raw(st: Stencil, load: element.Load, k: int) -> list[tuple[int, ix.Affine]]
     return []
 
 
-def _raw_keys(st: Stencil, k: int) -> list[tuple[int, ix.Affine]]:
-    return [key for l in st.fn.loads if not l.from_index for key in _raw(st, l, k)]
+def _raw_keys(st: Stencil, at: tuple[int, ...]) -> list[tuple[int, ix.Affine]]:
+    return [key for l in st.fn.loads if not l.from_index for key in _raw(st, l, at)]
 
 
 WINDOW = [
@@ -135,33 +159,31 @@ def helpers(st: "Stencil") -> list[str]:
 
 
 def rows_heuristic(st: Stencil, sm_count: int) -> int:
-    """The most rows a thread (ROWS, 4, 2) that still leaves every SM THREADS_PER_SM
-    threads of work; 1 for arrays too small for that."""
-    for rows in (ROWS, ROWS // 2, ROWS // 4):
-        if work_items(st, st.rows_for(rows)) >= sm_count * THREADS_PER_SM:
-            return st.rows_for(rows)
+    """ROWS rows a thread where that still leaves every SM THREADS_PER_SM threads of
+    work; 1 for arrays too small for that."""
+    if work_items(st, st.tile(ROWS)) >= sm_count * THREADS_PER_SM:
+        return st.rows_for(ROWS)
     return 1
 
 
-def work_items(st: Stencil, rows: int) -> int:
-    blocks = ix.ceil_div(st.shape[st.axis], rows)
-    return ix.prod(st.shape[:-1]) // st.shape[st.axis] * blocks * st.groups
+def work_items(st: Stencil, tile: tuple[int, ...]) -> int:
+    return ix.prod(ix.ceil_div(d, t) for d, t in zip(st.shape, tile)) * st.groups
 
 
-def loops(ctx: KernelContext, st: Stencil, rows: int, first: str, step: str) -> list[str]:
-    """The kernel body: thread steps over (block of rows, vector of columns), then each
+def loops(ctx: KernelContext, st: Stencil, tile: tuple[int, ...], first: str, step: str) -> list[str]:
+    """The kernel body: thread steps over (tile of rows, vector of columns), then each
     row's last columns one by one."""
     g, W, G = ctx.graph, st.width, st.groups
     n_outer = len(st.outer)
-    items = work_items(st, rows)
+    items = work_items(st, tile)
     body = [f"const index_t c = j % groups * {W};"]
-    # outer coordinates from the item index, innermost first; the marched axis in blocks
+    # outer coordinates from the item index, innermost first; tiled axes in blocks
     div = "j / groups"
     for d in range(n_outer - 1, -1, -1):
-        v = st.outer[d]
-        ext = ix.ceil_div(v.extent, rows) if d == st.axis else v.extent
+        v, rows = st.outer[d], tile[d]
+        ext = ix.ceil_div(v.extent, rows)
         q = f"{div} % {ext}u" if d > 0 else div
-        if d == st.axis and rows > 1:
+        if rows > 1:
             q = f"min(({q}) * {rows}u, index_t({v.extent - rows}))" if v.extent % rows else f"({q}) * {rows}u"
         body.append(f"const index_t {v.name} = {q};")
         div = f"{div} / {ext}u"
@@ -171,11 +193,11 @@ def loops(ctx: KernelContext, st: Stencil, rows: int, first: str, step: str) -> 
     out_off = ix.Affine.of(_C_of(st))
     for d, v in enumerate(st.outer):
         out_off = out_off + ix.Affine.of(v, out_strides[d])
-    for k in range(rows):
+    for at in itertools.product(*(range(t) for t in tile)):
         args = []
         for l in st.fn.loads:
             if l.from_index or l.access in ("", "uniform"):
-                lk = replace(l, offset=_at_row(st, l.offset, k))
+                lk = replace(l, offset=_at_row(st, l.offset, at))
                 key = (l.node, lk.offset, l.from_index)
                 if key not in scalar:
                     scalar[key] = ctx.names.fresh(l.param)
@@ -183,7 +205,7 @@ def loops(ctx: KernelContext, st: Stencil, rows: int, first: str, step: str) -> 
                 args.append(scalar[key])
                 continue
             names = []
-            for key in _raw(st, l, k):
+            for key in _raw(st, l, at):
                 if key not in raw:
                     raw[key] = ctx.names.fresh(f"{array_name(g, l.node)}_v")
                     body.append(f"const fl_vec<{storage_type(g.nodes[l.node].dtype)}, {W}> {raw[key]} = "
@@ -193,8 +215,8 @@ def loops(ctx: KernelContext, st: Stencil, rows: int, first: str, step: str) -> 
                 args.append(f"{names[0]}.v[e]")
             else:
                 args.append(f"fl_window<{l.access[5:]}>({names[0]}, {names[1]}, e)")
-        row_off = ix.render(out_off + k * out_strides[st.axis])
-        stores, row = [], [f"// row {st.outer[st.axis].name} + {k}"]
+        row_off = ix.render(out_off + sum(k * out_strides[d] for d, k in enumerate(at)))
+        stores, row = [], ["// row " + ", ".join(f"{v.name} + {k}" for v, k in zip(st.outer, at) if k or tile[st.outer.index(v)] > 1)]
         S = st.store_width
         for out in ctx.kernel.outputs:
             ptr = f"{ctx.out_ptr[out]} + {row_off}"
