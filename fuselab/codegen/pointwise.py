@@ -5,6 +5,11 @@ data. When every load either walks along the output contiguously (aligned) or st
 fixed across a run of V elements, the kernel moves V elements per 16-byte access and
 finishes the last n % V elements one by one; otherwise every load computes its own
 strided offset. Grid-stride loops over a grid sized from the SM count.
+
+Where the flat index cannot take vectors but each row can, loads are vectors of columns
+along rows: a stencil of shifted slices whose rows share loads takes the stencil path
+(stencil.py: a few rows a thread, every aligned vector loaded once), other kernels the
+row-vector path below.
 """
 from __future__ import annotations
 

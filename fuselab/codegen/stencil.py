@@ -61,7 +61,6 @@ class Stencil:
     axis: int                      # the marched axis (an outer one)
     width: int
     groups: int
-    linear: tuple[bool, ...]       # per outer axis: every load's offset linear in it
 
     @property
     def cols(self) -> int:
@@ -82,7 +81,6 @@ class Stencil:
         return tuple(self.rows_for(unroll) if d == self.axis else 1 for d in range(len(self.outer)))
 
 
-
 def analyse(ctx: KernelContext, shape: tuple[int, ...]) -> Stencil | None:
     """The stencil layout of this kernel, or None where it does not apply: fewer than two
     axes, short rows, loads that do not vector along rows (the row path's conditions),
@@ -99,11 +97,10 @@ def analyse(ctx: KernelContext, shape: tuple[int, ...]) -> Stencil | None:
     groups = element.vector_groups(ctx, fn.loads, c, width)
     if groups * width * 2 < shape[-1] or not any(l.access not in ("", "uniform") for l in fn.loads):
         return None
-    linear = tuple(not any(_nonlinear(l.offset, v) for l in fn.loads) for v in outer)
     for axis, v in enumerate(outer):
-        if v.extent < 2 or not linear[axis]:
+        if v.extent < 2 or any(_nonlinear(l.offset, v) for l in fn.loads):
             continue
-        st = Stencil(fn, tuple(int(d) for d in shape), outer, axis, width, groups, linear)
+        st = Stencil(fn, tuple(int(d) for d in shape), outer, axis, width, groups)
         one = tuple(int(d == axis) for d in range(len(outer)))
         if set(_raw_keys(st, (0,) * len(outer))) & set(_raw_keys(st, one)):
             return st
