@@ -288,6 +288,49 @@ def stencil_cases(seed=9) -> list[Case]:
         g = b.build([("y", y)])
         out.append(Case(f"stencil-3d-{_name(dt)}-{shape}", g, {"x": sample(dt, shape, rng)},
                         [one_kernel(g, Template.POINTWISE)], 1e-2 if dt == np.float16 else 1e-5))
+    # the stencil path (several rows a thread along an outer axis): row counts no multiple
+    # of the rows a thread takes, vector and element stores, 1- to 8-byte types, outer
+    # extents of 1 (another axis marched, or the row path), two outputs and a broadcast row
+    def five_point(shape, dt):
+        b = GraphBuilder()
+        x = b.input("x", shape, dt)
+        inner = tuple(d - 2 for d in shape)
+        win = lambda r, c: b.slice(x, (r, c), (1, 1), inner)
+        y = b.elemwise("subtract", [b.elemwise("multiply", [win(1, 1), b.const(4, dt)]),
+                                    b.elemwise("add", [b.elemwise("add", [win(0, 1), win(2, 1)]),
+                                                       b.elemwise("add", [win(1, 0), win(1, 2)])])])
+        return b.build([("y", y)])
+
+    def seven_point(shape, dt):
+        b = GraphBuilder()
+        x = b.input("x", shape, dt)
+        inner = tuple(d - 2 for d in shape)
+        win = lambda *at: b.slice(x, at, (1, 1, 1), inner)
+        y = b.elemwise("multiply", [win(1, 1, 1), b.const(6, dt)])
+        for at in ((0, 1, 1), (2, 1, 1), (1, 0, 1), (1, 2, 1), (1, 1, 0), (1, 1, 2)):
+            y = b.elemwise("subtract", [y, win(*at)])
+        return b.build([("y", y)])
+
+    for make, dt, shape in ((five_point, np.int32, (11, 44)), (five_point, np.float16, (7, 72)),
+                            (five_point, np.float64, (6, 20)), (five_point, np.float32, (13, 44)),
+                            (five_point, np.int8, (5, 48)), (five_point, np.float32, (3, 16)),
+                            (seven_point, np.int16, (4, 9, 40)), (seven_point, np.float32, (3, 7, 20)),
+                            (seven_point, np.float32, (7, 3, 36)), (seven_point, np.float64, (6, 5, 12))):
+        rng = np.random.default_rng(seed)
+        g = make(shape, dt)
+        out.append(Case(f"stencil-rows-{_name(dt)}-{shape}", g, {"x": sample(dt, shape, rng)},
+                        [one_kernel(g, Template.POINTWISE)], 1e-2 if np.dtype(dt) == np.float16 else None))
+    rng = np.random.default_rng(seed)
+    b = GraphBuilder()
+    x = b.input("x", (9, 40), np.float32)
+    w = b.input("w", (40,), np.float32)
+    y = b.elemwise("add", [b.elemwise("multiply", [b.slice(x, (1, 1), (1, 1), (7, 38)), b.slice(w, (1,), (1,), (38,))]),
+                           b.slice(x, (2, 1), (1, 1), (7, 38))])
+    z = b.elemwise("subtract", [b.slice(x, (0, 2), (1, 1), (7, 38)), b.slice(x, (1, 0), (1, 1), (7, 38))])
+    g = b.build([("y", y), ("z", z)])
+    out.append(Case("stencil-rows-two-outputs", g, {"x": sample(np.float32, (9, 40), rng),
+                                                    "w": sample(np.float32, (40,), rng)},
+                    [one_kernel(g, Template.POINTWISE)], None))
     # rows cut at a vector boundary: vectors stored whole along each row
     rng = np.random.default_rng(seed)
     b = GraphBuilder()

@@ -12,7 +12,7 @@ from fuselab.runtime.verify import compare
 from cases import all_cases
 from codegen_util import needs_nvrtc, nvrtc_compile
 from fuselab.codegen import CodegenOptions, generate
-from cuda_host import HostRunner, needs_cxx
+from cuda_host import EMULATED, HostRunner, needs_cxx
 
 pytestmark = needs_cxx
 
@@ -53,7 +53,6 @@ def test_every_row_tier_matches_numpy(tier):
     """Each tier forced on rows that every tier can take (the automatic choice picks one)."""
     from dataclasses import replace
 
-    from cuda_host import EMULATED
     from fuselab.plan.model import Template
     from graphs import layernorm, one_kernel, rmsnorm, softmax
     rng = np.random.default_rng(7)
@@ -148,3 +147,31 @@ def test_shared_divisor_float16_division_rounds_as_ieee_division():
     runner.launchers.update(build([(code, plan)]))
     got = runner.run(plan, {"x": b_bits})["y"][:block]
     assert got.sum() == 0, f"{got.sum()} quotients differ"
+
+
+STENCILS = [c for c in CASES if c.id.startswith("stencil-")]
+
+
+@pytest.mark.parametrize("case", STENCILS, ids=lambda c: c.id)
+def test_stencil_rows_per_thread_give_the_same_bits(case):
+    """The stencil path at 1, 2, 3, 5 and 8 rows a thread (blocks of rows that do not
+    divide the marched axis start early and overlap) gives the same bits at every count,
+    NumPy's bits where NumPy computes in the array's type, and loads each aligned vector
+    once a thread."""
+    from fuselab.codegen import PointwiseConfig, generate_kernel
+    (plan,) = case.plans
+    code = generate_kernel(plan, 0, EMULATED)
+    if not code.notes[0].startswith("stencil path"):
+        pytest.skip(f"not the stencil path: {code.notes[0]}")
+    codes = {u: generate_kernel(plan, 0, EMULATED, PointwiseConfig(block=64, unroll=u)) for u in (1, 2, 3, 5, 8)}
+    runner = HostRunner([], generated=[(plan, (c,)) for c in codes.values()])
+    got = {u: runner.run_codes(plan, (c,), case.inputs) for u, c in codes.items()}
+    want = run_graph(case.graph, case.inputs)
+    for u, out in got.items():
+        for name in out:
+            np.testing.assert_array_equal(out[name], got[1][name], err_msg=f"{u} rows a thread")
+            if plan.graph.nodes[dict(plan.graph.outputs)[name]].dtype != np.float16:
+                np.testing.assert_array_equal(out[name], want[name], err_msg=f"{u} rows a thread against NumPy")
+        src = codes[u].source
+        loads = [l.split("fl_load_vec<")[1] for l in src.splitlines() if "= fl_load_vec<" in l]
+        assert len(loads) == len(set(loads)), "an aligned vector loaded twice by one thread"

@@ -5,6 +5,11 @@ data. When every load either walks along the output contiguously (aligned) or st
 fixed across a run of V elements, the kernel moves V elements per 16-byte access and
 finishes the last n % V elements one by one; otherwise every load computes its own
 strided offset. Grid-stride loops over a grid sized from the SM count.
+
+Where the flat index cannot take vectors but each row can, loads are vectors of columns
+along rows: a stencil of shifted slices whose rows share loads takes the stencil path
+(stencil.py: a few rows a thread, every aligned vector loaded once), other kernels the
+row-vector path below.
 """
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from dataclasses import dataclass
 
 from . import element
 from . import index as ix
+from . import stencil
 from .context import KernelContext
 from .emit import array_name, indent
 from .config import PointwiseConfig
@@ -20,15 +26,33 @@ from .types import storage_type
 
 
 def heuristic(ctx: KernelContext) -> PointwiseConfig:
+    return _heuristic(ctx, _analyse(_fresh(ctx))[4])
+
+
+def _heuristic(ctx: KernelContext, sten: stencil.Stencil | None) -> PointwiseConfig:
+    if sten is not None:
+        rows = stencil.rows_heuristic(sten, ctx.options.sm_count)
+        return PointwiseConfig(block=ctx.options.block_size, unroll=rows,
+                               why=f"stencil: {rows} rows a thread along axis {sten.axis} (the input rows they "
+                                   "share loaded once)")
     return PointwiseConfig(block=ctx.options.block_size, unroll=1, why="default: one element per thread step")
+
+
+def _fresh(ctx: KernelContext) -> KernelContext:
+    """A context of the same kernel with no names taken: analysing it leaves `ctx` as it was."""
+    return KernelContext(ctx.graph, ctx.kernel, ctx.index, ctx.options)
 
 
 def candidates(ctx: KernelContext) -> list[PointwiseConfig]:
     """More elements per thread (independent loads in flight) for the strided path, whose
     index math and scattered loads leave bandwidth on the table; the vector path already
-    moves 16 bytes per access."""
-    base = heuristic(ctx)
-    _, _, width, rows = _analyse(ctx)
+    moves 16 bytes per access. On the stencil path `unroll` is the rows a thread takes."""
+    _, _, width, rows, sten = _analyse(ctx)
+    base = _heuristic(ctx, sten)
+    if sten is not None:
+        alts = [(1, base.block), (2 * stencil.ROWS, base.block), (stencil.ROWS, 2 * base.block)]
+        return [base] + [PointwiseConfig(block=b, unroll=sten.rows_for(r), why="candidate")
+                         for r, b in dict.fromkeys(alts) if r >= 1 and (sten.rows_for(r), b) != (base.unroll, base.block)]
     if width > 1 or rows is not None:
         return [base, PointwiseConfig(block=256, unroll=2, why="candidate")]
     return [base, PointwiseConfig(block=256, unroll=4, why="candidate"),
@@ -58,13 +82,17 @@ def _analyse(ctx: KernelContext):
     before = set(ctx.names.used)
     fn = element.build(ctx, ix.delinearize(ix.Affine.of(i), shape), k.outputs)
     width = element.vector_width(ctx, fn.loads, k.outputs, i, shifts=True)
-    rows = None
-    if width == 1:   # the row path's names as if the flat one had not been tried
-        after, ctx.names.used = ctx.names.used, before
-        rows = _row_path(ctx, shape)
-        if rows is None:
-            ctx.names.used = after
-    return shape, fn, width, rows
+    rows = sten = None
+    if width == 1:   # the stencil and row paths' names as if the flat one had not been tried
+        after = ctx.names.used
+        ctx.names.used = set(before)
+        sten = stencil.analyse(ctx, shape)
+        if sten is None:
+            ctx.names.used = set(before)
+            rows = _row_path(ctx, shape)
+            if rows is None:
+                ctx.names.used = after
+    return shape, fn, width, rows, sten
 
 
 def _row_path(ctx: KernelContext, shape: tuple[int, ...]) -> _Rows | None:
@@ -84,9 +112,9 @@ def _row_path(ctx: KernelContext, shape: tuple[int, ...]) -> _Rows | None:
 
 
 def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> KernelCode:
-    cfg = config or heuristic(ctx)
     g, k = ctx.graph, ctx.kernel
-    shape, fn, width, rows = _analyse(ctx)
+    shape, fn, width, rows, sten = _analyse(ctx)
+    cfg = config or _heuristic(ctx, sten)
     n_elems = ix.prod(shape)
     B, U = cfg.block, cfg.unroll
     index_t = ctx.index_type(n_elems + B * U)
@@ -110,6 +138,17 @@ def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> Kerne
                       f"for (index_t i = groups * {width} + {tid}; i < n; i += {step}) {{",
                       *indent(scalar, 1), "}"]
         work = ix.ceil_div(n_elems, width)
+    elif sten is not None:
+        fn, R, tile = sten.fn, sten.rows_for(U), sten.tile(U)
+        S = sten.store_width
+        stores = "vector stores" if S == sten.width else "element stores" if S == 1 else f"stores of {S} elements"
+        notes = [f"stencil path: {sten.width} columns by {R} rows along axis {sten.axis} per thread step, "
+                 f"each aligned vector loaded once ({stores})"]
+        first = "index_t(blockIdx.x) * blockDim.x + threadIdx.x"
+        lines = [lines[0], "const index_t stride = index_t(gridDim.x) * blockDim.x;"]
+        lines += stencil.loops(ctx, sten, tile, first, "stride")
+        work = stencil.work_items(sten, tile)
+        U = 1
     elif rows is not None:
         fn = rows.fn
         stores = "vector" if rows.vector_stores else "element"
@@ -125,6 +164,8 @@ def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> Kerne
     header = [f"{ctx.name}: pointwise over {g.nodes[k.outputs[0]].aval} ({n_elems} elements)",
               *ctx.listing(), *notes]
     helpers = [f"typedef {index_t} index_t;", "", *fn.lines, ""]
+    if sten is not None:
+        helpers += [*stencil.helpers(sten), ""]
     return ctx.finish(header, helpers, lines, grid, B, notes=tuple(notes), config=cfg)
 
 
