@@ -118,6 +118,9 @@ class DeviceParams:
                 kw[fname] = str(value)
                 continue
             v = float(value) * scale
+            if fname in ("run_s", "chip_exp") and v == 0:    # may be off: a CPU has neither
+                kw[fname] = 0.0
+                continue
             if not math.isfinite(v) or v <= 0:
                 raise ValueError(f"calibration value {key}={value!r} must be a positive number")
             kw[fname] = int(round(v)) if fname in ("sm_count", "row_cache_bytes", "smem_per_sm") else v
