@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 FITTED = ("run_s", "chip_exp", "l2_bandwidth")
 # also fittable: the per-template/tier efficiencies; on the H200 sweeps they fit to 0.98-1.0
 # and change no case's verdict (COST_MODEL.md), so they stay at 1
-EFFS = ("eff_pointwise", "eff_reduction", "eff_row_warp", "eff_row_chip", "eff_row_looped")
+EFFS = ("eff_pointwise", "eff_reduction", "eff_row_warp", "eff_row_block", "eff_row_smem", "eff_row_looped")
 # where a fit starts: nothing known (no fixed cost per run, L2
 # no faster than DRAM, shared-memory rows as good as any), so that a parameter no case of
 # the training set depends on stays uninformed in the leave-one-family-out check

@@ -93,7 +93,7 @@ def test_tiers_and_l2_bytes_in_the_kernel_costs():
     (k,) = report(plan_of("softmax float32 1k"), params_of("softmax float32 1k")).kernels
     assert k.tier == "row:warp"
     (k,) = report(plan_of("softmax float32 32k"), params_of("softmax float32 32k")).kernels
-    assert k.tier == "row:chip" and k.extra_bytes == 0
+    assert k.tier == "row:smem" and k.extra_bytes == 0
     (k,) = report(plan_of("softmax float32 128k"), params_of("softmax float32 128k")).kernels
     assert k.tier == "row:looped" and k.extra_bytes == 2 * 512 * 131072 * 4
     (k,) = report(plan_of("stencil 2-D 5-point"), params_of("stencil 2-D 5-point")).kernels

@@ -107,7 +107,7 @@ def test_a_row_too_long_for_the_chip_pays_extra_sweeps():
     (k,) = report(plan, P).kernels
     assert k.extra_bytes == 2 * 256 * 65536 * F32 and k.tier == "row:looped"
     chip = report(make_plan(T.softmax(256, 32768), "max"), P).kernels[0]
-    assert chip.extra_bytes == 0 and chip.tier == "row:chip"   # 128 KiB: kept in shared memory
+    assert chip.extra_bytes == 0 and chip.tier == "row:smem"   # 128 KiB: kept in shared memory
     short = report(make_plan(T.softmax(256 * 16, 2048), "max"), P).kernels[0]
     assert short.extra_bytes == 0
 

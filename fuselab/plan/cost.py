@@ -10,9 +10,10 @@
   stencil's rows above and below) read other cache lines than the centre slice; DRAM
   sends the array once, L2 serves the other groups of slices again.
 - eff, the fraction of the bandwidth a template reaches: 1 for pointwise, reduction, and
-  row kernels whose row a warp holds or that loop over long rows; a row kept on chip by a
-  block reaches (r / chip_rows) ** chip_exp of it when fewer than chip_rows rows fit in
-  an SM's shared memory at once (row_tier names the tier as codegen/row.py picks it).
+  row kernels whose row a warp's or a block's registers hold or that loop over long rows;
+  a row kept in shared memory reaches (r / chip_rows) ** chip_exp of it when fewer than
+  chip_rows rows fit in an SM's shared memory at once (row_tier names the tier as
+  codegen/row.py's tiers go).
 - flops: each op's table cost (ops.OpDef.flops) per evaluation, times `transcendental` for
   SFU ops and `fp64` for double precision. A pointwise kernel evaluates every op once per
   element of its iteration space (broadcast producers are recomputed), a reduction its
@@ -65,7 +66,7 @@ class KernelCost:
     memory_s: float
     compute_s: float
     time_s: float
-    tier: str = ""              # template, and for a row kernel its tier (row:warp/chip/looped)
+    tier: str = ""              # template, and for a row kernel its tier (row:warp/block/smem/looped)
     l2_bytes: int = 0           # re-reads served by L2 (a stencil's shifted rows)
 
     @property
@@ -114,18 +115,26 @@ def _reads(an: Analysis, mask: int) -> dict[int, tuple[int, int]]:
     return out
 
 
+# codegen/row.py's tiers: a warp holds rows of up to 1024 columns in registers, a block of
+# up to 512 threads up to 32 four-byte elements a thread, shared memory rows up to
+# row_cache_bytes; longer rows are looped
+WARP_COLS = 1024
+BLOCK_COLS = 512 * 32
+
+
 def row_tier(an: Analysis, mask: int, space: Space, params: DeviceParams) -> tuple[str, int]:
-    """(tier, row bytes) of a row kernel as codegen/row.py picks it: a warp holds a row of
-    up to 1024 columns, a block keeps a row of up to `row_cache_bytes` on chip, longer
-    rows are looped (re-read from DRAM in every pass)."""
+    """(tier, row bytes) of a row kernel, as codegen/row.py's tiers go: "warp", "block"
+    (a block's registers), "smem" (shared memory) or "looped" (re-read in every pass)."""
     g = an.graph
     item = max((g.nodes[g.nodes[r].inputs[0]].dtype.itemsize for r in bits(mask & an.reduce_mask)),
                default=4)
     cols = space.shape[-1] if space.shape else 1
     row_bytes = cols * item
-    if cols <= 1024:
+    if cols <= WARP_COLS:
         return "warp", row_bytes
-    return ("chip" if row_bytes <= params.row_cache_bytes else "looped"), row_bytes
+    if cols <= BLOCK_COLS * 4 // max(item, 4):
+        return "block", row_bytes
+    return ("smem" if row_bytes <= params.row_cache_bytes else "looped"), row_bytes
 
 
 def estimate(an: Analysis, mask: int, stored: int, space: Space, params: DeviceParams,
@@ -156,9 +165,11 @@ def estimate(an: Analysis, mask: int, stored: int, space: Space, params: DeviceP
             tier = f"row:{kind}"
             if kind == "warp":
                 eff = params.eff_row_warp
-            elif kind == "chip":
+            elif kind == "block":
+                eff = params.eff_row_block
+            elif kind == "smem":
                 resident = max(1, params.smem_per_sm // max(row_bytes, 1))
-                eff = params.eff_row_chip * min(1.0, resident / params.chip_rows) ** params.chip_exp
+                eff = params.eff_row_smem * min(1.0, resident / params.chip_rows) ** params.chip_exp
             else:
                 eff = params.eff_row_looped
                 if space.passes > 1:
