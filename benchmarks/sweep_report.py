@@ -1,11 +1,14 @@
 """Tables and a heat map from a shape-sweep run (benchmarks/sweep.py's JSON).
 
-    python benchmarks/sweep_report.py sweep.json --md out.md --png docs/sweep.png
+    python benchmarks/sweep_report.py sweep.json [--md out.md] [--png docs/sweep.png] [--recompute]
 
 The heat map has one row per family and one cell per size, coloured by fuselab's time over
 torch.compile's (below 1: fuselab faster); the tables give every case's times, % of copy,
 the launch configurations the autotuner chose, and the cost model's prediction against
-the measurement.
+the measurement (predicted / measured), with how many cases it predicts within ±25% and
+the distribution of predicted / measured (quantiles and a histogram line). --recompute
+predicts every case again with today's cost model (offline: the cell is traced and
+planned on the CPU, benchmarks/cost_fit.py) in place of the prediction the run recorded.
 """
 from __future__ import annotations
 
@@ -13,17 +16,45 @@ import argparse
 import json
 import math
 import statistics
+import sys
 from pathlib import Path
 from typing import Any
+
+sys.path[:0] = [str(Path(__file__).resolve().parent)]
 
 
 def _us(t: float | None) -> str:
     return "—" if t is None else f"{t * 1e6:.1f}"
 
 
+BINS = (0.5, 0.75, 0.9, 1.1, 1.25, 1.5)
+
+
+def pred_over_meas(r: dict) -> float | None:
+    return r["predicted_s"] / r["fuselab_s"] if r.get("fuselab_s") and r.get("predicted_s") else None
+
+
+def quantiles(values: list[float]) -> dict[str, float]:
+    s = sorted(values)
+    at = lambda f: s[min(len(s) - 1, int(round(f * (len(s) - 1))))]  # noqa: E731
+    return {"min": s[0], "10%": at(0.1), "25%": at(0.25), "median": at(0.5), "75%": at(0.75),
+            "90%": at(0.9), "max": s[-1]}
+
+
+def histogram(values: list[float]) -> str:
+    """`<0.5: 0 | 0.5-0.75: 2 | ...`: counts of predicted / measured per bin."""
+    edges = (0.0,) + BINS + (math.inf,)
+    parts = []
+    for lo, hi in zip(edges, edges[1:]):
+        n = sum(1 for v in values if lo <= v < hi)
+        label = f"<{hi:g}" if lo == 0 else (f">={lo:g}" if hi == math.inf else f"{lo:g}-{hi:g}")
+        parts.append(f"{label}: {n}")
+    return " | ".join(parts)
+
+
 def summary(rows: list[dict]) -> dict[str, Any]:
     ratios = [r["ratio"] for r in rows if "ratio" in r]
-    preds = [r["predicted_s"] / r["fuselab_s"] for r in rows if r.get("fuselab_s") and r.get("predicted_s")]
+    preds = [q for q in map(pred_over_meas, rows) if q is not None]
     memory = [r for r in rows if r.get("kind", "memory") == "memory" and "torch_copy_fraction" in r]
     return {
         "cases": len(rows),
@@ -34,6 +65,8 @@ def summary(rows: list[dict]) -> dict[str, Any]:
         "within_25pct": sum(1 for p in preds if 0.75 <= p <= 1.25),
         "predicted": len(preds),
         "pred_over_meas": sorted(preds),
+        "outside_25pct": [f"{r['family']} {r['size']} ({pred_over_meas(r):.2f})" for r in rows
+                          if pred_over_meas(r) is not None and not 0.75 <= pred_over_meas(r) <= 1.25],
         "torch_at_85": [f"{r['family']} {r['size']}" for r in memory if r["torch_copy_fraction"] >= 0.85],
         "fuselab_below_85_where_torch_at_85": [f"{r['family']} {r['size']}" for r in memory
                                                if r["torch_copy_fraction"] >= 0.85 and r["copy_fraction"] < 0.85],
@@ -55,24 +88,48 @@ def markdown(data: dict) -> str:
                f"{', '.join(s['fuselab_below_85_where_torch_at_85']) or 'none'}.")
     if s["predicted"]:
         p = s["pred_over_meas"]
-        out.append(f"- Cost model: predicted within ±25% of measured for {s['within_25pct']} of {s['predicted']} "
-                   f"cases; predicted/measured quartiles {p[len(p) // 4]:.2f} / {statistics.median(p):.2f} / "
-                   f"{p[3 * len(p) // 4]:.2f}, range {p[0]:.2f}-{p[-1]:.2f}.")
+        q = quantiles(p)
+        source = data.get("predictions", "recorded by the run")
+        out.append(f"- Cost model ({source}): predicted within ±25% of measured for **{s['within_25pct']} of "
+                   f"{s['predicted']}** cases ({100 * s['within_25pct'] / s['predicted']:.0f}%); predicted / measured "
+                   + ", ".join(f"{k} {v:.2f}" for k, v in q.items()) + ".")
+        out.append(f"- predicted / measured histogram: {histogram(p)}.")
+        if s["outside_25pct"]:
+            out.append(f"- outside ±25%: {', '.join(s['outside_25pct'])}.")
     if s["first_run_max_s"] is not None:
         out.append(f"- First run of a new cell (trace, plan, compile, tune, run): at most {s['first_run_max_s']:.2f} s; "
                    f"cached re-runs compiled {s['rerun_compiled']} kernels.")
     out += ["", "| family | size | fuselab µs | torch.compile µs | ratio | % of copy (fuselab / torch) | "
-                "predicted µs | launch configuration (tuned) | check |", "|---|---|---|---|---|---|---|---|---|"]
+                "predicted µs | predicted / measured | launch configuration (tuned) | check |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
-            out.append(f"| {r['family']} | {r['size']} | error: {r['error'][:80]} | | | | | | |")
+            out.append(f"| {r['family']} | {r['size']} | error: {r['error'][:80]} | | | | | | | |")
             continue
         cfgs = "; ".join(k["config"] for k in r.get("kernels", []) if k.get("config"))
+        pm = pred_over_meas(r)
         out.append(f"| {r['family']} | {r['size']} | {_us(r.get('fuselab_s'))} | {_us(r.get('torch_s'))} | "
                    f"{r.get('ratio', float('nan')):.2f} | {100 * r.get('copy_fraction', 0):.0f}% / "
-                   f"{100 * r.get('torch_copy_fraction', 0):.0f}% | {_us(r.get('predicted_s'))} | {cfgs} | "
-                   f"{r.get('check', '?')} |")
+                   f"{100 * r.get('torch_copy_fraction', 0):.0f}% | {_us(r.get('predicted_s'))} | "
+                   f"{'—' if pm is None else f'{pm:.2f}'} | {cfgs} | {r.get('check', '?')} |")
     return "\n".join(out) + "\n"
+
+
+def recompute(data: dict, path: str) -> dict:
+    """`data` with every case's predicted_s from today's cost model (traced and planned
+    offline, with the run's own device calibration). A case whose plan changed since the
+    run keeps no prediction: it would compare another plan with the measurement."""
+    import cost_fit
+    rows = {r.name: r for r in cost_fit.load_rows([path])}
+    out = []
+    for r in data["rows"]:
+        r = dict(r)
+        row = rows.get(f"{r['family']} {r['size']}")
+        r.pop("predicted_s", None)
+        if row is not None and not row.plan_changed:
+            r["predicted_s"] = cost_fit.predict(row)
+        out.append(r)
+    return {**data, "rows": out, "predictions": "today's model, recomputed offline"}
 
 
 def heatmap(data: dict, path: Path) -> None:
@@ -109,8 +166,11 @@ def main() -> None:
     ap.add_argument("json")
     ap.add_argument("--md", default=None)
     ap.add_argument("--png", default=None)
+    ap.add_argument("--recompute", action="store_true", help="predict with today's cost model (offline)")
     args = ap.parse_args()
     data = json.loads(Path(args.json).read_text())
+    if args.recompute:
+        data = recompute(data, args.json)
     text = markdown(data)
     if args.md:
         Path(args.md).write_text(text)

@@ -61,9 +61,10 @@ def test_fusing_a_chain_saves_the_intermediate_and_a_launch():
     assert fused.kernels[0].kept_bytes == n * F32          # exp(x) never leaves the chip
     assert fused.intermediate_bytes == 0 and fused.intermediate_bytes_avoided == n * F32
     assert fused.bytes_avoided == 2 * n * F32
-    assert fused.time_s == pytest.approx(P.launch_s + 2 * n * F32 / P.bandwidth)
+    assert fused.time_s == pytest.approx(P.run_s + P.launch_s + 2 * n * F32 / P.bandwidth)
     assert fused.unfused_time_s == pytest.approx(base.time_s)
-    assert fused.speedup > 1.9
+    # the fixed cost of a run is in both totals; the kernels alone run 1.9x faster fused
+    assert (base.time_s - P.run_s) / (fused.time_s - P.run_s) > 1.9 and fused.speedup > 1.1
 
 
 def test_a_broadcast_operand_is_read_at_its_own_size():
@@ -101,10 +102,12 @@ def test_few_long_rows_make_max_fusion_slower_than_auto():
 
 
 def test_a_row_too_long_for_the_chip_pays_extra_sweeps():
-    g = T.softmax(256, 32768)      # 128 KiB rows: looped, max -> sum -> write = 3 sweeps
+    g = T.softmax(256, 65536)      # 256 KiB rows: looped, max -> sum -> write = 3 sweeps
     plan = make_plan(g, "max")
     (k,) = report(plan, P).kernels
-    assert k.extra_bytes == 2 * 256 * 32768 * F32
+    assert k.extra_bytes == 2 * 256 * 65536 * F32 and k.tier == "row:looped"
+    chip = report(make_plan(T.softmax(256, 32768), "max"), P).kernels[0]
+    assert chip.extra_bytes == 0 and chip.tier == "row:smem"   # 128 KiB: kept in shared memory
     short = report(make_plan(T.softmax(256 * 16, 2048), "max"), P).kernels[0]
     assert short.extra_bytes == 0
 

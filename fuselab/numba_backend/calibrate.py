@@ -162,4 +162,6 @@ def calibrate(force: bool = False) -> dict[str, Any]:
 def device_params(force: bool = False):
     """The cost model's parameters for this CPU (plan.cost.DeviceParams)."""
     from ..plan.cost import DeviceParams
-    return DeviceParams.from_dict(calibrate(force), source="calibration (CPU)")
+    # no GPU terms: a CPU has no shared-memory row tiers, and a plan's run costs its
+    # kernels' calls (launch_s) rather than the CUDA runtime's fixed preparation
+    return DeviceParams.from_dict({**calibrate(force), "run_s": 0.0, "chip_exp": 0.0}, source="calibration (CPU)")

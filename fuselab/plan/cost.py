@@ -1,10 +1,19 @@
 """The cost model: predicted time of a kernel and the report of a whole plan.
 
-    t(kernel) = launch + max(bytes / (bandwidth * p), flops / (throughput * p))
+    t(kernel) = launch + max(bytes / (bandwidth * eff) + l2_bytes / l2_bandwidth, flops / throughput) / p
+    t(run)    = run_s + sum of t(kernel) + sync_s per graph break crossed
 
 - bytes: each materialised input read once at its own size (a broadcast operand is
   small; a kernel that only reads slices of an array reads only those slices), each stored
   output written once, plus the extra sweeps of a row kernel whose rows do not fit on chip.
+- l2_bytes: slices of one array that start at different offsets along an outer axis (a
+  stencil's rows above and below) read other cache lines than the centre slice; DRAM
+  sends the array once, L2 serves the other groups of slices again.
+- eff, the fraction of the bandwidth a template reaches: 1 for pointwise, reduction, and
+  row kernels whose row a warp's or a block's registers hold or that loop over long rows;
+  a row kept in shared memory reaches (r / chip_rows) ** chip_exp of it when fewer than
+  chip_rows rows fit in an SM's shared memory at once (row_tier names the tier as
+  codegen/row.py's tiers go).
 - flops: each op's table cost (ops.OpDef.flops) per evaluation, times `transcendental` for
   SFU ops and `fp64` for double precision. A pointwise kernel evaluates every op once per
   element of its iteration space (broadcast producers are recomputed), a reduction its
@@ -13,13 +22,20 @@
 - p, the fraction of the GPU a kernel can keep busy: a row kernel runs one row per block
   or warp, so with fewer rows than SMs it leaves SMs idle. Other templates size their grid
   to the data (a reduction never runs on a single block).
+- run_s: what one run of a plan costs before its first launch (the runtime's Python
+  work), the same for every plan of a graph.
+
+The device numbers (bandwidth, launch, throughput) come from a calibration on the device
+(fuselab.runtime measures a device-to-device copy and an empty launch) or from
+DeviceParams.h200_default(); run_s, chip_rows/chip_exp and l2_bandwidth were fitted on
+the H200 shape sweep (benchmarks/COST_MODEL.md, benchmarks/cost_fit.py).
 
 The cost is additive over kernels, which is what lets the exact searches work on sets of
-executed nodes. A plan also pays `sync_s` for each graph break it crosses (the device
-finishes its work and hands Python a value); every plan of a graph crosses the same ones,
-so the searches leave them out and only the report adds them. Device numbers come from a
-calibration (fuselab.runtime measures a device-to-device copy and an empty launch) or
-from DeviceParams.h200_default() (device.py).
+executed nodes; eff <= 1 and l2_bytes >= 0 keep every kernel at least at the searches'
+bytes/bandwidth floor. A plan also pays `sync_s` for each graph break it crosses (the
+device finishes its work and hands Python a value) and `run_s` once; every plan of a
+graph pays the same, so the searches leave them out: plan_time adds the syncs, the report
+both.
 """
 from __future__ import annotations
 
@@ -50,6 +66,8 @@ class KernelCost:
     memory_s: float
     compute_s: float
     time_s: float
+    tier: str = ""              # template, and for a row kernel its tier (row:warp/block/smem/looped)
+    l2_bytes: int = 0           # re-reads served by L2 (a stencil's shifted rows)
 
     @property
     def bytes_total(self) -> int:
@@ -63,6 +81,14 @@ class KernelCost:
 def read_bytes(an: Analysis, mask: int) -> dict[int, int]:
     """Bytes a kernel of `mask` reads of each materialised value: the whole array, or only
     the slices it takes when every read goes through a slice."""
+    return {u: b for u, (b, _) in _reads(an, mask).items()}
+
+
+def _reads(an: Analysis, mask: int) -> dict[int, tuple[int, int]]:
+    """Per materialised value a kernel reads: (DRAM bytes, L2 bytes). A value read through
+    several slices that start at different offsets along an axis other than the last
+    (a stencil's rows above and below) comes from DRAM once; each further such group of
+    slices reads other cache lines, which L2 serves again."""
     whole: set[int] = set()
     slices: dict[int, dict[int, None]] = {}
     for v in bits(mask):
@@ -74,23 +100,56 @@ def read_bytes(an: Analysis, mask: int) -> dict[int, int]:
                 slices.setdefault(u, {})[first] = None
             else:
                 whole.add(u)
-    out = {u: an.nbytes[u] for u in whole}
+    out = {u: (an.nbytes[u], 0) for u in whole}
+    g = an.graph
     for u, ss in slices.items():
-        if u not in out:
-            out[u] = min(an.nbytes[u], sum(an.nbytes[s] for s in ss))
+        if u in out:
+            continue
+        groups: dict[tuple, int] = {}
+        for s in ss:
+            start = tuple(g.nodes[s].args.get("start", ()) or ())
+            groups[start[:-1]] = max(groups.get(start[:-1], 0), an.nbytes[s])
+        dram = min(an.nbytes[u], sum(an.nbytes[s] for s in ss))
+        l2 = sum(sorted(groups.values())[:-1]) if len(groups) > 1 else 0
+        out[u] = (dram, l2)
     return out
+
+
+# codegen/row.py's tiers: a warp holds rows of up to 1024 columns in registers, a block of
+# up to 512 threads up to 32 four-byte elements a thread, shared memory rows up to
+# row_cache_bytes; longer rows are looped
+WARP_COLS = 1024
+BLOCK_COLS = 512 * 32
+
+
+def row_tier(an: Analysis, mask: int, space: Space, params: DeviceParams) -> tuple[str, int]:
+    """(tier, row bytes) of a row kernel, as codegen/row.py's tiers go: "warp", "block"
+    (a block's registers), "smem" (shared memory) or "looped" (re-read in every pass)."""
+    g = an.graph
+    item = max((g.nodes[g.nodes[r].inputs[0]].dtype.itemsize for r in bits(mask & an.reduce_mask)),
+               default=4)
+    cols = space.shape[-1] if space.shape else 1
+    row_bytes = cols * item
+    if cols <= WARP_COLS:
+        return "warp", row_bytes
+    if cols <= BLOCK_COLS * 4 // max(item, 4):
+        return "block", row_bytes
+    return ("smem" if row_bytes <= params.row_cache_bytes else "looped"), row_bytes
 
 
 def estimate(an: Analysis, mask: int, stored: int, space: Space, params: DeviceParams,
              index: int = -1, name: str = "") -> KernelCost:
     """Predicted cost of the kernel computing `mask` and storing `stored` over `space`."""
     g = an.graph
-    reads = read_bytes(an, mask)
-    bytes_read = sum(reads.values())
+    reads = _reads(an, mask)
+    bytes_read = sum(b for b, _ in reads.values())
+    l2_bytes = sum(l2 for _, l2 in reads.values())
     bytes_written = sum(an.nbytes[v] for v in bits(stored))
     extra = 0
     p = 1.0
     flops = 0.0
+    eff = 1.0
+    tier = space.template.value
     if space.template is Template.OPAQUE:
         v = next(bits(mask))
         flops = opaque_flops(an, v)
@@ -102,17 +161,31 @@ def estimate(an: Analysis, mask: int, stored: int, space: Space, params: DeviceP
             flops += (n_full if space.full >> v & 1 else n_small) * weight[v]
         if space.template is Template.ROW:
             p = min(1.0, space.rows / params.sm_count)
-            row_bytes = space.shape[-1] * max(
-                g.nodes[g.nodes[r].inputs[0]].dtype.itemsize for r in bits(mask & an.reduce_mask))
-            if space.passes > 1 and row_bytes > params.row_cache_bytes:
-                full_size = n_full
-                extra = (space.passes - 1) * sum(b for u, b in reads.items() if an.size[u] == full_size)
-    memory_s = (bytes_read + bytes_written + extra) / (params.bandwidth * p)
+            kind, row_bytes = row_tier(an, mask, space, params)
+            tier = f"row:{kind}"
+            if kind == "warp":
+                eff = params.eff_row_warp
+            elif kind == "block":
+                eff = params.eff_row_block
+            elif kind == "smem":
+                resident = max(1, params.smem_per_sm // max(row_bytes, 1))
+                eff = params.eff_row_smem * min(1.0, resident / params.chip_rows) ** params.chip_exp
+            else:
+                eff = params.eff_row_looped
+                if space.passes > 1:
+                    extra = (space.passes - 1) * sum(b for u, (b, _) in reads.items() if an.size[u] == n_full)
+        elif space.template is Template.REDUCTION:
+            eff = params.eff_reduction
+        else:
+            eff = params.eff_pointwise
+    eff = min(1.0, eff)      # never faster than the bandwidth: the searches' bounds rely on it
+    memory_s = ((bytes_read + bytes_written + extra) / (params.bandwidth * eff)
+                + l2_bytes / max(params.l2_bandwidth, params.bandwidth)) / p
     compute_s = flops / (params.throughput * p)
     time_s = params.launch_s + max(memory_s, compute_s)
     kept = sum(an.nbytes[v] for v in bits(mask & ~stored & ~an.out_mask) if not an.free[v])
     return KernelCost(index, name, space.template.value, bytes_read, bytes_written, extra, kept,
-                      flops, p, params.launch_s, memory_s, compute_s, time_s)
+                      flops, p, params.launch_s, memory_s, compute_s, time_s, tier, l2_bytes)
 
 
 def opaque_flops(an: Analysis, v: int) -> float:
@@ -150,6 +223,7 @@ class PlanReport:
     params: DeviceParams
     breaks: tuple[GraphBreak, ...] = ()  # graph breaks the plan crosses, one sync each
     sync_s: float = 0.0                 # their device syncs, in time_s (and unfused_time_s)
+    run_s: float = 0.0                  # the fixed cost of one run, in time_s (and unfused_time_s)
 
     @property
     def bytes_total(self) -> int:
@@ -186,6 +260,9 @@ class PlanReport:
         rows.append(f"intermediates: {self.intermediates} arrays, {_b(self.intermediate_bytes)} "
                     f"({_b(self.intermediate_bytes_avoided)} avoided vs unfused), peak "
                     f"{_b(self.peak_intermediate_bytes)}")
+        if self.run_s:
+            rows.append(f"fixed cost of a run (the runtime before its first launch): "
+                        f"{self.run_s * 1e6:.2f} us in the totals")
         if self.breaks:
             rows.append(f"graph breaks: {len(self.breaks)}, a device sync each "
                         f"({self.sync_s * 1e6:.2f} us in the totals):")
@@ -264,18 +341,22 @@ def report(plan: Plan, params: DeviceParams | None = None) -> PlanReport:
     _, base_ib, _ = _intermediates(base)
     breaks = crossed_breaks(plan)
     sync = len(breaks) * params.sync_s
+    run = params.run_s if costs else 0.0
     return PlanReport(
         kernels=costs, launches=len(costs),
         bytes_read=sum(c.bytes_read for c in costs), bytes_written=sum(c.bytes_written for c in costs),
         extra_bytes=sum(c.extra_bytes for c in costs), intermediates=n, intermediate_bytes=ib,
-        peak_intermediate_bytes=peak, time_s=sum(c.time_s for c in costs) + sync,
+        peak_intermediate_bytes=peak, time_s=sum(c.time_s for c in costs) + sync + run,
         unfused_launches=len(base_costs), unfused_bytes=sum(c.bytes_total for c in base_costs),
-        unfused_intermediate_bytes=base_ib, unfused_time_s=sum(c.time_s for c in base_costs) + sync,
-        params=params, breaks=breaks, sync_s=sync)
+        unfused_intermediate_bytes=base_ib,
+        unfused_time_s=sum(c.time_s for c in base_costs) + sync + (params.run_s if base_costs else 0.0),
+        params=params, breaks=breaks, sync_s=sync, run_s=run)
 
 
 def plan_time(plan: Plan, params: DeviceParams | None = None) -> float:
-    """Predicted time of a plan (`auto` minimises it: the syncs are the same in every plan)."""
+    """Predicted time of a plan's kernels and syncs, what `auto` minimises (the syncs are
+    the same in every plan). A run also pays the fixed `run_s`, the same for every plan:
+    report(plan).time_s = plan_time(plan) + params.run_s."""
     params = params or DeviceParams.h200_default()
     return sum(c.time_s for c in kernel_costs(plan, params)) + len(crossed_breaks(plan)) * params.sync_s
 

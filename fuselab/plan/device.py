@@ -26,12 +26,27 @@ class DeviceParams:
     - throughput 6e13 add-equivalent flop/s (fp32 non-tensor ~67 TFLOP/s peak);
     - transcendental x4: a table flop of an SFU op (exp, log, sin, ...) costs 4 adds;
     - fp64 x2: double precision runs at half the fp32 rate on sm_90;
-    - 132 SMs; a row up to 64 KiB stays on chip (registers / shared memory), longer rows
-      are swept once per dependent phase;
+    - 132 SMs; a row up to 200 KiB stays on chip (registers / shared memory: codegen's
+      limit), longer rows are swept once per dependent phase; 228 KiB shared memory an SM;
     - sync 10 us: what a graph break costs beyond its kernels. Python needs a value, so the
       device finishes all queued work and copies the value back before the cell goes on:
       a host round trip (~5-10 us through CuPy) plus the launch that can no longer overlap
       the previous kernel's tail.
+
+    Calibrated from the shape sweep (benchmarks/COST_MODEL.md; benchmarks/cost_fit.py
+    refits them from a sweep JSON), the same for every plan of a graph or per kernel:
+    - run_s: fixed cost of one run of a plan (the runtime's Python work before the first
+      launch: argument binding, output allocation), paid once per run, not per kernel;
+    - eff_*: the fraction of `bandwidth` a template (and row tier) reaches on large data:
+      pointwise, reduction, row kernels whose row a warp holds (warp), a block's registers
+      (block), shared memory (smem), and looped rows (re-read per pass);
+    - chip_rows, chip_exp: a block that keeps its row in shared memory loads, reduces and
+      stores in phases; the other rows resident on the SM (r = shared memory per SM / row
+      bytes) keep DRAM busy meanwhile. From `chip_rows` resident rows on that hides it;
+      with fewer the bandwidth reached is x (r / chip_rows) ** chip_exp (a 128 KiB
+      float32 row, one per SM, reaches ~0.6 of it);
+    - l2_bandwidth: a stencil's shifted slices along an outer axis read other cache lines
+      than the centre slice; DRAM sends each line once, the extra reads come from L2.
     """
 
     name: str = "NVIDIA H200 (documented defaults)"
@@ -41,8 +56,19 @@ class DeviceParams:
     transcendental: float = 4.0
     fp64: float = 2.0
     sm_count: int = 132
-    row_cache_bytes: int = 65536
+    row_cache_bytes: int = 200 * 1024
     sync_s: float = 10e-6
+    run_s: float = 15.3e-6
+    eff_pointwise: float = 1.0
+    eff_reduction: float = 1.0
+    eff_row_warp: float = 1.0
+    eff_row_block: float = 1.0
+    eff_row_smem: float = 1.0
+    eff_row_looped: float = 1.0
+    chip_rows: float = 12.0
+    chip_exp: float = 0.2
+    smem_per_sm: int = 228 * 1024
+    l2_bandwidth: float = 15.8e12
     source: str = "defaults"
 
     @classmethod
@@ -64,6 +90,11 @@ class DeviceParams:
         "sm_count": ("sm_count", 1), "multiprocessors": ("sm_count", 1),
         "row_cache_bytes": ("row_cache_bytes", 1),
         "sync_s": ("sync_s", 1.0), "sync_us": ("sync_s", 1e-6),
+        "run_s": ("run_s", 1.0), "run_us": ("run_s", 1e-6),
+        "eff_pointwise": ("eff_pointwise", 1.0), "eff_reduction": ("eff_reduction", 1.0),
+        "eff_row_warp": ("eff_row_warp", 1.0), "eff_row_block": ("eff_row_block", 1.0), "eff_row_smem": ("eff_row_smem", 1.0),
+        "eff_row_looped": ("eff_row_looped", 1.0), "chip_rows": ("chip_rows", 1.0), "chip_exp": ("chip_exp", 1.0),
+        "smem_per_sm": ("smem_per_sm", 1), "l2_bandwidth": ("l2_bandwidth", 1.0),
         "name": ("name", None), "device": ("name", None), "device_name": ("name", None),
         "source": ("source", None),
     }
@@ -88,9 +119,12 @@ class DeviceParams:
                 kw[fname] = str(value)
                 continue
             v = float(value) * scale
+            if fname in ("run_s", "chip_exp") and v == 0:    # may be off: a CPU has neither
+                kw[fname] = 0.0
+                continue
             if not math.isfinite(v) or v <= 0:
                 raise ValueError(f"calibration value {key}={value!r} must be a positive number")
-            kw[fname] = int(round(v)) if fname in ("sm_count", "row_cache_bytes") else v
+            kw[fname] = int(round(v)) if fname in ("sm_count", "row_cache_bytes", "smem_per_sm") else v
         return cls(**kw)
 
     @classmethod

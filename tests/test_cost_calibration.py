@@ -1,0 +1,103 @@
+"""The cost model against measured time: the shape sweep's points on an H200.
+
+tests/golden/cost_sweep_h200.json holds cells of the shape sweep (benchmarks/sweep.py),
+the kernels fuselab planned for them and the measured time of one run of the plan, with
+the device calibration of the run (bandwidth, launch, flop rate). Each cell is traced
+here with empty arrays of its shapes and planned `auto` (no device); the model, given
+that calibration and the sweep-fitted DeviceParams defaults, must predict every run
+within ±25% but the known misses below, and at least 90% of all. A unit test of the
+model on recorded numbers, not a timed test. Refit and rewrite the file with
+benchmarks/cost_fit.py (benchmarks/COST_MODEL.md).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fuselab
+from fuselab.plan import make_plan
+from fuselab.plan.cost import report
+from fuselab.plan.device import DeviceParams
+
+DATA = json.loads((Path(__file__).parent / "golden" / "cost_sweep_h200.json").read_text())
+POINTS = {p["case"]: p for p in DATA["points"]}
+# measured well off the model, for reasons outside it (benchmarks/COST_MODEL.md):
+KNOWN_MISSES = {
+    # the same reduction as "column sum 64k" (1024 rows, 65536 columns kept), but codegen
+    # picks width=1, splits=1 for the 3-D shape: 140 us against 93 us
+    "middle axis (1024,256,256) sum 0",
+    # float16 layernorm in the block tier runs at 0.65 of the bandwidth; float16 softmax
+    # rows and float32 layernorm rows of the same length do not
+    "layernorm float16 4k",
+}
+
+
+@lru_cache(maxsize=None)
+def plan_of(case: str):
+    p = POINTS[case]
+    inputs = {n: np.empty(tuple(shape), dtype=dt) for n, (shape, dt) in p["inputs"].items()}
+    return make_plan(fuselab.trace_cell(p["source"], {"np": np, **inputs}).graph, "auto")
+
+
+def params_of(case: str, **changes) -> DeviceParams:
+    p = DeviceParams.from_dict(DATA["sweeps"][POINTS[case]["sweep"]]["calibration"])
+    return dataclasses.replace(p, **changes)
+
+
+def ratio(case: str, **changes) -> float:
+    """Predicted / measured time of one run of the case's plan."""
+    return report(plan_of(case), params_of(case, **changes)).time_s / POINTS[case]["measured_s"]
+
+
+def test_the_points_plan_as_they_were_measured():
+    """A point whose plan changed since it was measured says nothing about the model."""
+    changed = [c for c in POINTS if [k.template.value for k in plan_of(c).kernels] != POINTS[c]["kernels"]]
+    assert changed == []
+
+
+@pytest.mark.parametrize("case", sorted(set(POINTS) - KNOWN_MISSES))
+def test_predicted_within_25_percent_of_measured(case):
+    assert 0.75 <= ratio(case) <= 1.25
+
+
+def test_at_least_90_percent_of_the_sweep_within_25_percent():
+    r = [ratio(c) for c in POINTS]
+    assert sum(0.75 <= q <= 1.25 for q in r) >= 0.9 * len(r)
+    assert 0.95 <= float(np.median(r)) <= 1.05          # no bias either way
+
+
+def test_the_known_misses_are_still_misses():
+    """When codegen fixes them, move them out of KNOWN_MISSES."""
+    assert all(not 0.75 <= ratio(c) <= 1.25 for c in KNOWN_MISSES)
+
+
+def test_each_fitted_term_carries_its_cases():
+    """Without the term its family falls outside 25%: the fixed cost of a run for
+    launch-bound cells, L2 re-reads for stencils across rows and planes, and few rows per
+    SM for rows kept in shared memory."""
+    for c in ("launch-bound chain 1k", "launch-bound softmax 64k"):
+        assert ratio(c, run_s=0.0) < 0.75
+    for c in ("stencil 2-D 5-point", "stencil 3-D 7-point"):
+        assert ratio(c, l2_bandwidth=1e30) < 0.85 and ratio(c, l2_bandwidth=4e12) > 1.25
+    assert ratio("softmax float32 32k", chip_exp=0.0) < 0.75
+    # the rows a warp or a block holds at full bandwidth stay there
+    assert ratio("softmax float32 2k", chip_exp=1.0) == pytest.approx(ratio("softmax float32 2k"))
+
+
+def test_tiers_and_l2_bytes_in_the_kernel_costs():
+    (k,) = report(plan_of("softmax float32 1k"), params_of("softmax float32 1k")).kernels
+    assert k.tier == "row:warp"
+    (k,) = report(plan_of("softmax float32 32k"), params_of("softmax float32 32k")).kernels
+    assert k.tier == "row:smem" and k.extra_bytes == 0
+    (k,) = report(plan_of("softmax float32 128k"), params_of("softmax float32 128k")).kernels
+    assert k.tier == "row:looped" and k.extra_bytes == 2 * 512 * 131072 * 4
+    (k,) = report(plan_of("stencil 2-D 5-point"), params_of("stencil 2-D 5-point")).kernels
+    n = 8190 * 8192 * 4          # rows 0..8189 and 2..8191 of x, each a slice of 8190 rows
+    assert k.bytes_read == 8192 * 8192 * 4 and k.l2_bytes == pytest.approx(2 * n, rel=0.01)
+    (k,) = report(plan_of("stencil 1-D 5-point"), params_of("stencil 1-D 5-point")).kernels
+    assert k.l2_bytes == 0       # shifts along the last axis share cache lines
