@@ -104,7 +104,8 @@ def markdown(data: dict) -> str:
             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
-            out.append(f"| {r['family']} | {r['size']} | error: {r['error'][:80]} | | | | | | | |")
+            first = r["error"].splitlines()[0].replace("|", "/")[:80]   # one table row
+            out.append(f"| {r['family']} | {r['size']} | error: {first} | | | | | | | |")
             continue
         cfgs = "; ".join(k["config"] for k in r.get("kernels", []) if k.get("config"))
         pm = pred_over_meas(r)
