@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 import pytest
+from support.processes import plain_main
 
 da = pytest.importorskip("dask.array")
 import dask  # noqa: E402
@@ -105,8 +106,11 @@ CELLS = {
 def cluster():
     """Two worker processes, one thread each; closed (and its processes gone) after."""
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=logging.ERROR) as c, distributed.Client(c) as client:
+    # plain_main: an IPython shell of an earlier test leaves a __main__ that spawning (the
+    # workers, and the nanny restarting a killed one) cannot read
+    with plain_main(), distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                                dashboard_address=None, silence_logs=logging.ERROR) as c, \
+            distributed.Client(c) as client:
         yield client
 
 

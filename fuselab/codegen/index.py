@@ -58,7 +58,11 @@ class Affine:
     # -- construction ------------------------------------------------------
     @staticmethod
     def of(sym: Sym, coef: int = 1) -> "Affine":
-        return Affine(0, ((sym, coef),)) if coef else Affine()
+        # a loop variable of extent 1 is 0: kept as a symbol, it hides that (k1 * 65536 + k2)
+        # / 256 * 256 + k2 % 256 is k2, and a 3-D column sum lost its vector loads
+        if not coef or (isinstance(sym, Var) and sym.extent == 1):
+            return Affine()
+        return Affine(0, ((sym, coef),))
 
     @staticmethod
     def constant(c: int) -> "Affine":

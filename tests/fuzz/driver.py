@@ -8,7 +8,6 @@ reachable cells hit least so far, the rest are unsteered random cells.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import multiprocessing as mp
 import os
@@ -16,12 +15,13 @@ import queue
 import sys
 import time
 import traceback
-import types
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from support.processes import plain_main
 
 from .coverage import Coverage, reachable
 from .generator import Program, Target, generate
@@ -89,21 +89,6 @@ def _worker(backend: str, jobs: "mp.Queue", results: "mp.Queue") -> None:
         results.put((batch_id, out))
 
 
-@contextlib.contextmanager
-def _plain_main():
-    """Spawning reads `__main__`'s spec; an IPython shell run in this process (the
-    fidelity tests do) leaves a stand-in module without one. Workers need nothing from
-    `__main__`, so a blank module does while they start."""
-    main = sys.modules.get("__main__")
-    if main is not None and not hasattr(main, "__spec__"):
-        sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        if main is not None:
-            sys.modules["__main__"] = main
-
-
 class Pool:
     """Worker processes that run batches; one that dies or stalls is replaced, and its
     batch is reported back for the caller to split."""
@@ -119,7 +104,7 @@ class Pool:
     def _start(self) -> None:
         jobs = self.ctx.Queue()
         p = self.ctx.Process(target=_worker, args=(self.backend, jobs, self.results), daemon=True)
-        with _plain_main():
+        with plain_main():
             p.start()
         self.procs.append([p, jobs, None])
 

@@ -122,7 +122,7 @@ extern "C" __global__ void __launch_bounds__(256) k0_sum_mul(const float* __rest
     for (int e = 0; e < 4; ++e) { acc1[e] = 0.0f; }
     #pragma unroll 4
     for (index_t r = part * 128 + threadIdx.y; active && r < min(index_t(4096), (part + 1) * 128); r += 8) {
-        const fl_vec<float, 4> x = fl_load_vec<4>(in_x + k1 * 256 + r * 256 + k2);
+        const fl_vec<float, 4> x = fl_load_vec<4>(in_x + r * 256 + k2);
         #pragma unroll
         for (int e = 0; e < 4; ++e) {
             float v0;
