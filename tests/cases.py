@@ -276,8 +276,8 @@ def stencil_cases(seed=9) -> list[Case]:
         g = b.build([("y", y)])
         out.append(Case(f"stencil-2d-{shape}", g, {"x": sample(np.float32, shape, rng)},
                         [one_kernel(g, Template.POINTWISE)], 1e-5))
-    for dt, shape in ((np.float64, (5, 6, 20)), (np.float32, (4, 5, 44)), (np.float16, (3, 4, 72))):
-        rng = np.random.default_rng(seed)
+
+    def seven_point(shape, dt):
         b = GraphBuilder()
         x = b.input("x", shape, dt)
         inner = tuple(d - 2 for d in shape)
@@ -285,7 +285,11 @@ def stencil_cases(seed=9) -> list[Case]:
         y = b.elemwise("multiply", [win(1, 1, 1), b.const(6, dt)])
         for at in ((0, 1, 1), (2, 1, 1), (1, 0, 1), (1, 2, 1), (1, 1, 0), (1, 1, 2)):
             y = b.elemwise("subtract", [y, win(*at)])
-        g = b.build([("y", y)])
+        return b.build([("y", y)])
+
+    for dt, shape in ((np.float64, (5, 6, 20)), (np.float32, (4, 5, 44)), (np.float16, (3, 4, 72))):
+        rng = np.random.default_rng(seed)
+        g = seven_point(shape, dt)
         out.append(Case(f"stencil-3d-{_name(dt)}-{shape}", g, {"x": sample(dt, shape, rng)},
                         [one_kernel(g, Template.POINTWISE)], 1e-2 if dt == np.float16 else 1e-5))
     # the stencil path (several rows a thread along an outer axis): row counts no multiple
@@ -301,15 +305,6 @@ def stencil_cases(seed=9) -> list[Case]:
                                                        b.elemwise("add", [win(1, 0), win(1, 2)])])])
         return b.build([("y", y)])
 
-    def seven_point(shape, dt):
-        b = GraphBuilder()
-        x = b.input("x", shape, dt)
-        inner = tuple(d - 2 for d in shape)
-        win = lambda *at: b.slice(x, at, (1, 1, 1), inner)
-        y = b.elemwise("multiply", [win(1, 1, 1), b.const(6, dt)])
-        for at in ((0, 1, 1), (2, 1, 1), (1, 0, 1), (1, 2, 1), (1, 1, 0), (1, 1, 2)):
-            y = b.elemwise("subtract", [y, win(*at)])
-        return b.build([("y", y)])
 
     for make, dt, shape in ((five_point, np.int32, (11, 44)), (five_point, np.float16, (7, 72)),
                             (five_point, np.float64, (6, 20)), (five_point, np.float32, (13, 44)),

@@ -125,6 +125,21 @@ def may_overflow_undefined(op: str, dtype: np.dtype) -> bool:
     return True   # 8/16-bit: computed in 32-bit PTX and truncated (see fl_wrap32)
 
 
+def view_coords(graph: Graph, n: Node, coords: Coords) -> Coords:
+    """Coordinates in a view's source of the view's element at `coords` (both backends)."""
+    src = graph.nodes[n.inputs[0]]
+    a = n.args
+    if n.op == "transpose":
+        return ix.transpose(coords, a["perm"])
+    if n.op == "slice":
+        return ix.slice_(coords, a["start"], a["step"])
+    if n.op == "reshape":
+        return ix.reshape(coords, n.shape, src.shape)
+    if n.op == "broadcast_to":
+        return ix.broadcast(coords, n.shape, src.shape)
+    raise CodegenError(f"unknown view {n.op}")
+
+
 class ValueEmitter:
     def __init__(self, graph: Graph, nodes: Sequence[int], inputs: Sequence[int],
                  options: CodegenOptions, names: Names, load: LoadFn,
@@ -205,7 +220,7 @@ class ValueEmitter:
         elif n.op in ("const", "full") and nid in self.nodes:
             expr = half_literal(n.args["value"], n.dtype)
         elif n.kind is Kind.INJECTIVE and nid in self.nodes:
-            expr = self.half_value(n.inputs[0], self._view_coords(n, coords))
+            expr = self.half_value(n.inputs[0], view_coords(self.graph, n, coords))
         elif self._native_half(n):
             ops = [self._half_operand(n, k, coords) for k in range(len(n.inputs))]
             expr = self.names.fresh(f"v{nid}_h")
@@ -249,7 +264,7 @@ class ValueEmitter:
         if n.op == "arange":
             return self._arange(nid, n, coords[0])
         if n.kind is Kind.INJECTIVE:
-            return self.value(n.inputs[0], self._view_coords(n, coords))
+            return self.value(n.inputs[0], view_coords(self.graph, n, coords))
         if self._half_first(n):
             name = self.names.fresh(f"v{nid}")
             self.emit(f"const float {name} = fl_from_half({self.half_value(nid, coords)});", nid)
@@ -257,19 +272,6 @@ class ValueEmitter:
         if n.kind is Kind.ELEMWISE:
             return self._elemwise(nid, n, coords)
         raise CodegenError(f"%{nid} ({n.op}) cannot be computed element by element here")
-
-    def _view_coords(self, n: Node, coords: Coords) -> Coords:
-        src = self.graph.nodes[n.inputs[0]]
-        a = n.args
-        if n.op == "transpose":
-            return ix.transpose(coords, a["perm"])
-        if n.op == "slice":
-            return ix.slice_(coords, a["start"], a["step"])
-        if n.op == "reshape":
-            return ix.reshape(coords, n.shape, src.shape)
-        if n.op == "broadcast_to":
-            return ix.broadcast(coords, n.shape, src.shape)
-        raise CodegenError(f"unknown view {n.op}")
 
     def _operand(self, n: Node, k: int, coords: Coords, ctype: np.dtype) -> str:
         src_id = n.inputs[k]

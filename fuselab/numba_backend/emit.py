@@ -17,7 +17,7 @@ import numpy as np
 
 from ..codegen import index as ix
 from ..codegen.model import CodegenError  # noqa: F401 - one error for both backends' templates
-from ..codegen.emit import array_name, indent, unwrap  # noqa: F401 - backend-neutral helpers, shared
+from ..codegen.emit import array_name, indent, unwrap, view_coords  # noqa: F401 - backend-neutral helpers, shared
 from ..ir import Graph, Node, special_exponent
 from ..ops import Kind
 from .pyops import ELEMWISE, mixed_compare, special_power
@@ -226,21 +226,6 @@ class PyEmitter:
             rounding = "fl_round_half_arith" if n.op in HALF_ARITH_OPS else "fl_round_half"
             expr = f"{rounding}({unwrap(expr)})"
         return expr
-
-
-def view_coords(graph: Graph, n: Node, coords: Coords) -> Coords:
-    """Coordinates in a view's source of the view's element at `coords`."""
-    src = graph.nodes[n.inputs[0]]
-    a = n.args
-    if n.op == "transpose":
-        return ix.transpose(coords, a["perm"])
-    if n.op == "slice":
-        return ix.slice_(coords, a["start"], a["step"])
-    if n.op == "reshape":
-        return ix.reshape(coords, n.shape, src.shape)
-    if n.op == "broadcast_to":
-        return ix.broadcast(coords, n.shape, src.shape)
-    raise CodegenError(f"unknown view {n.op}")
 
 
 def arange_expr(n: Node, i: str) -> str:
