@@ -142,29 +142,20 @@ def nvrtc_check(preps: Sequence[Prepared]) -> None:
     """Every kernel of the batch compiled to PTX by NVRTC where it is installed (no GPU
     needed): the emulator's host compiler accepts C++ that NVRTC does not (its <cmath>
     macros, host-only functions), and such kernels would fail only on a GPU."""
-    from fuselab.codegen.nvrtc import available, compile_source
+    from fuselab.codegen.nvrtc import available
+    from codegen_util import nvrtc_refusals
     if not available()[0]:
         return
-    units = [c for p in preps for _, _, cs in p.plans for c in cs if isinstance(c, KernelCode)]
-    unique = list({c.source: c for c in units}.values())
-    if not unique:
-        return
-    try:
-        source = "\n".join(f"namespace fl_unit{i} {{\n{c.source}\n}}" for i, c in enumerate(unique))
-        compile_source(source, "batch", unique[0].nvrtc_options, arch=preps[0].program.options.arch,
-                       want_cubin=False)
-        return
-    except Exception:  # noqa: BLE001 - find the programs whose kernels NVRTC refuses
-        pass
+    where = {}   # kernel source -> the (program, plan label)s that generated it
     for p in preps:
         for label, _, cs in p.plans:
             for c in cs:
                 if isinstance(c, KernelCode):
-                    try:
-                        compile_source(c.source, c.name, c.nvrtc_options, arch=p.program.options.arch,
-                                       want_cubin=False)
-                    except Exception as e:  # noqa: BLE001
-                        p.outcome.failures.append(f"{label} plan, NVRTC: {type(e).__name__}: {e}")
+                    where.setdefault(c.source, []).append((p, label, c))
+    kernels = [uses[0][2] for uses in where.values()]
+    for code, e in nvrtc_refusals(kernels, preps[0].program.options.arch if preps else "sm_90"):
+        for p, label, _ in where[code.source]:
+            p.outcome.failures.append(f"{label} plan, NVRTC: {type(e).__name__}: {e}")
 
 
 def run_emulated(preps: Sequence[Prepared]) -> None:
