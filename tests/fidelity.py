@@ -60,7 +60,7 @@ class Outcome:
 
 
 def _is_array(v: Any) -> bool:
-    return isinstance(v, np.ndarray) or type(v).__module__.startswith("cupy")
+    return isinstance(v, np.ndarray) or (type(v).__module__.startswith("cupy") and hasattr(v, "__cuda_array_interface__"))
 
 
 def _host(v: Any) -> Any:

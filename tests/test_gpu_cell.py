@@ -55,3 +55,28 @@ def test_numpy_inputs_run_on_the_gpu_and_come_back_as_numpy():
     assert isinstance(ns["y"], np.ndarray)
     np.testing.assert_allclose(ns["y"], np.tanh(x) * 2 + x.mean(), rtol=1e-5)
     assert session.measurement is not None
+
+
+@pytest.mark.parametrize("plan", ["auto", "unfused"])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("value", [-0.0, np.inf, -np.inf, np.nan, -65504.0])
+def test_zero_d_inputs_reach_the_kernels_bit_for_bit(value, dtype, plan):
+    """The GPU fuzzer saw a 0-d float16 -0.0 come back from astype(float64) as +0.0: CuPy
+    uploads a 0-d float16 array without its sign (cupy.asarray(np.array(-0.0, np.float16))
+    is +0.0 on CuPy 14), fuselab uploads 0-d arrays as one-element arrays. (NaN's sign
+    bit and max(-0.0, 0.0) are not defined alike on both sides: not compared.)"""
+    x = np.array(value, dtype)
+    v = np.array([-0.0, 0.0, 1.5], dtype)
+    cell = "a = x.astype(np.float64)\nb = x * v\nc = -x\nd = x.astype(np.float32) + 0"
+    want = {"np": np, "x": x, "v": v}
+    with np.errstate(all="ignore"):
+        exec(cell, want)
+    ns = {"np": np, "x": x, "v": v}
+    session = run_cell(ns, cell, strategy=plan, quiet=True, time=False)
+    assert session.backend == "cuda"
+    for name in "abcd":
+        got, exp = np.asarray(ns[name]), np.asarray(want[name])
+        assert got.dtype == exp.dtype, name
+        number = ~np.isnan(exp)
+        np.testing.assert_array_equal(np.signbit(got)[number], np.signbit(exp)[number], err_msg=f"{name}: {got} vs {exp}")
+        np.testing.assert_array_equal(got, exp, err_msg=name)

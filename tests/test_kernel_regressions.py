@@ -147,3 +147,16 @@ def test_plans_of_cells_differing_in_the_sign_of_a_zero_are_different():
     g1 = fuselab.trace_cell("y = np.copysign(x, -0.0)", {"np": np, "x": x}).graph
     g2 = fuselab.trace_cell("y = np.copysign(x, 0.0)", {"np": np, "x": x}).graph
     assert g1 != g2 and make_plan(g1) != make_plan(g2)
+
+
+@needs_cxx
+def test_numpy_scalars_take_scalar_math_for_powers():
+    """`a ** 2` is np.square(a) for arrays (bool ** 2 is int8) but NumPy scalars take scalar
+    math (np.True_ ** 2 is int64): full reductions, integer indexing and ufuncs of scalars
+    give scalars (found by the GPU fuzzer, seeds 41006350, 41006713, 41009802)."""
+    x = np.array([1.5, -0.0], np.float16)
+    u = np.ones((1234, 65), np.uint32)
+    _check("v0 = x[-1]\nv1 = np.logical_or(v0, -1.5)\nv3 = np.cbrt(v1)\nv6 = v1 ** 2\nv7 = np.array(True) ** 2",
+           {"x": x})
+    _check("v0 = np.all(u, axis=0)\nv1 = v0.all(axis=-1)\nv2 = v1.min()\nv3 = v2 ** 2\nv4 = np.log1p(v3)\n"
+           "v5 = v3 // v3\nv6 = np.fmax(v4, v1)\nv7 = (u > 0) ** 2", {"u": u})

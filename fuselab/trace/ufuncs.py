@@ -62,7 +62,9 @@ def elementwise(ctx: TraceContext, opname: str, args: Sequence[Any], dtype: Any 
         folded = _out_of_range_comparison(ctx, opname, ops)
         if folded is not None:
             return folded
-    if operator and xp_name == "power" and isinstance(ops[1], Weak) and not isinstance(ops[0], Weak):
+    scalar_base = isinstance(args[0], Tracer) and args[0]._scalar
+    if operator and xp_name == "power" and isinstance(ops[1], Weak) and not isinstance(ops[0], Weak) \
+            and not scalar_base:  # NumPy scalars take scalar math: np.True_ ** 2 is int64, not square's int8
         fast = _power_fast_path(ctx, ops[0], ops[1].value)
         if fast is not None:
             return fast
@@ -108,8 +110,8 @@ def _out_of_range_comparison(ctx: TraceContext, opname: str, ops: Sequence[int |
 
 def _power_fast_path(ctx: TraceContext, base: int, exponent: Any) -> int | None:
     """`a ** 2` is np.square(a) for every dtype (so bool ** 2 is int8), and for inexact
-    arrays `a ** 0.5` is np.sqrt(a) and `a ** -1` np.reciprocal(a): NumPy's operator
-    takes these fast paths, with their own result dtypes."""
+    arrays `a ** 0.5` is np.sqrt(a) and `a ** -1` np.reciprocal(a): ndarray's operator
+    takes these fast paths, with their own result dtypes (NumPy scalars do not)."""
     kind = ctx.builder.aval(base).dtype.kind
     if type(exponent) is int and exponent == 2:
         name = "square"

@@ -18,7 +18,7 @@ sys.path.insert(0, str(HERE.parent))            # tests/ (cuda_host)
 sys.path.insert(0, str(HERE.parent.parent))     # the repository (fuselab)
 
 from fuzz.coverage import Coverage  # noqa: E402
-from fuzz.driver import Spec, build_program, run, shrink  # noqa: E402
+from fuzz.driver import Spec, build_program, crosscheck, run, shrink  # noqa: E402
 from fuzz.generator import Target  # noqa: E402
 
 
@@ -46,6 +46,11 @@ def main(argv: list[str] | None = None) -> int:
         s.add_argument("--target", default=None)
         s.add_argument("--gpu", action="store_true")
         s.add_argument("--sm", type=int, default=None)
+    x = sub.add_parser("crosscheck", help="re-run another run's programs here; compare integer results bit for bit")
+    x.add_argument("digests", type=Path)
+    x.add_argument("--gpu", action="store_true")
+    x.add_argument("--workers", type=int, default=None)
+    x.add_argument("--limit", type=int, default=None)
     rep = sub.add_parser("report")
     rep.add_argument("--coverage", type=Path, required=True)
     args = ap.parse_args(argv)
@@ -61,6 +66,12 @@ def main(argv: list[str] | None = None) -> int:
         print(text.split("### Reductions")[0])
         print(f"{cov.programs} programs, {len(failures)} failing")
         return 1 if failures else 0
+    if args.cmd == "crosscheck":
+        compared, mismatches = crosscheck(args.digests, "gpu" if args.gpu else "emulator", args.workers,
+                                          limit=args.limit, log=lambda m: print(m, flush=True))
+        print("\n\n".join(mismatches[:10]))
+        print(f"{compared} programs compared bit for bit on integer results, {len(mismatches)} mismatches")
+        return 1 if mismatches or not compared else 0
     if args.cmd in ("show", "shrink"):
         spec = Spec(args.seed, _target(args.target))
         if args.cmd == "shrink":

@@ -34,6 +34,7 @@ class Spec:
     seed: int
     target: Target | None
     drop: tuple[str, ...] = ()      # lines removed by shrinking (by the name they bind)
+    sm: int | None = -1             # the SM count to generate for; -1: the worker decides (program_sm)
 
 
 @dataclass
@@ -45,6 +46,15 @@ class Result:
     plans: int
     digests: dict[str, str] = field(default_factory=dict)
     source: str = ""
+    sm: int | None = None       # the SM count the program was generated for (None: the generator's own)
+
+
+def program_sm(spec: Spec, real_sm: int | None) -> int | None:
+    """Half the programs are generated for the device's real SM count (split reductions
+    sized as on that device), half for the generator's own choice."""
+    if spec.sm != -1:
+        return spec.sm
+    return real_sm if np.random.default_rng(spec.seed).random() < 0.5 else None
 
 
 def build_program(spec: Spec, real_sm: int | None) -> Program:
@@ -77,13 +87,14 @@ def _worker(backend: str, jobs: "mp.Queue", results: "mp.Queue") -> None:
         out, programs, ok_specs = [], [], []
         for s in specs:
             try:
-                programs.append(build_program(s, real_sm if np.random.default_rng(s.seed).random() < 0.5 else None))
+                programs.append(build_program(s, program_sm(s, real_sm)))
                 ok_specs.append(s)
             except Exception:  # noqa: BLE001 - a generator bug: reported as this program's failure
                 out.append(Result(s, [f"generator: {traceback.format_exc(limit=-4)}"], [], [], 0))
         try:
             for o, s in zip(run_batch(programs, runner), ok_specs):
-                out.append(Result(s, o.failures, o.cells, sorted(o.features), o.plans, o.digests, o.program.source))
+                out.append(Result(s, o.failures, o.cells, sorted(o.features), o.plans, o.digests, o.program.source,
+                                  program_sm(s, real_sm)))
         except Exception:  # noqa: BLE001
             out += [Result(s, [f"harness: {traceback.format_exc(limit=-4)}"], [], [], 0) for s in ok_specs]
         results.put((batch_id, out))
@@ -221,7 +232,8 @@ def run(n_programs: int, backend: str = "emulator", seed: int = 0, workers: int 
                     cov.programs += 1
                     cov.plans += r.plans
                     if r.digests:
-                        digests[f"{r.spec.seed}"] = r.digests
+                        digests[f"{r.spec.seed}"] = {"target": asdict(r.spec.target) if r.spec.target else None,
+                                                     "drop": list(r.spec.drop), "sm": r.sm, "digests": r.digests}
                     if r.failures:
                         failures.append(r)
                         log(f"FAIL seed {r.spec.seed} target {r.spec.target}: {r.failures[0][:300]}")
@@ -251,6 +263,44 @@ def run(n_programs: int, backend: str = "emulator", seed: int = 0, workers: int 
     if digests_path is not None:
         digests_path.write_text(json.dumps(digests))
     return cov, failures
+
+
+def crosscheck(digests_path: Path, backend: str = "emulator", workers: int | None = None, batch: int = 24,
+               limit: int | None = None, log=print) -> tuple[int, list[str]]:
+    """Run the programs of another run's digest file (`--digests`, e.g. a GPU run) here
+    and compare their integer results bit for bit; returns (programs compared, mismatches)."""
+    from .generator import Target
+    recorded = json.loads(digests_path.read_text())
+    specs = [Spec(int(seed), Target(**e["target"]) if e["target"] else None, tuple(e["drop"]), e["sm"])
+             for seed, e in list(recorded.items())[:limit]]
+    pool = Pool(backend, workers or max(1, os.cpu_count() or 1), 600.0)
+    pending = [specs[i:i + batch] for i in range(0, len(specs), batch)]
+    compared, mismatches, inflight, batch_id = 0, [], 0, 0
+    try:
+        while pending or inflight:
+            for k in pool.idle():
+                if not pending:
+                    break
+                pool.submit(k, batch_id, pending.pop(0))
+                batch_id += 1
+                inflight += 1
+            done, lost = pool.collect()
+            inflight -= len(done) + len(lost)
+            for specs_lost in lost:
+                mismatches += [f"seed {s.seed}: the worker crashed" for s in specs_lost]
+            for _, results in done:
+                for r in results:
+                    compared += 1
+                    want = recorded[str(r.spec.seed)]["digests"]
+                    for key, digest in want.items():
+                        if r.digests.get(key) != digest:
+                            mismatches.append(f"seed {r.spec.seed} {key}: {backend} {r.digests.get(key)} != {digest}"
+                                              f"\n{r.source}")
+                    if compared % 500 == 0:
+                        log(f"{compared} programs compared, {len(mismatches)} mismatches")
+    finally:
+        pool.close()
+    return compared, mismatches
 
 
 def _result_json(r: Result) -> dict:
