@@ -225,6 +225,16 @@ def edge_extreme_cases(seed=9) -> list[Case]:
         g = b.build([("am", b.reduce("argmax", ab, axis=0)), ("mx", b.reduce("max", ab, axis=0)),
                      ("mn", b.reduce("min", b.elemwise("negative", [xi]), axis=0))])
         out.append(Case(f"extreme-abs-argmax-columns-{_name(dt)}", g, {"x": xt}, [one_kernel(g, Template.REDUCTION)], 0.0))
+        # abs(INT_MIN) is INT_MIN: ptxas took abs's result for non-negative and dropped the
+        # dividend's sign handling of a remainder fused after it (int32, GPU fuzzer)
+        y = rng.integers(1, 900, x.shape).astype(dt) * np.where(rng.random(x.shape) < 0.3, -1, 1).astype(dt)
+        b = GraphBuilder()
+        xi, yi = b.input("x", x.shape, dt), b.input("y", y.shape, dt)
+        ab = b.elemwise("absolute", [xi])
+        g = b.build([("r", b.elemwise("remainder", [ab, yi])), ("q", b.elemwise("floor_divide", [ab, yi])),
+                     ("neg", b.elemwise("less", [ab, b.const(0, dt)])), ("wide", b.astype(ab, np.int64)),
+                     ("sh", b.elemwise("right_shift", [ab, b.const(3, dt)]))])
+        out.append(Case(f"extreme-abs-sign-consumers-{_name(dt)}", g, {"x": x, "y": y}, [one_kernel(g, Template.POINTWISE)], 0.0))
     return out
 
 

@@ -330,3 +330,27 @@ def test_block_programs_compile_as_cuda():
     codes = [c for plan, _ in list(PROGRAMS._cache.values()) for c in generate(plan, CodegenOptions())]
     assert len(codes) > 20
     nvrtc_compile(codes)
+
+
+def test_each_runner_runs_its_own_executable_of_a_plan(monkeypatch):
+    """The planner hands identical cells the same Plan object, so one process may run a plan
+    with two runners (a NumPy-chunk cell, then the same cell on CuPy chunks): each must use
+    its own executable. A cache keyed by the plan alone gave CuPy blocks the Numba kernels."""
+    pytest.importorskip("numba")
+    import fuselab.runtime.launch as launch
+    from fuselab.dask.runners import CudaRunner, NumbaRunner
+    from fuselab.plan import make_plan
+    from fuselab.trace import trace_cell
+
+    class FakeCudaExecutable:
+        def __init__(self, plan, codes, options):
+            pass
+
+        def run(self, inputs):
+            return {"y": "run by the CUDA executable"}
+
+    monkeypatch.setattr(launch, "Executable", FakeCudaExecutable)
+    x = np.arange(6.0)
+    plan = make_plan(trace_cell("y = x * 2", {"np": np, "x": x}).graph)
+    np.testing.assert_array_equal(NumbaRunner().run(plan, {"x": x})["y"], x * 2)
+    assert CudaRunner().run(plan, {"x": x})["y"] == "run by the CUDA executable"

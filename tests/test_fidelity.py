@@ -22,10 +22,10 @@ def harness():
     return Harness()
 
 
-def _check(harness, case, setup, fuse_line=FUSE_LINE):
+def _check(harness, case, setup, fuse_line=FUSE_LINE, reduction_rtol=None):
     plain = harness.run(case, fuse=False, setup=setup)
     fused = harness.run(case, fuse=True, setup=setup, fuse_line=fuse_line)
-    diffs = differences(case, plain, fused)
+    diffs = differences(case, plain, fused, reduction_rtol)
     assert not diffs, f"\n--- cell ---\n{case.cell}\n--- differences ---\n" + "\n".join(diffs)
 
 
@@ -46,4 +46,5 @@ CUPY_SETUP = SETUP.replace("import numpy as np\n", "import numpy\nimport cupy as
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", [c for c in CASES if not c.numpy_only], ids=lambda c: c.name)
 def test_fused_cell_with_cupy_arrays(harness, case):
-    _check(harness, case, CUPY_SETUP, FUSE_LINE.replace(" --backend cpu", ""))
+    from fuselab.runtime.verify import RTOL
+    _check(harness, case, CUPY_SETUP, FUSE_LINE.replace(" --backend cpu", ""), RTOL)

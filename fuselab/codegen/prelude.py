@@ -208,6 +208,21 @@ template <class T> __device__ __forceinline__ T fl_abs(T x) {
         asm("abs.s32 %0, %1;" : "=r"(r) : "r"(int(x)));
         return T(r);
     }
+    // 32- and 64-bit: (x ^ m) - m with m = x >> (bits - 1), in PTX. ptxas takes the result
+    // of abs (IABS, whether NVVM made it of the C++ form below or it came as abs.s32) for
+    // non-negative, while abs(INT_MIN) is INT_MIN: np.mod(abs(x), y) lost the dividend's
+    // sign handling and gave 2^31 mod y (found by the GPU fuzzer, SASS read with nvdisasm).
+    else if constexpr (fl_is_signed<T>::value && sizeof(T) == 4) {
+        int m, t, r;
+        asm("shr.s32 %0, %3, 31;\n\txor.b32 %1, %3, %0;\n\tsub.s32 %2, %1, %0;"
+            : "=r"(m), "=r"(t), "=r"(r) : "r"(int(x)));
+        return T(r);
+    } else if constexpr (fl_is_signed<T>::value) {
+        long long m, t, r;
+        asm("shr.s64 %0, %3, 63;\n\txor.b64 %1, %3, %0;\n\tsub.s64 %2, %1, %0;"
+            : "=l"(m), "=l"(t), "=l"(r) : "l"((long long)x));
+        return T(r);
+    }
 #endif
     else if constexpr (fl_is_signed<T>::value) return x < T(0) ? fl_wrap_neg(x) : x;  // abs(INT_MIN) wraps
     else return x;

@@ -52,10 +52,10 @@ class CudaRunner:
 
     def run(self, plan: Plan, inputs: Mapping[str, Any]) -> dict[str, Any]:
         from ..runtime.launch import Executable
-        exe = _EXECUTABLES.get(id(plan))
+        exe = _EXECUTABLES.get((self.name, id(plan)))
         if exe is None or exe[0] is not plan:
             exe = (plan, Executable(plan, None, self.options))
-            _remember(id(plan), exe)
+            _remember((self.name, id(plan)), exe)
         return exe[1].run(inputs)
 
 
@@ -69,17 +69,18 @@ class NumbaRunner:
     def run(self, plan: Plan, inputs: Mapping[str, Any]) -> dict[str, Any]:
         from ..numba_backend.model import NumbaOptions
         from ..numba_backend.run import Executable
-        exe = _EXECUTABLES.get(id(plan))
+        exe = _EXECUTABLES.get((self.name, id(plan)))
         if exe is None or exe[0] is not plan:
             exe = (plan, Executable(plan, NumbaOptions(parallel=False)))
-            _remember(id(plan), exe)
+            _remember((self.name, id(plan)), exe)
         return exe[1].run(inputs)
 
 
-_EXECUTABLES: OrderedDict[int, tuple[Plan, Any]] = OrderedDict()
+# by (runner, plan): one process may run a plan with two runners (a session's block check)
+_EXECUTABLES: OrderedDict[tuple[str, int], tuple[Plan, Any]] = OrderedDict()
 
 
-def _remember(key: int, exe: tuple[Plan, Any]) -> None:
+def _remember(key: tuple[str, int], exe: tuple[Plan, Any]) -> None:
     _EXECUTABLES[key] = exe
     if len(_EXECUTABLES) > 256:
         _EXECUTABLES.popitem(last=False)

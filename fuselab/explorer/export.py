@@ -174,7 +174,13 @@ def _kernel(k, source, name, options):
 
 def _input(name, a):
     shape, dtype = INPUTS[name]
-    a = cp.ascontiguousarray(cp.asarray(a))
+    if isinstance(a, np.ndarray) and a.ndim == 0:
+        a = a.reshape(1)  # CuPy 14 uploads a 0-d float16 -0.0 as +0.0; one element keeps it
+    a = cp.asarray(a)
+    if shape == () and a.shape == (1,):
+        a = a.reshape(())
+    if not a.flags.c_contiguous:  # (not ascontiguousarray: it makes 0-d arrays 1-d)
+        a = a.copy()
     if a.shape != shape or a.dtype != np.dtype(dtype):
         raise ValueError(f"{{name}} must be {{dtype}}{{list(shape)}}, got {{a.dtype}}{{list(a.shape)}}")
     return a

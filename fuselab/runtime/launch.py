@@ -234,7 +234,8 @@ class Executable:
         local = eval_nodes(cupy, self.plan.graph, code.nodes or (code.node,), env)
         stored = 0
         for o in code.outputs:
-            env[o] = _device_ready(cupy.ascontiguousarray(local[o]))
+            # not ascontiguousarray: it makes 0-d results 1-d (np.median's came back as (1,))
+            env[o] = _device_ready(cupy.asarray(local[o]).reshape(self.plan.graph.nodes[o].shape))
             stored += env[o].nbytes
         return stored
 

@@ -162,7 +162,9 @@ def _imag(self: Tracer) -> Any:
 
 def _sort(self: Tracer, axis: int = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> None:
     """a.sort() sorts in place: the tracer takes the sorted values."""
-    new = call_function(self._ctx, "sort", np.sort, (self, axis, kind, order), {"stable": stable})
+    # only what the user gave: cupy.sort takes neither order nor stable
+    given = {k: v for k, v in (("kind", kind), ("order", order), ("stable", stable)) if v is not None}
+    new = call_function(self._ctx, "sort", np.sort, (self, axis), given)
     if not isinstance(new, Tracer):
         raise RunForReal(new)
     update_in_place(self._ctx, self, new._node, "a.sort()")

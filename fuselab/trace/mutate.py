@@ -46,7 +46,7 @@ def update_in_place(ctx: TraceContext, t: Tracer, node: int, what: str, *, throu
     stale = _live_views(ctx, t, skip=through)
     if isinstance(t, InputTracer):
         flags = getattr(t._array, "flags", None)
-        if flags is not None and not flags.writeable:
+        if flags is not None and not getattr(flags, "writeable", True):  # CuPy's flags have no writeable
             raise ValueError("assignment destination is read-only")
     t._origin = None  # no longer a copy of anything: its value is its own
     ctx.versions[id(t)] = ctx.versions.get(id(t), 0) + 1
