@@ -113,6 +113,8 @@ def reachable() -> set[Cell]:
     for layout, op, d in itertools.product(REDUCE_LAYOUTS, REDUCE_OPS, DTYPES):
         if op == "var" and d == np.float16:
             continue   # float16 variances are NumPy's steps (sums), not one var reduction
+        if op in ("any", "all") and d != np.bool_:
+            continue   # np.any(x) reduces x.astype(bool): the reduction only ever sees bools
         cells.add(("reduce", layout, op, d.name))
     for name, dts in _elem_loops().items():
         for cls, d in itertools.product(CLASSES, dts):

@@ -574,6 +574,8 @@ def _reduce_target(b: CellBuilder, t: Target, sm: int) -> None:
     dt = np.dtype(t.dtype)
     shape, axes = _layout_shape(b.rng, t.where, dt, sm)
     x = b.input(dt, shape, edges=t.op != "var" and b.rng.random() < 0.5)
+    if t.op == "prod" and dt.kind == "f":
+        x = _near_one(b, x)
     if b.rng.random() < 0.3:   # a sibling reduction of another op and accumulator type
         other = str(b.rng.choice(list(C.REDUCTIONS)))
         src = x if b.rng.random() < 0.5 else (binary(b, "greater", x, None, "0") or x)
@@ -584,6 +586,20 @@ def _reduce_target(b: CellBuilder, t: Target, sm: int) -> None:
         r = reduce(b, t.op, x, (axes, f"axis={axes[0]}"), keepdims=t.where.startswith("row"))
     if r is not None and t.where.startswith("row"):
         binary(b, "add", x, r)   # the reduced value broadcast back: a row kernel
+
+
+def _near_one(b: CellBuilder, x: Value) -> Value:
+    """x's values replaced by signs and a few halvings and doublings: a float product of the
+    thousands of elements a split layout takes stays in range (random values overflow or
+    underflow, and such programs are dropped), and is exact in every order."""
+    arr = np.where(b.rng.random(x.shape) < 0.5, -1.0, 1.0)
+    k = b.rng.integers(0, max(arr.size, 1), size=min(arr.size, 12))
+    arr.flat[k] *= b.rng.choice([0.5, 2.0], size=len(k))
+    arr = arr.astype(x.dtype)
+    b.inputs[x.name] = b.env[x.name] = arr
+    v = Value(x.name, arr, None)
+    b.values[x.name] = v
+    return v
 
 
 def _elem_target(b: CellBuilder, t: Target, sm: int) -> None:
