@@ -255,3 +255,24 @@ def test_values_computed_at_breaks_are_kept_for_the_run():
     assert set(seen) == {s} and tr.graph.stages[s] == 0
     np.testing.assert_array_equal(seen[s], ns["x"].sum())
     assert "(if)" in b.reason and b.loc.line == 2
+
+
+def test_cupy_operators_defer_to_a_tracer(monkeypatch):
+    """In a CuPy cell a tracer's __array_ufunc__ reads as None on the instance, so that
+    cupy.ndarray's operators return NotImplemented (CuPy's _should_use_rop) and
+    `cupy_array + traced` reaches the tracer; NumPy looks it up on the type and still finds
+    fuselab's override. (On the GPU the fidelity corpus runs it with real CuPy arrays.)"""
+    import fuselab.trace.core as core
+    from fuselab.trace.core import Tracer
+    pytest.importorskip("cupy")
+    marked = np.arange(3.0)
+    monkeypatch.setattr(core, "is_cupy_array", lambda a: a is marked)
+    seen = []
+    ns = {"np": np, "x": marked, "probe": lambda t: seen.append((t.__array_ufunc__, type(t).__array_ufunc__))}
+    fuselab.trace_cell("y = x * 2\nprobe(y)", ns)
+    (on_instance, on_type), = seen
+    assert on_instance is None and callable(on_type)
+    seen.clear()
+    fuselab.trace_cell("y = x * 2\nprobe(y)", {**ns, "x": np.arange(3.0)})
+    (on_instance, on_type), = seen
+    assert callable(on_instance) and callable(on_type)

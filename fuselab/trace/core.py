@@ -182,14 +182,19 @@ class TraceContext:
             self._tracer_by_id[id(arr)] = t
         return t
 
+    def use_cupy(self, array_type: type) -> None:
+        """The cell computes with CuPy (a CuPy input, or an array made by cp.zeros & co.):
+        values at breaks are CuPy's, results CuPy arrays, no NumPy scalars."""
+        self.uses_cupy = True
+        self.array_type = array_type
+        self.evaluator.xp = sys.modules["cupy"]
+
     def input_for(self, arr: Any, name: str | None = None) -> int:
         key = id(arr)
         if key in self._input_by_id:
             return self._input_by_id[key]
         if is_cupy_array(arr):
-            self.uses_cupy = True
-            self.array_type = type(arr)
-            self.evaluator.xp = sys.modules["cupy"]
+            self.use_cupy(type(arr))
         self.uses_dask |= is_dask_array(arr)
         dt = native(np.dtype(arr.dtype))
         name = name or self._names_by_id.get(key) or f"arr{len(self.inputs)}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -231,7 +231,7 @@ def _install() -> None:
     register_method("conjugate", _conj)
     register_method("sort", _sort)
     register_method("fill", _fill)
-    register_method("__array_ufunc__", _array_ufunc)
+    register_method("__array_ufunc__", _SeenByNumPyOnly(_array_ufunc))
     register_method("__array_function__", _array_function)
     for name in ("sum", "prod", "max", "min", "any", "all", "mean", "var", "std", "argmax", "argmin",
                  "reshape", "transpose", "ravel", "squeeze", "swapaxes", "clip", "round", "nonzero",
@@ -258,6 +258,23 @@ def _setitem(self: Tracer, key: Any, value: Any) -> None:
 
 def _array_ufunc(self: Tracer, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
     return dispatch_ufunc(self._ctx, ufunc, method, inputs, kwargs)
+
+
+class _SeenByNumPyOnly:
+    """`__array_ufunc__` as NumPy looks it up (on the type: the override), and None as CuPy
+    looks it up (on the instance) in a CuPy cell: cupy.ndarray's operators then return
+    NotImplemented for a tracer (CuPy's `_should_use_rop`), so `cupy_array + tracer` reaches
+    the tracer's reflected operator instead of raising "Unsupported type"."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self.fn
+        if obj._ctx.uses_cupy:
+            return None
+        return self.fn.__get__(obj, objtype)
 
 
 def _array_function(self: Tracer, func: Any, types: Any, args: Any, kwargs: Any) -> Any:

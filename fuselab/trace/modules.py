@@ -52,7 +52,10 @@ class TracingModule:
                 return real(*args, **kwargs)
             if name == "fuse" and not self._path:  # cp.fuse as a decorator inside the cell
                 return real(*args, **kwargs)
-            return call_function(current(), path, real, args, kwargs)
+            ctx = current()
+            if path in _CREATION and self._module.__name__.split(".")[0] == "cupy" and not ctx.uses_cupy:
+                ctx.use_cupy(self._module.ndarray)  # cp.arange(...) in a cell without CuPy inputs
+            return call_function(ctx, path, real, args, kwargs)
         traced.__name__ = name
         traced.__doc__ = getattr(real, "__doc__", None)
         traced.__wrapped__ = real  # type: ignore[attr-defined]
