@@ -276,3 +276,22 @@ def test_cupy_operators_defer_to_a_tracer(monkeypatch):
     fuselab.trace_cell("y = x * 2\nprobe(y)", {**ns, "x": np.arange(3.0)})
     (on_instance, on_type), = seen
     assert callable(on_instance) and callable(on_type)
+
+
+def test_cupy_cells_let_cupy_judge_python_ints_out_of_range():
+    """NumPy 2 answers `u8 > -2` exactly (fuselab folds it in NumPy cells); CuPy 14 raises
+    OverflowError. In a CuPy cell such an operation runs for real (RunForReal: a graph
+    break that calls CuPy), so the cell raises what plain CuPy raises."""
+    from types import SimpleNamespace
+
+    from fuselab.ops import Aval
+    from fuselab.trace.operands import RunForReal, Weak, cupy_decides_out_of_range_ints
+    avals = {0: Aval((5,), np.dtype(np.uint8)), 1: Aval((5,), np.dtype(np.float32))}
+    ctx = SimpleNamespace(uses_cupy=True, builder=SimpleNamespace(aval=avals.__getitem__))
+    for ops in ([0, Weak(-2)], [0, Weak(300)], [Weak(-3), 0, Weak(7)]):
+        with pytest.raises(RunForReal):
+            cupy_decides_out_of_range_ints(ctx, ops)
+    for ops in ([0, Weak(255)], [0, Weak(-2.5)], [1, Weak(-2)], [0, Weak(True)]):
+        cupy_decides_out_of_range_ints(ctx, ops)          # in range, a float, a float array, a bool
+    ctx.uses_cupy = False
+    cupy_decides_out_of_range_ints(ctx, [0, Weak(-2)])    # NumPy cells: NumPy 2's exact answer

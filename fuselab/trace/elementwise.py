@@ -10,7 +10,8 @@ import numpy as np
 
 from .core import TraceContext
 from .opaque import data_dependent
-from .operands import RunForReal, Weak, materialise, node_of, operand, resolution_dtypes, wrap
+from .operands import (RunForReal, Weak, cupy_decides_out_of_range_ints, materialise, node_of, operand,
+                       resolution_dtypes, wrap)
 from .registry import handles
 from .ufuncs import elementwise
 
@@ -25,6 +26,7 @@ def where(ctx: TraceContext, cond: Any, x: Any = None, y: Any = None):
         raise RunForReal((x, y))  # NumPy's own error
     b = ctx.builder
     ops = [operand(ctx, v) for v in (x, y)]
+    cupy_decides_out_of_range_ints(ctx, ops)
     strong = [b.aval(o).dtype for o in ops if not isinstance(o, Weak)]
     weak = [o.value for o in ops if isinstance(o, Weak)]
     # np.where promotes as NumPy 2 does (weak Python scalars take the array's dtype)
@@ -41,6 +43,8 @@ def clip(ctx: TraceContext, a: Any, a_min: Any = np._NoValue, a_max: Any = np._N
         raise RunForReal((out, kwargs))
     lo = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)
     hi = a_max if a_max is not np._NoValue else (None if max is np._NoValue else max)
+    if ctx.uses_cupy:
+        cupy_decides_out_of_range_ints(ctx, [operand(ctx, v) for v in (a, lo, hi) if v is not None])
     dt = ctx.builder.aval(node_of(ctx, a)).dtype
     if dt.kind in "iu":  # numpy/_core/_methods.py _clip: out-of-range Python ints mean "no bound"
         info = np.iinfo(dt)

@@ -36,6 +36,20 @@ def wrap(ctx: TraceContext, node: int, *, scalar: bool = False, origin: tuple | 
     return t
 
 
+def cupy_decides_out_of_range_ints(ctx: TraceContext, ops: Sequence[int | Weak]) -> None:
+    """In a CuPy cell, a Python int outside an integer operand's dtype (`u8 > -2`,
+    `np.clip(u8, -3, 7)`) runs for real: CuPy 14 raises OverflowError there, where NumPy 2
+    answers exactly (fuselab's rule for NumPy cells)."""
+    if not ctx.uses_cupy:
+        return
+    ints = [o.value for o in ops if isinstance(o, Weak) and type(o.value) is int]
+    for o in ops:
+        if ints and not isinstance(o, Weak) and ctx.builder.aval(o).dtype.kind in "iu":
+            info = np.iinfo(ctx.builder.aval(o).dtype)
+            if any(not info.min <= v <= info.max for v in ints):
+                raise RunForReal(ops)
+
+
 def operand(ctx: TraceContext, x: Any) -> int | Weak:
     """A node id for an array-like operand, or a Weak marker for a Python scalar."""
     if isinstance(x, Tracer):

@@ -12,7 +12,7 @@ from ..ops import OPS, SUPPORTED_DTYPES, UFUNC_OPS, Aval, OpaqueFn, ShapeError, 
 from .core import TraceContext, Tracer
 from .mutate import update_for_real, update_in_place
 from .numba_calls import TracedNumba, is_numba_ufunc
-from .operands import RunForReal, Weak, materialise, operand, resolution_dtypes, wrap
+from .operands import RunForReal, Weak, cupy_decides_out_of_range_ints, materialise, operand, resolution_dtypes, wrap
 from .realrun import plain_values, run_for_real
 from .reductions import reduce as reduce_
 from .registry import call_function
@@ -56,6 +56,7 @@ def elementwise(ctx: TraceContext, opname: str, args: Sequence[Any], dtype: Any 
                 operator: bool = False) -> int:
     """The node of `ufunc(*args)` as NumPy computes it."""
     ops = [operand(ctx, a) for a in args]
+    cupy_decides_out_of_range_ints(ctx, ops)
     xp_name = OPS[opname].xp_name
     assert xp_name is not None
     if opname in COMPARISONS:
@@ -63,8 +64,10 @@ def elementwise(ctx: TraceContext, opname: str, args: Sequence[Any], dtype: Any 
         if folded is not None:
             return folded
     scalar_base = isinstance(args[0], Tracer) and args[0]._scalar
+    # NumPy scalars take scalar math (np.True_ ** 2 is int64, not square's int8), and
+    # cupy.ndarray's ** is cupy.power (bool ** 2 is int64 on CuPy 14)
     if operator and xp_name == "power" and isinstance(ops[1], Weak) and not isinstance(ops[0], Weak) \
-            and not scalar_base:  # NumPy scalars take scalar math: np.True_ ** 2 is int64, not square's int8
+            and not scalar_base and not ctx.uses_cupy:
         fast = _power_fast_path(ctx, ops[0], ops[1].value)
         if fast is not None:
             return fast
