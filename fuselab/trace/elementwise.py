@@ -77,6 +77,8 @@ def round_(ctx: TraceContext, x: Any, decimals: int = 0, out: Any = None):
     decimals = int(decimals)
     if dt.kind == "c" or (dt.kind == "b" and decimals != 0):
         raise RunForReal(x)  # complex: the library; bool: NumPy's casting error
+    if ctx.uses_cupy and dt == np.float16 and decimals != 0:
+        raise RunForReal(x)  # NumPy scales in float16, CuPy not (np.round(3.05, 1): 3.0 / 3.1)
     if dt.kind in "iu" and decimals >= 0:  # integers are already round: a copy
         return wrap(ctx, n, scalar=True, dtype=getattr(x, "dtype", None))
     if decimals == 0:  # np.rint (bool rounds to float16, as rint's loops say)

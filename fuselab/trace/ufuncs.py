@@ -83,7 +83,12 @@ def elementwise(ctx: TraceContext, opname: str, args: Sequence[Any], dtype: Any 
     nodes = materialise(ctx, ops, loop[:-1])
     if dtype is not None:  # dtype= picks another loop: NumPy casts the operands to it
         nodes = [b.astype(n, dt, loc) for n, dt in zip(nodes, loop[:-1])]
-    node = b.elemwise(opname, nodes, loc)
+    try:
+        node = b.elemwise(opname, nodes, loc)
+    except ValueError as e:
+        if ctx.uses_cupy and str(e).startswith("Integers to negative integer powers"):
+            raise RunForReal(ops) from None  # NumPy raises; CuPy computes: let CuPy run it
+        raise
     if b.aval(node).dtype != loop[-1]:
         node = b.astype(node, loop[-1], loc)
     return node
