@@ -219,7 +219,7 @@ def _install() -> None:
     register_method("__copy__", lambda self: copy_of(self._ctx, self, "K"))
     register_method("__deepcopy__", lambda self, memo: copy_of(self._ctx, self, "K"))
     register_method("__getattr__", _getattr)
-    register_method("T", property(lambda self: transpose(self._ctx, self)))
+    register_method("T", property(_T))
     register_method("mT", property(lambda self: swapaxes(self._ctx, self, -1, -2)))
     register_method("real", property(_real))
     register_method("imag", property(_imag))
@@ -258,6 +258,13 @@ def _setitem(self: Tracer, key: Any, value: Any) -> None:
 
 def _array_ufunc(self: Tracer, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
     return dispatch_ufunc(self._ctx, ufunc, method, inputs, kwargs)
+
+
+def _T(self: Tracer) -> Tracer:
+    # cupy.ndarray.T of fewer than 2 dimensions is the array itself (NumPy's is a new view)
+    if self._ctx.uses_cupy and self.aval.ndim < 2:
+        return self
+    return transpose(self._ctx, self)
 
 
 class _SeenByNumPyOnly:
