@@ -303,6 +303,9 @@ def _row(an: Analysis, mask: int, members: list[int], stored: int, reduces: int)
                      "kernel needs at least two rows")
     P_keep, P_flat = F[:-1] + (1,), F[:-1]
     align: dict[int, str] = {}   # "A": broadcast against F; "B": per-row without keepdims
+    # members computed from the kernel's reductions alone: with rows of one column an
+    # element and a per-row value have the same shape, and only these are per-row for sure
+    from_reductions: set[int] = set()
 
     def one_like(shape: tuple[int, ...]) -> bool:
         return all(s == 1 for s in shape)
@@ -321,6 +324,12 @@ def _row(an: Analysis, mask: int, members: list[int], stored: int, reduces: int)
                     reads.append((u, "A", P_keep))
                     continue
                 if align[u] == "A" and an.shape(u) == P_keep and an.shape(f) == P_flat:
+                    if F[-1] == 1 and u not in from_reductions:
+                        # the kernel would compute an element's value once per row, reading
+                        # no element (np.isinf(np.sqrt(x).squeeze()) beside x.any(axis=1))
+                        return _fail(f"{an.ref(v)} reads {an.ref(u)}, an element of rows of one column, "
+                                     f"as a per-row value through {an.ref(f)}: a row kernel computes "
+                                     "per-row values from its reductions only")
                     reads.append((u, "B", P_flat))
                     continue
             return _fail(f"{an.ref(v)} reads {an.ref(u)} through the view {an.ref(f)}: a row "
@@ -328,7 +337,10 @@ def _row(an: Analysis, mask: int, members: list[int], stored: int, reduces: int)
                          "unit axis of a per-row value")
         if reduces >> v & 1:
             align[v] = "A" if g.nodes[v].args["keepdims"] else "B"
+            from_reductions.add(v)
             continue
+        if all((u in from_reductions) if mask >> u & 1 else one_like(an.shape(u)) for u, _ in an.prods[v]):
+            from_reductions.add(v)
         per_row = [(u, s) for u, al, s in reads if al == "B" and not one_like(s)]
         if per_row:
             u, _ = per_row[0]
