@@ -174,10 +174,10 @@ def _kernel(k, source, name, options):
 
 def _input(name, a):
     shape, dtype = INPUTS[name]
-    if isinstance(a, np.ndarray) and a.ndim == 0:
-        a = a.reshape(1)  # CuPy 14 uploads a 0-d float16 -0.0 as +0.0; one element keeps it
-    a = cp.asarray(a)
-    if shape == () and a.shape == (1,):
+    zero_d = isinstance(a, np.ndarray) and a.ndim == 0
+    # CuPy 14 uploads a 0-d float16 -0.0 as +0.0; one element keeps it
+    a = cp.asarray(a.reshape(1)) if zero_d else cp.asarray(a)
+    if zero_d:
         a = a.reshape(())
     if not a.flags.c_contiguous:  # (not ascontiguousarray: it makes 0-d arrays 1-d)
         a = a.copy()
