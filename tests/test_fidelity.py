@@ -7,6 +7,7 @@ plain Python raises under %%fuse too, with the namespace untouched and no intern
 The same corpus runs with CuPy arrays on a GPU (marked gpu)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 pytest.importorskip("IPython")
@@ -48,3 +49,21 @@ CUPY_SETUP = SETUP.replace("import numpy as np\n", "import numpy\nimport cupy as
 def test_fused_cell_with_cupy_arrays(harness, case):
     from fuselab.runtime.verify import RTOL
     _check(harness, case, CUPY_SETUP, FUSE_LINE.replace(" --backend cpu", ""), RTOL)
+
+
+def test_printed_numbers_compare_within_the_reduction_tolerance_only_where_one_applies():
+    """With CuPy the fused kernels sum in another order than CuPy's own: the values agree
+    to the documented tolerance (verify.RTOL), and so must the numbers printed or shown as
+    Out[n]; every other character, and integers, must be the same."""
+    from fidelity import same_text_within
+    rtol = {np.dtype(np.float16): 4e-3, np.dtype(np.float32): 2e-5, np.dtype(np.float64): 1e-12}
+    assert same_text_within("Out[n]: array(0.48649982, dtype=float32)\n",
+                            "Out[n]: array(0.4864998, dtype=float32)\n", rtol)
+    assert same_text_within("0.48649982\n", "0.4864998\n", rtol)       # float32 text, no dtype shown
+    assert not same_text_within("0.48649982\n", "0.4865\n", rtol)
+    assert not same_text_within("0.5\n", "0.501\n", rtol)              # float64's tolerance
+    assert not same_text_within("array(0.5, dtype=float32)", "array(0.5, dtype=float64)", rtol)
+    assert not same_text_within("k 3\n", "k 4\n", rtol)                # integers exactly
+    assert not same_text_within("a 1.0\n", "b 1.0\n", rtol)
+    assert not same_text_within("0.48649982\n", "0.4864998\n", 0.0)    # no tolerance: exact
+

@@ -185,6 +185,8 @@ class Binder:
                 handed.add(id(v))
                 if t._dtype is not None and v.dtype != t._dtype:
                     v = v.astype(t._dtype)  # NumPy keeps the input's byte order here
+                elif t._dtype is not None and v.dtype.char != t._dtype.char:
+                    v = v.view(t._dtype)  # the same type under the library's other name ('q', 'l')
                 if t._scalar and isinstance(v, np.ndarray):
                     v = v[()]
             else:

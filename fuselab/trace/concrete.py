@@ -12,12 +12,13 @@ compute the fused kernels, and `print` shows a lazy array, as Dask does.
 """
 from __future__ import annotations
 
+import warnings
 from types import ModuleType
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..interp import evaluate_node
+from ..interp import PythonWarning, evaluate_node
 from ..ir import Node
 
 
@@ -65,5 +66,15 @@ class Evaluator:
             v = self._input_value(i)
             return v if xp is np or not isinstance(v, np.ndarray) else xp.asarray(v)
         vals = [self.values[j] for j in n.inputs]
-        # CuPy never warns about floating-point errors; NumPy does, at the user's line
-        return evaluate_node(xp, i, n, vals, self._on_fp_error if xp is np else None)
+        if xp is np:  # NumPy warns about floating-point errors, at the user's line
+            return evaluate_node(xp, i, n, vals, self._on_fp_error)
+        if n.op != "opaque":  # CuPy's kernels never warn
+            return evaluate_node(xp, i, n, vals, None)
+        # an opaque function's own Python code may warn (cupy.nanmax: "All-NaN slice
+        # encountered"): given at the user's line, as for NumPy
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = evaluate_node(xp, i, n, vals, None)
+        for w in caught:
+            self._on_fp_error(i, PythonWarning(str(w.message), w.category))
+        return out

@@ -183,8 +183,11 @@ class TraceContext:
         return t
 
     def use_cupy(self, array_type: type) -> None:
-        """The cell computes with CuPy (a CuPy input, or an array made by cp.zeros & co.):
-        values at breaks are CuPy's, results CuPy arrays, no NumPy scalars."""
+        """The cell computes with CuPy (a CuPy array in its namespace, or an array made by
+        cp.zeros & co.): values at breaks are CuPy's (computed by CuPy, so 0-d CuPy arrays
+        where NumPy gives scalars, CuPy's results and errors for opaque functions),
+        results CuPy arrays, no NumPy scalars. Always through here, so that `uses_cupy`
+        and the evaluator's module never disagree."""
         self.uses_cupy = True
         self.array_type = array_type
         self.evaluator.xp = sys.modules["cupy"]
@@ -267,10 +270,17 @@ class TraceContext:
         return Refused(TraceError(what, self.loc(), hint))
 
     def warn(self, message: str, category: type = RuntimeWarning) -> None:
-        """A warning NumPy's Python code would give at the current line. CuPy's gives none
-        (a mean of nothing is NaN, silently, on CuPy 14: the GPU fidelity corpus)."""
+        """A warning NumPy's Python code would give at the current line, where fuselab
+        computes the operation itself (`Mean of empty slice`). CuPy's code gives none
+        there (a mean of nothing is NaN, silently, on CuPy 14: the GPU fidelity corpus)."""
         if self.uses_cupy:
             return
+        self.warnings.python(len(self.builder.nodes), message, self.loc(), category)
+
+    def library_warning(self, message: str, category: type = RuntimeWarning) -> None:
+        """A warning the library itself gave while a function ran for real (NumPy's or
+        CuPy's own code: cupy.nanmax's `All-NaN slice encountered`): given as it is, at
+        the current line, in NumPy and in CuPy cells alike."""
         self.warnings.python(len(self.builder.nodes), message, self.loc(), category)
 
 
@@ -458,8 +468,7 @@ class InputTracer(Tracer):
         object.__setattr__(self, "_views", None)
         object.__setattr__(self, "_dtype", None if array.dtype == native(array.dtype) else array.dtype)
         if is_cupy_array(array):
-            ctx.uses_cupy = True
-            ctx.array_type = type(array)
+            ctx.use_cupy(type(array))  # (values at breaks are CuPy's too, not NumPy's)
         ctx.uses_dask |= is_dask_array(array)
         ctx.tracers.append(weakref.ref(self))
 

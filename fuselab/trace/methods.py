@@ -232,6 +232,8 @@ def _install() -> None:
     register_method("sort", _sort)
     register_method("fill", _fill)
     register_method("__array_ufunc__", _SeenByNumPyOnly(_array_ufunc))
+    register_method("__cupy_get_ndarray__", _CupyConversion())
+    register_method("__cupy_override_elementwise_kernel__", _CupyUfuncOverride())
     register_method("__array_function__", _array_function)
     for name in ("sum", "prod", "max", "min", "any", "all", "mean", "var", "std", "argmax", "argmin",
                  "reshape", "transpose", "ravel", "squeeze", "swapaxes", "clip", "round", "nonzero",
@@ -269,9 +271,11 @@ def _T(self: Tracer) -> Tracer:
 
 class _SeenByNumPyOnly:
     """`__array_ufunc__` as NumPy looks it up (on the type: the override), and None as CuPy
-    looks it up (on the instance) in a CuPy cell: cupy.ndarray's operators then return
-    NotImplemented for a tracer (CuPy's `_should_use_rop`), so `cupy_array + tracer` reaches
-    the tracer's reflected operator instead of raising "Unsupported type"."""
+    looks it up (on the instance) in a CuPy cell, for CuPy's `_should_use_rop` (which
+    would defer to the tracer's reflected operator). cupy.ndarray's operators only ask
+    it of operands that are not cupy.ndarray instances, and a tracer's `__class__` says
+    it is one in a CuPy cell: `cupy_array + tracer` reaches CuPy's own ufunc instead,
+    which hands the call back through `__cupy_override_elementwise_kernel__`."""
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
@@ -282,6 +286,49 @@ class _SeenByNumPyOnly:
         if obj._ctx.uses_cupy:
             return None
         return self.fn.__get__(obj, objtype)
+
+
+class _CupyConversion:
+    """`__cupy_get_ndarray__`, in a CuPy cell only: CuPy's own code turns a tracer into
+    its value through it (a graph break), and computes as plain CuPy would.
+
+    CuPy needs it where a concrete cupy.ndarray meets a tracer first: `cp.asarray([1, 2])
+    + x` calls cupy.ndarray.__add__, whose `isinstance(y, cupy.ndarray)` is True for a
+    tracer (its `__class__` is what plain execution has there, so the tracer cannot make
+    CuPy defer to its reflected operator), and CuPy's ufunc then takes its operands
+    through `_convert_from_cupy_like`, which asks for this protocol (CuPy >= 14); the same
+    for any CuPy function fuselab does not see (cupyx.scipy ...) given a tracer. In a
+    NumPy cell the attribute does not exist."""
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        if not obj._ctx.uses_cupy:
+            raise AttributeError("__cupy_get_ndarray__")
+
+        def get() -> Any:
+            return obj._value("a CuPy function fuselab does not trace")
+        return get
+
+
+class _CupyUfuncOverride:
+    """`__cupy_override_elementwise_kernel__`, in a CuPy cell only: a CuPy ufunc given a
+    tracer hands the call to it (cupy/_core/_kernel.pyx, ufunc.__call__), and the call is
+    traced as the same ufunc of the proxy would be. This is how `cp.asarray([1, 2]) + x`
+    is traced: cupy.ndarray.__add__ takes the tracer for a cupy.ndarray (see
+    _CupyConversion) and calls its `cupy_add` ufunc on it."""
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        if not obj._ctx.uses_cupy:
+            raise AttributeError("__cupy_override_elementwise_kernel__")
+
+        def override(ufunc: Any, *args: Any, **kwargs: Any) -> Any:
+            name = str(getattr(ufunc, "__name__", "") or getattr(ufunc, "name", ""))
+            name = name[len("cupy_"):] if name.startswith("cupy_") else name
+            return dispatch_ufunc(obj._ctx, ufunc, "__call__", args, kwargs, name)
+        return override
 
 
 def _array_function(self: Tracer, func: Any, types: Any, args: Any, kwargs: Any) -> Any:

@@ -93,10 +93,11 @@ def _live_views(ctx: TraceContext, t: Tracer, skip: Tracer | None) -> list[tuple
     return out
 
 
-def writer(path: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """A handler for a NumPy function that writes into its first argument
-    (np.copyto, np.put, np.random.shuffle...): the tracer takes the updated value."""
-    def handler(ctx: TraceContext, target: Any, *args: Any, **kwargs: Any) -> Any:
+def writer(path: str) -> Callable[..., Any]:
+    """A handler for a NumPy / CuPy function that writes into its first argument
+    (np.copyto, np.put, np.random.shuffle...): the function the user called (`fn`)
+    runs once on a copy of the value, and the tracer takes the updated value."""
+    def handler(ctx: TraceContext, fn: Callable[..., Any], target: Any, *args: Any, **kwargs: Any) -> Any:
         if not isinstance(target, Tracer):
             raise RunForReal(target)
         update_for_real(ctx, target, f"np.{path}",

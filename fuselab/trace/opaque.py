@@ -123,8 +123,8 @@ def data_dependent(ctx: TraceContext, name: str, fn: Callable[..., Any], args: S
 
 def _keeping_dtype(path: str):
     """A data-dependent op whose values are its operand's elements (so its dtype)."""
-    def h(ctx: TraceContext, *a: Any, **k: Any) -> Any:
-        out = data_dependent(ctx, path, _xp_attr(np, path), a, k)
+    def h(ctx: TraceContext, func: Any, *a: Any, **k: Any) -> Any:
+        out = data_dependent(ctx, path, func, a, k)
         dt = _first_dtype(a)
         first = out[0] if isinstance(out, tuple) else out
         if dt is not None and first.aval.dtype == dt.newbyteorder("="):
@@ -133,11 +133,12 @@ def _keeping_dtype(path: str):
     return h
 
 
+# (each runs the function the user's code called: NumPy's, CuPy's, or an array's method)
 for _path in ("nonzero", "flatnonzero", "argwhere", "unique_inverse", "bincount"):
-    handles(_path)(lambda ctx, *a, _p=_path, **k: data_dependent(ctx, _p, _xp_attr(np, _p), a, k))
+    handles(_path, calls_function=True)(lambda ctx, func, *a, _p=_path, **k: data_dependent(ctx, _p, func, a, k))
 for _path in ("unique", "unique_values", "unique_counts", "unique_all", "extract", "compress", "trim_zeros",
               "setdiff1d", "intersect1d", "union1d", "setxor1d"):
-    handles(_path)(_keeping_dtype(_path))
+    handles(_path, calls_function=True)(_keeping_dtype(_path))
 
 
 def _first_dtype(args: Sequence[Any]) -> np.dtype | None:
@@ -203,6 +204,7 @@ def _library_ufunc(ctx: TraceContext, ufunc: np.ufunc, args: Sequence[Any]) -> T
 
 FALLBACK.append(library_call)
 
-# functions that write into their first argument
+# functions that write into their first argument (the one the user called: in a CuPy
+# cell cupy.random.shuffle, which draws from CuPy's generator, once)
 for _path in ("copyto", "put", "place", "putmask", "fill_diagonal", "random.shuffle"):
-    handles(_path)(writer(_path, _xp_attr(np, _path)))
+    handles(_path, calls_function=True)(writer(_path))

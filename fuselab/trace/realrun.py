@@ -52,10 +52,12 @@ def plain_values(ctx: TraceContext, value: Any) -> Any:
 
 def run_for_real(ctx: TraceContext, name: str, fn: Callable[..., Any], args: Sequence[Any],
                  kwargs: Mapping[str, Any], why: str = "") -> Any:
-    """`fn(*args, **kwargs)` as plain NumPy on the tracers' values, at a graph break."""
+    """`fn(*args, **kwargs)` as plain NumPy / CuPy on the tracers' values (NumPy's or
+    CuPy's, as the cell's values are), at a graph break. `fn` is the function the
+    user's code called (cupy.nanmax in a CuPy cell), never a NumPy stand-in for it."""
     nodes = tracer_nodes((args, kwargs))
     if nodes:
-        lib = "Dask" if ctx.uses_dask else "NumPy"  # (Dask's methods run on the fused plan's lazy value)
+        lib = "Dask" if ctx.uses_dask else "CuPy" if ctx.uses_cupy else "NumPy"  # (Dask's methods run on the fused plan's lazy value)
         ctx.need(nodes[0], why or f"`{name}` runs as plain {lib} here: fuselab does not trace it")
     plain_args, plain_kwargs = plain_values(ctx, list(args)), plain_values(ctx, dict(kwargs))
     # Its warnings belong to the user's line, in order with the cell's other warnings
@@ -63,6 +65,6 @@ def run_for_real(ctx: TraceContext, name: str, fn: Callable[..., Any], args: Seq
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = fn(*plain_args, **plain_kwargs)
-    for w in caught:
-        ctx.warn(str(w.message), w.category)
+    for w in caught:  # the library's own warnings (CuPy's too): never fuselab's to drop
+        ctx.library_warning(str(w.message), w.category)
     return out

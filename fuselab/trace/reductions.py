@@ -40,11 +40,20 @@ for _name, _op in (("max", "max"), ("amax", "max"), ("min", "min"), ("amin", "mi
                    reduce(ctx, _op, x, axis, keepdims, None, out=out, **kw))
 
 
+# CuPy's argmax / argmin give int64 as C's long long ('q': cupy/_core/_routines_statistics.pyx),
+# NumPy's as intp ('l' on Linux): the same type, which NumPy's repr tells apart
+# ("array(1, dtype=int64)" against "array(1)")
+_CUPY_INDEX = np.dtype(np.longlong)
+
+
 def _argreducer(opname: str):
     def h(ctx, x, axis=None, out=None, *, keepdims=False):
         _plain_args(out)
-        return wrap(ctx, ctx.builder.reduce(opname, node_of(ctx, x), axis, bool(keepdims), None, ctx.loc()),
-                    scalar=True)
+        t = wrap(ctx, ctx.builder.reduce(opname, node_of(ctx, x), axis, bool(keepdims), None, ctx.loc()),
+                 scalar=True)
+        if ctx.uses_cupy and t.aval.dtype == _CUPY_INDEX and t.aval.dtype.char != _CUPY_INDEX.char:
+            t._dtype = _CUPY_INDEX  # bound as CuPy gives it
+        return t
     return h
 
 

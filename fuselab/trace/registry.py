@@ -12,14 +12,23 @@ from .realrun import run_for_real
 
 Handler = Callable[..., Any]
 HANDLERS: dict[str, Handler] = {}
+# handlers that run the function itself (at a break): they get the function the user's
+# code called, after ctx — cupy.random.shuffle in a CuPy cell, never NumPy's stand-in
+CALLS_FUNCTION: set[str] = set()
 # functions without a handler: (ctx, path, func, args, kwargs) -> result; set by opaque.py
 FALLBACK: list[Callable[[TraceContext, str, Any, Sequence[Any], Mapping[str, Any]], Any]] = []
 
 
-def handles(*names: str) -> Callable[[Handler], Handler]:
+def handles(*names: str, calls_function: bool = False) -> Callable[[Handler], Handler]:
+    """Register a handler for these paths; with `calls_function`, the handler runs the
+    real function and is called as handler(ctx, func, *args, **kwargs)."""
     def deco(fn: Handler) -> Handler:
         for n in names:
             HANDLERS[n] = fn
+            if calls_function:
+                CALLS_FUNCTION.add(n)
+            else:
+                CALLS_FUNCTION.discard(n)
         return fn
     return deco
 
@@ -37,6 +46,8 @@ def call_function(ctx: TraceContext, path: str, func: Any, args: Sequence[Any], 
     handler = HANDLERS.get(path)
     try:
         if handler is not None:
+            if path in CALLS_FUNCTION:
+                return handler(ctx, func, *args, **kwargs)
             return handler(ctx, *args, **kwargs)
         return FALLBACK[0](ctx, path, func, args, kwargs)
     except (RunForReal, ShapeError, TypeError):

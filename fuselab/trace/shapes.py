@@ -206,7 +206,7 @@ def getitem(ctx: TraceContext, x: Tracer, key: Any) -> Any:
         else:
             i = int(k)
             if not -size <= i < size:
-                raise IndexError(f"index {i} is out of bounds for axis {dim} with size {size}")
+                raise IndexError(out_of_bounds(ctx, k, dim, size))
             starts.append(i % size)
             steps.append(1)
             lengths.append(1)
@@ -264,8 +264,19 @@ def advanced_shape(shape: tuple[int, ...], key: tuple, index_avals: Sequence[Ava
     return tuple(out)
 
 
-def _check_bounds(shape: tuple[int, ...], key: tuple) -> None:
-    """Integer index arrays known now are checked now, with NumPy's IndexError."""
+def out_of_bounds(ctx: TraceContext, index: Any, dim: int, size: int) -> str:
+    """The library's words for an integer index outside its axis: CuPy's in a CuPy cell
+    (cupy/_core/_routines_indexing.pyx says "Index"), NumPy's otherwise."""
+    word = "Index" if ctx.uses_cupy else "index"
+    return f"{word} {index} is out of bounds for axis {dim} with size {size}"
+
+
+def _check_bounds(ctx: TraceContext, shape: tuple[int, ...], key: tuple) -> None:
+    """Integer index arrays known now are checked now, with NumPy's IndexError. CuPy
+    raises none there (its integer-array indexing wraps out-of-bounds indices around,
+    a documented difference from NumPy): in a CuPy cell CuPy's indexing decides."""
+    if ctx.uses_cupy:
+        return
     dim = 0
     for k in _expand(key, len(shape)):
         if k is None:
@@ -275,7 +286,7 @@ def _check_bounds(shape: tuple[int, ...], key: tuple) -> None:
             if arr.size and arr.dtype.kind in "iu":
                 for v in (arr.min(), arr.max()):
                     if not -shape[dim] <= v < shape[dim]:
-                        raise IndexError(f"index {v} is out of bounds for axis {dim} with size {shape[dim]}")
+                        raise IndexError(out_of_bounds(ctx, v, dim, shape[dim]))
         dim += 1
 
 
@@ -288,7 +299,7 @@ def _advanced_getitem(ctx: TraceContext, x: Tracer, key: tuple) -> Any:
         return out
     if any(isinstance(k, (Tracer, np.ndarray)) and np.dtype(k.dtype).kind not in "iu" for k in key):
         raise RunForReal(key)  # NumPy's IndexError for float indices
-    _check_bounds(x.shape, key)
+    _check_bounds(ctx, x.shape, key)
     nodes, slots = _index_arrays(ctx, key)
     b = ctx.builder
     shape = advanced_shape(x.shape, tuple(slots), [b.aval(n) for n in nodes])
@@ -327,7 +338,7 @@ def setitem(ctx: TraceContext, x: Tracer, key: Any, value: Any) -> None:
         elif any(isinstance(k, (Tracer, np.ndarray)) and np.dtype(k.dtype) == np.bool_ for k in key) and vshape:
             raise RunForReal(key)  # the value must match a data-dependent count
         else:
-            _check_bounds(x.shape, key)
+            _check_bounds(ctx, x.shape, key)
         nodes, slots = _index_arrays(ctx, key)
 
         def call(xp, a, val, *idx):
