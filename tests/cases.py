@@ -194,7 +194,7 @@ def overflow_cases(n=4099, seed=7) -> list[Case]:
             g2 = b2.build([("s", b2.reduce("sum", x2)), ("q", b2.reduce("prod", b2.elemwise("add", [x2, b2.const(1, dt)])))])
             out.append(Case(f"overflow-sum-{_name(dt)}", g2, {"x": x}, [one_kernel(g2, Template.REDUCTION)], 0.0))
         out.append(Case(f"overflow-{_name(dt)}", g, {"x": x}, plans, 0.0))
-    return out + edge_extreme_cases()
+    return out + edge_extreme_cases() + subword_lane_cases()
 
 
 def edge_extreme_cases(seed=9) -> list[Case]:
@@ -235,6 +235,44 @@ def edge_extreme_cases(seed=9) -> list[Case]:
                      ("neg", b.elemwise("less", [ab, b.const(0, dt)])), ("wide", b.astype(ab, np.int64)),
                      ("sh", b.elemwise("right_shift", [ab, b.const(3, dt)]))])
         out.append(Case(f"extreme-abs-sign-consumers-{_name(dt)}", g, {"x": x, "y": y}, [one_kernel(g, Template.POINTWISE)], 0.0))
+    return out
+
+
+def subword_lane_cases(seed=11) -> list[Case]:
+    """1- and 2-byte lanes of vector loads in arithmetic that needs their sign, and float16
+    abs of packed lanes, where the CUDA toolchain miscompiled every other lane though the
+    source was right (GPU fuzzer): NVVM dropped the sign extension of even int8 lanes in
+    x // 2 of a row kernel's 16-byte packs, ptxas dropped `& 0x7fff` of float16 abs on
+    lanes 0 and 2 of a 4-half store. Row and pointwise kernels, values over the whole range."""
+    out = []
+    for dt in (np.int8, np.uint8, np.int16, np.uint16, np.float16):
+        rng = np.random.default_rng(seed)
+        shape = (178, 96)
+        if np.dtype(dt).kind == "f":
+            x = (rng.standard_normal(shape) * 300).astype(dt)
+        else:
+            info = np.iinfo(dt)
+            x = rng.integers(info.min, int(info.max) + 1, shape).astype(dt)
+        b = GraphBuilder()
+        xi = b.input("x", shape, dt)
+        two = b.const(2, dt)
+        outs = [("mn", b.reduce("min", xi, axis=1)), ("fd", b.elemwise("floor_divide", [xi, two])),
+                ("ab", b.elemwise("absolute", [xi]))]
+        if np.dtype(dt).kind != "f":
+            outs += [("sh", b.elemwise("right_shift", [xi, b.const(1, dt)])),
+                     ("md", b.elemwise("remainder", [xi, b.const(3, dt)])),
+                     ("lt", b.elemwise("less", [xi, b.const(0, dt)]))]
+        g = b.build(outs)
+        out.append(Case(f"subword-lanes-rows-{_name(dt)}", g, {"x": x}, [one_kernel(g, Template.ROW)]))
+        w = rng.integers(-3000, 3000, (33, 12)).astype(np.int32)
+        b = GraphBuilder()
+        wi = b.input("w", w.shape, np.int32)
+        h = b.astype(b.elemwise("fmax", [wi, wi]), np.float16)
+        narrow = b.astype(wi, dt)
+        g = b.build([("habs", b.elemwise("absolute", [h])), ("hneg", b.elemwise("negative", [h])),
+                     ("nfd", b.elemwise("floor_divide", [narrow, b.const(2, dt)])),
+                     ("nab", b.elemwise("absolute", [narrow]))])
+        out.append(Case(f"subword-lanes-pointwise-{_name(dt)}", g, {"w": w}, [one_kernel(g, Template.POINTWISE)]))
     return out
 
 
