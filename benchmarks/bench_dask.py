@@ -7,7 +7,9 @@ magic does, without IPython); both versions are then `persist`ed and waited for,
 alternating, `--repeats` times (median; the first round, which compiles the kernels on the
 workers, is reported apart). Inputs are generated on the workers and persisted first;
 results are checked against plain Dask's where they live (only counts come back), on the
-first two blocks and the last.
+first two blocks and the last. On the GPU a round ends when every worker's device has
+finished (a task returns once its kernels are queued), and the last column holds the
+fused Dask time against the same plan on one CuPy array (`--single-gib`, no Dask), per byte.
 
 CPU (NumPy chunks, a LocalCluster of one single-threaded worker process per core):
 
@@ -97,6 +99,12 @@ class Row:
     fused_tasks: int
     plain_tasks: int
     equal: bool
+    # GPU: fuselab on one CuPy array (no Dask), its time scaled to this row's bytes
+    single_s: float | None = None
+
+    @property
+    def vs_single(self) -> float | None:
+        return self.fused_s / self.single_s if self.single_s else None
 
     @property
     def speedup(self) -> float:
@@ -149,6 +157,11 @@ def _cupy_normal(block: Any, block_id: tuple[int, ...] = ()) -> Any:
     return cupy.random.default_rng(sum(block_id) * 7919 + len(block_id)).standard_normal(block.shape, dtype=np.float32)
 
 
+def _sync_device() -> None:
+    import cupy
+    cupy.cuda.Device().synchronize()
+
+
 def bench(client: Any, name: str, args: argparse.Namespace) -> Row:
     from distributed import wait
 
@@ -157,6 +170,8 @@ def bench(client: Any, name: str, args: argparse.Namespace) -> Row:
 
     x = make_input(name, args.gib, args.chunk_mib, args.gpu).persist()
     wait(x)
+    if args.gpu:
+        client.run(_sync_device)
     ns: dict[str, Any] = {"np": np, "x": x}
     plain_ns = dict(ns)
     exec(CELLS[name], plain_ns)
@@ -167,6 +182,8 @@ def bench(client: Any, name: str, args: argparse.Namespace) -> Row:
         t0 = time.perf_counter()
         p = arr.persist()
         wait(p)
+        if args.gpu:  # a task ends when its kernels are queued: wait for the GPUs too
+            client.run(_sync_device)
         dt = time.perf_counter() - t0
         del p
         return dt
@@ -190,14 +207,38 @@ def bench(client: Any, name: str, args: argparse.Namespace) -> Row:
     return row
 
 
+def single_array_seconds(name: str, gib: float, chunk_mib: float) -> float:
+    """Seconds per GiB of input for the cell's fused plan on one CuPy array of `gib` GiB
+    (no Dask): the per-byte speed the Dask rows are held against."""
+    import cupy
+
+    from fuselab import runtime
+    from fuselab.cell import run_cell
+    from fuselab.runtime.timing import time_gpu
+
+    x = make_input(name, gib, chunk_mib, False)  # shape only; generated on the GPU below
+    arr = cupy.random.default_rng(1).standard_normal(x.shape, dtype=np.float32)
+    ns: dict[str, Any] = {"np": np, "x": arr}
+    session = run_cell(ns, CELLS[name], quiet=True, time=False)
+    exe = runtime.Executable(session.plan)
+    env = exe.prepare({"x": arr})
+    t = time_gpu(lambda: exe.run(env=env), name, repeats=10, warmup=2)
+    seconds = t.median_s / (arr.nbytes / 2**30)
+    del arr, env, exe, ns, session
+    cupy.get_default_memory_pool().free_all_blocks()
+    return seconds
+
+
 def table(rows: list[Row]) -> str:
     head = ("| cell | array | block | workers | runner | fused (s) | plain Dask (s) | speed-up | tasks fused / plain "
-            "| first round fused / plain (s) | equal |\n|---|---|---|---|---|---|---|---|---|---|---|")
+            "| first round fused / plain (s) | equal | fused / one-array time per byte |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|")
     lines = [head]
     for r in rows:
         lines.append(f"| {r.cell} | {r.gib:g} GiB {list(r.shape)} | {list(r.block)} | {r.workers} | {r.runner} | "
                      f"{r.fused_s:.2f} | {r.plain_s:.2f} | **{r.speedup:.2f}x** | {r.fused_tasks} / {r.plain_tasks} | "
-                     f"{r.fused_first_s:.2f} / {r.plain_first_s:.2f} | {'yes' if r.equal else 'NO'} |")
+                     f"{r.fused_first_s:.2f} / {r.plain_first_s:.2f} | {'yes' if r.equal else 'NO'} | "
+                     f"{f'{r.vs_single:.2f}x' if r.vs_single else '-'} |")
     return "\n".join(lines)
 
 
@@ -214,6 +255,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cells", default=",".join(CELLS), help="comma-separated: " + ", ".join(CELLS))
     ap.add_argument("--json", metavar="PATH", help="write the rows as JSON here")
+    ap.add_argument("--single-gib", type=float, default=4.0,
+                    help="GPU: size of the one CuPy array the per-byte reference runs on")
     args = ap.parse_args()
 
     from distributed import Client
@@ -224,12 +267,15 @@ def main() -> None:
             rows.append(bench(client, name.strip(), args))
             print(table(rows[-1:]).splitlines()[-1], flush=True)
     cluster.close()
+    if args.gpu:  # after the cluster is gone: its memory is free again
+        for r in rows:
+            r.single_s = single_array_seconds(r.cell, args.single_gib, args.chunk_mib) * r.gib
     print()
     print(table(rows))
     if args.json:
         meta = {"date": datetime.date.today().isoformat(), "machine": platform.node(), "cpus": os.cpu_count(),
                 "gpu": args.gpu, "load": os.getloadavg(), "args": vars(args)}
-        Path(args.json).write_text(json.dumps({"meta": meta, "rows": [asdict(r) | {"speedup": r.speedup}
+        Path(args.json).write_text(json.dumps({"meta": meta, "rows": [asdict(r) | {"speedup": r.speedup, "vs_single": r.vs_single}
                                                                      for r in rows]}, indent=1))
 
 
