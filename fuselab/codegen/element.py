@@ -191,12 +191,12 @@ def vector_loads(ctx: KernelContext, fn: ElementFunction, width: int) -> tuple[l
         ptr = ctx.in_ptr[l.node]
         if l.access == "vector":
             decls.append(f"const fl_vec<{st}, {width}> {l.param} = fl_load_vec<{width}>({ptr} + {off});")
-            args.append(f"fl_lane({l.param}, e)")
+            args.append(f"{l.param}.v[e]")
         elif l.access.startswith("shift"):
             shift = int(l.access[5:])
             decls.append(f"const fl_vec<{st}, {width}> {l.param} = fl_load_vec_shift<{width}, {shift}>({ptr} + "
                          f"{ix.render(l.offset + (-shift))});")
-            args.append(f"fl_lane({l.param}, e)")
+            args.append(f"{l.param}.v[e]")
         else:
             decls.append(f"const {st} {l.param} = {ptr}[{off}];")
             args.append(l.param)

@@ -95,6 +95,25 @@ template <> struct fl_is_signed<bool> { static constexpr bool value = false; };
 template <class T> struct fl_is_bool { static constexpr bool value = false; };
 template <> struct fl_is_bool<bool> { static constexpr bool value = true; };
 """),
+    Snippet(('fl_widen',), r"""
+// A 1- or 2-byte integer widened to int behind an opaque move, for arithmetic that needs
+// its sign (division, remainder, right shift): NVVM otherwise narrows that arithmetic to
+// 16-bit registers, where its lowering of byte vectors dropped the sign extension of
+// every other lane (int8 x // 2 in a row kernel's 16-byte packs took the neighbour
+// lane's low bit; found by the GPU fuzzer, PTX read). Wider types pass through. Only
+// the data operand is widened: a constant divisor stays visible (no div.s32).
+template <class T> __device__ __forceinline__ auto fl_widen(T x) {
+    if constexpr (sizeof(T) < 4) {
+        int r = int(x);
+#ifdef __CUDA_ARCH__
+        asm("mov.b32 %0, %1;" : "=r"(r) : "r"(r));
+#endif
+        return r;
+    } else {
+        return x;
+    }
+}
+"""),
     Snippet(('fl_isnan', 'fl_isinf', 'fl_isfinite', 'fl_signbit'), r"""
 template <class T> __device__ __forceinline__ bool fl_isnan(T x) {
     if constexpr (fl_is_float<T>::value) return isnan(x); else return false;
@@ -299,6 +318,8 @@ template <class T> __device__ __forceinline__ T fl_floor_divide(T a, T b) {
     if constexpr (fl_is_float<T>::value) {
         T mod;
         return b == T(0) ? a / b : fl_float_divmod(a, b, mod);
+    } else if constexpr (sizeof(T) < 4 && fl_is_signed<T>::value) {
+        return T(fl_floor_divide<int>(fl_widen(a), int(b)));   // wraps MIN // -1 as NumPy
     } else if constexpr (fl_is_signed<T>::value) {
         if (b == T(0)) return T(0);
         if (b == T(-1)) return T(0 - static_cast<typename fl_unsigned<T>::type>(a));
@@ -315,6 +336,8 @@ template <class T> __device__ __forceinline__ T fl_remainder(T a, T b) {
         if (b == T(0)) return fmod(a, b);
         fl_float_divmod(a, b, mod);
         return mod;
+    } else if constexpr (sizeof(T) < 4 && fl_is_signed<T>::value) {
+        return T(fl_remainder<int>(fl_widen(a), int(b)));
     } else if constexpr (fl_is_signed<T>::value) {
         if (b == T(0) || b == T(-1)) return T(0);
         const T r = T(a % b);
@@ -403,12 +426,14 @@ template <class T> __device__ __forceinline__ T fl_left_shift(T a, T b) {
     return static_cast<unsigned long long>(b) < sizeof(T) * 8 ? T(U(U(a) << b)) : T(0);
 }
 template <class T> __device__ __forceinline__ T fl_right_shift(T a, T b) {
+    if constexpr (sizeof(T) < 4 && fl_is_signed<T>::value)
+        if (static_cast<unsigned long long>(b) < sizeof(T) * 8) return T(fl_widen(a) >> int(b));
     if (static_cast<unsigned long long>(b) < sizeof(T) * 8) return T(a >> b);
     if constexpr (fl_is_signed<T>::value) return a < T(0) ? T(-1) : T(0);
     else return T(0);
 }
 """),
-    Snippet(('fl_vec', 'fl_raw', 'fl_load_vec', 'fl_store_vec', 'fl_lane_bits', 'fl_lane'), r"""
+    Snippet(('fl_vec', 'fl_raw', 'fl_load_vec', 'fl_store_vec'), r"""
 // N contiguous elements moved as one 1-16 byte access (16 bytes: a single LDG.128).
 template <class T, int N> struct alignas(sizeof(T) * N) fl_vec { T v[N]; };
 template <int Bytes> struct fl_raw;
@@ -429,36 +454,6 @@ template <int N, class T> __device__ __forceinline__ void fl_store_vec(T* p, con
     u.vec = v;
     *reinterpret_cast<R*>(p) = u.raw;
 }
-// Lane e of a vector, as its element type. 1- and 2-byte integer lanes come out of their
-// 32-bit word through bfe, sign- or zero-extended in a full register: read as v.v[e],
-// NVVM's packed lowering of byte vectors dropped the sign extension of every other lane
-// in the arithmetic after it (int8 x // 2 from a 16-byte vector took the neighbour
-// lane's low bit; found by the GPU fuzzer, PTX read).
-template <bool Signed, class T, int N> __device__ __forceinline__ int fl_lane_bits(const fl_vec<T, N>& v, int e) {
-    constexpr int per = 4 / int(sizeof(T)), words = (int(sizeof(T)) * N + 3) / 4;
-    union { unsigned w[words]; fl_vec<T, N> vec; } u;
-    if constexpr (int(sizeof(T)) * N < 4) u.w[0] = 0u;
-    u.vec = v;
-    int r;
-    if constexpr (Signed) asm("bfe.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(u.w[e / per]), "r"(e % per * 8 * int(sizeof(T))), "n"(8 * int(sizeof(T))));
-    else asm("bfe.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(u.w[e / per]), "r"(e % per * 8 * int(sizeof(T))), "n"(8 * int(sizeof(T))));
-    return r;
-}
-template <class T, int N> __device__ __forceinline__ T fl_lane(const fl_vec<T, N>& v, int e) { return v.v[e]; }
-#ifdef __CUDA_ARCH__
-template <int N> __device__ __forceinline__ signed char fl_lane(const fl_vec<signed char, N>& v, int e) {
-    return static_cast<signed char>(fl_lane_bits<true>(v, e));
-}
-template <int N> __device__ __forceinline__ unsigned char fl_lane(const fl_vec<unsigned char, N>& v, int e) {
-    return static_cast<unsigned char>(fl_lane_bits<false>(v, e));
-}
-template <int N> __device__ __forceinline__ short fl_lane(const fl_vec<short, N>& v, int e) {
-    return static_cast<short>(fl_lane_bits<true>(v, e));
-}
-template <int N> __device__ __forceinline__ unsigned short fl_lane(const fl_vec<unsigned short, N>& v, int e) {
-    return static_cast<unsigned short>(fl_lane_bits<false>(v, e));
-}
-#endif
 """),
     Snippet(('fl_load_vec_shift',), r"""
 // N elements starting S past an aligned address: the two aligned vectors around them,

@@ -344,14 +344,8 @@ class _RowCode:
         return f"fl_vec<{t}, {self.lay.pack}>" if self.lay.pack > 1 else t
 
     def _carry_elem(self, n: int) -> str:
-        """This thread's element of a carry, to assign."""
         name = self.carry[n][0]
         return f"{name}[k].v[p]" if self.lay.pack > 1 else f"{name}[k]"
-
-    def _carry_read(self, n: int) -> str:
-        """This thread's element of a carry, to read (fl_lane: see the prelude)."""
-        name = self.carry[n][0]
-        return f"fl_lane({name}[k], p)" if self.lay.pack > 1 else f"{name}[k]"
 
     # -- values ---------------------------------------------------------------
     def _emitter(self, level: int | None = 0) -> ValueEmitter:
@@ -365,7 +359,7 @@ class _RowCode:
             # input read at the column offset (x[0] / x: row 0 of x) is another element
             cached_at = self.canonical if nid in self.cache_name else self.column
             if nid in self.pack_name and offset == cached_at:
-                return f"fl_lane({self.pack_name[nid]}, p)" if self.lay.pack > 1 else self.pack_name[nid]
+                return f"{self.pack_name[nid]}.v[p]" if self.lay.pack > 1 else self.pack_name[nid]
             return None
 
         def load(nid: int, offset: ix.Affine) -> str:
@@ -386,10 +380,10 @@ class _RowCode:
         for n, (_, born, half) in self.carry.items():
             if here > passes.index(born):    # computed by an earlier pass: read it back
                 if half:
-                    fixed_half[n] = self._carry_read(n)
-                    fixed[n] = f"fl_from_half({self._carry_read(n)})"
+                    fixed_half[n] = self._carry_elem(n)
+                    fixed[n] = f"fl_from_half({self._carry_elem(n)})"
                 else:
-                    fixed[n] = self._carry_read(n)
+                    fixed[n] = self._carry_elem(n)
         em = ValueEmitter(ctx.graph, ctx.kernel.nodes, ctx.kernel.inputs, ctx.options, ctx.names, load,
                           fixed, load_half=load_half, fixed_half=fixed_half)
         holder.append(em)

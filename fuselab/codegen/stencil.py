@@ -137,7 +137,7 @@ WINDOW = [
     "// Element e of the window S elements past the aligned vector a (b: the next one).",
     "template <int S, class T, int N> __device__ __forceinline__ T fl_window(const fl_vec<T, N>& a, "
     "const fl_vec<T, N>& b, int e) {",
-    "    return e + S < N ? fl_lane(a, e + S) : fl_lane(b, e + S - N);",
+    "    return e + S < N ? a.v[e + S] : b.v[e + S - N];",
     "}",
 ]
 STORE_PART = [
@@ -209,7 +209,7 @@ def loops(ctx: KernelContext, st: Stencil, tile: tuple[int, ...], first: str, st
                                 f"fl_load_vec<{W}>({ctx.in_ptr[l.node]} + {ix.render(key[1])});")
                 names.append(raw[key])
             if l.access == "vector":
-                args.append(f"fl_lane({names[0]}, e)")
+                args.append(f"{names[0]}.v[e]")
             else:
                 args.append(f"fl_window<{l.access[5:]}>({names[0]}, {names[1]}, e)")
         row_off = ix.render(out_off + sum(k * out_strides[d] for d, k in enumerate(at)))

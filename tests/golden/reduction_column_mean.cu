@@ -83,36 +83,6 @@ template <int N, class T> __device__ __forceinline__ void fl_store_vec(T* p, con
     u.vec = v;
     *reinterpret_cast<R*>(p) = u.raw;
 }
-// Lane e of a vector, as its element type. 1- and 2-byte integer lanes come out of their
-// 32-bit word through bfe, sign- or zero-extended in a full register: read as v.v[e],
-// NVVM's packed lowering of byte vectors dropped the sign extension of every other lane
-// in the arithmetic after it (int8 x // 2 from a 16-byte vector took the neighbour
-// lane's low bit; found by the GPU fuzzer, PTX read).
-template <bool Signed, class T, int N> __device__ __forceinline__ int fl_lane_bits(const fl_vec<T, N>& v, int e) {
-    constexpr int per = 4 / int(sizeof(T)), words = (int(sizeof(T)) * N + 3) / 4;
-    union { unsigned w[words]; fl_vec<T, N> vec; } u;
-    if constexpr (int(sizeof(T)) * N < 4) u.w[0] = 0u;
-    u.vec = v;
-    int r;
-    if constexpr (Signed) asm("bfe.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(u.w[e / per]), "r"(e % per * 8 * int(sizeof(T))), "n"(8 * int(sizeof(T))));
-    else asm("bfe.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(u.w[e / per]), "r"(e % per * 8 * int(sizeof(T))), "n"(8 * int(sizeof(T))));
-    return r;
-}
-template <class T, int N> __device__ __forceinline__ T fl_lane(const fl_vec<T, N>& v, int e) { return v.v[e]; }
-#ifdef __CUDA_ARCH__
-template <int N> __device__ __forceinline__ signed char fl_lane(const fl_vec<signed char, N>& v, int e) {
-    return static_cast<signed char>(fl_lane_bits<true>(v, e));
-}
-template <int N> __device__ __forceinline__ unsigned char fl_lane(const fl_vec<unsigned char, N>& v, int e) {
-    return static_cast<unsigned char>(fl_lane_bits<false>(v, e));
-}
-template <int N> __device__ __forceinline__ short fl_lane(const fl_vec<short, N>& v, int e) {
-    return static_cast<short>(fl_lane_bits<true>(v, e));
-}
-template <int N> __device__ __forceinline__ unsigned short fl_lane(const fl_vec<unsigned short, N>& v, int e) {
-    return static_cast<unsigned short>(fl_lane_bits<false>(v, e));
-}
-#endif
 
 // A load from L2 that bypasses L1: what other blocks of this launch wrote (partials).
 template <class T> __device__ __forceinline__ T fl_ldcg(const T* p) {
@@ -156,7 +126,7 @@ extern "C" __global__ void __launch_bounds__(256) k0_sum_mul(const float* __rest
         #pragma unroll
         for (int e = 0; e < 4; ++e) {
             float v0;
-            k0_sum_mul_element(fl_lane(x, e), v0);
+            k0_sum_mul_element(x.v[e], v0);
             acc1[e] = fl_add_op<float>()(acc1[e], v0);
         }
     }

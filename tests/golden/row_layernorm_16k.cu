@@ -95,36 +95,6 @@ template <int N, class T> __device__ __forceinline__ void fl_store_vec(T* p, con
     u.vec = v;
     *reinterpret_cast<R*>(p) = u.raw;
 }
-// Lane e of a vector, as its element type. 1- and 2-byte integer lanes come out of their
-// 32-bit word through bfe, sign- or zero-extended in a full register: read as v.v[e],
-// NVVM's packed lowering of byte vectors dropped the sign extension of every other lane
-// in the arithmetic after it (int8 x // 2 from a 16-byte vector took the neighbour
-// lane's low bit; found by the GPU fuzzer, PTX read).
-template <bool Signed, class T, int N> __device__ __forceinline__ int fl_lane_bits(const fl_vec<T, N>& v, int e) {
-    constexpr int per = 4 / int(sizeof(T)), words = (int(sizeof(T)) * N + 3) / 4;
-    union { unsigned w[words]; fl_vec<T, N> vec; } u;
-    if constexpr (int(sizeof(T)) * N < 4) u.w[0] = 0u;
-    u.vec = v;
-    int r;
-    if constexpr (Signed) asm("bfe.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(u.w[e / per]), "r"(e % per * 8 * int(sizeof(T))), "n"(8 * int(sizeof(T))));
-    else asm("bfe.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(u.w[e / per]), "r"(e % per * 8 * int(sizeof(T))), "n"(8 * int(sizeof(T))));
-    return r;
-}
-template <class T, int N> __device__ __forceinline__ T fl_lane(const fl_vec<T, N>& v, int e) { return v.v[e]; }
-#ifdef __CUDA_ARCH__
-template <int N> __device__ __forceinline__ signed char fl_lane(const fl_vec<signed char, N>& v, int e) {
-    return static_cast<signed char>(fl_lane_bits<true>(v, e));
-}
-template <int N> __device__ __forceinline__ unsigned char fl_lane(const fl_vec<unsigned char, N>& v, int e) {
-    return static_cast<unsigned char>(fl_lane_bits<false>(v, e));
-}
-template <int N> __device__ __forceinline__ short fl_lane(const fl_vec<short, N>& v, int e) {
-    return static_cast<short>(fl_lane_bits<true>(v, e));
-}
-template <int N> __device__ __forceinline__ unsigned short fl_lane(const fl_vec<unsigned short, N>& v, int e) {
-    return static_cast<unsigned short>(fl_lane_bits<false>(v, e));
-}
-#endif
 
 // sum's combine; integers wrap around as NumPy's do.
 // A combine takes and gives its accumulator type T (ops.reduce_rule): operands of any other
@@ -185,7 +155,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) k0_sum_mul_sub_add_etc(cons
                 const fl_vec<float, 4> x_pk = x_row[k];
                 #pragma unroll
                 for (int p = 0; p < 4; ++p) {
-                    acc4 = fl_add_op<float>()(acc4, fl_lane(x_pk, p));
+                    acc4 = fl_add_op<float>()(acc4, x_pk.v[p]);
                 }
             }
         }
@@ -202,7 +172,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) k0_sum_mul_sub_add_etc(cons
                 #pragma unroll
                 for (int p = 0; p < 4; ++p) {
                     const float v5 = v4 * 6.103515625e-05f;  // line 1: mu = x.mean(-1, keepdims=True)
-                    const float v6 = fl_lane(x_pk_1, p) - v5;  // line 2: xc = x - mu
+                    const float v6 = x_pk_1.v[p] - v5;  // line 2: xc = x - mu
                     const float v7 = v6 * v6;  // line 3: var = (xc * xc).mean(-1, keepdims=True)
                     acc8 = fl_add_op<float>()(acc8, v7);
                 }
@@ -223,13 +193,13 @@ extern "C" __global__ void __launch_bounds__(512, 2) k0_sum_mul_sub_add_etc(cons
                 #pragma unroll
                 for (int p = 0; p < 4; ++p) {
                     const float v5_1 = v4 * 6.103515625e-05f;  // line 1: mu = x.mean(-1, keepdims=True)
-                    const float v6_1 = fl_lane(x_pk_2, p) - v5_1;  // line 2: xc = x - mu
+                    const float v6_1 = x_pk_2.v[p] - v5_1;  // line 2: xc = x - mu
                     const float v9 = v8 * 6.103515625e-05f;  // line 3: var = (xc * xc).mean(-1, keepdims=True)
                     const float v11 = v9 + 9.999999747378752e-06f;  // line 4: r = np.sqrt(var + eps)
                     const float v12 = sqrt(v11);  // line 4: r = np.sqrt(var + eps)
                     const float v13 = v6_1 / v12;  // line 5: y = xc / r * gamma + beta
-                    const float v14 = v13 * fl_lane(gamma_pk_2, p);  // line 5: y = xc / r * gamma + beta
-                    const float v15 = v14 + fl_lane(beta_pk_2, p);  // line 5: y = xc / r * gamma + beta
+                    const float v14 = v13 * gamma_pk_2.v[p];  // line 5: y = xc / r * gamma + beta
+                    const float v15 = v14 + beta_pk_2.v[p];  // line 5: y = xc / r * gamma + beta
                     y_pk.v[p] = v15;
                 }
                 fl_store_vec<4>(out_y + row * 16384 + col0, y_pk);

@@ -144,36 +144,6 @@ template <int N, class T> __device__ __forceinline__ void fl_store_vec(T* p, con
     u.vec = v;
     *reinterpret_cast<R*>(p) = u.raw;
 }
-// Lane e of a vector, as its element type. 1- and 2-byte integer lanes come out of their
-// 32-bit word through bfe, sign- or zero-extended in a full register: read as v.v[e],
-// NVVM's packed lowering of byte vectors dropped the sign extension of every other lane
-// in the arithmetic after it (int8 x // 2 from a 16-byte vector took the neighbour
-// lane's low bit; found by the GPU fuzzer, PTX read).
-template <bool Signed, class T, int N> __device__ __forceinline__ int fl_lane_bits(const fl_vec<T, N>& v, int e) {
-    constexpr int per = 4 / int(sizeof(T)), words = (int(sizeof(T)) * N + 3) / 4;
-    union { unsigned w[words]; fl_vec<T, N> vec; } u;
-    if constexpr (int(sizeof(T)) * N < 4) u.w[0] = 0u;
-    u.vec = v;
-    int r;
-    if constexpr (Signed) asm("bfe.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(u.w[e / per]), "r"(e % per * 8 * int(sizeof(T))), "n"(8 * int(sizeof(T))));
-    else asm("bfe.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(u.w[e / per]), "r"(e % per * 8 * int(sizeof(T))), "n"(8 * int(sizeof(T))));
-    return r;
-}
-template <class T, int N> __device__ __forceinline__ T fl_lane(const fl_vec<T, N>& v, int e) { return v.v[e]; }
-#ifdef __CUDA_ARCH__
-template <int N> __device__ __forceinline__ signed char fl_lane(const fl_vec<signed char, N>& v, int e) {
-    return static_cast<signed char>(fl_lane_bits<true>(v, e));
-}
-template <int N> __device__ __forceinline__ unsigned char fl_lane(const fl_vec<unsigned char, N>& v, int e) {
-    return static_cast<unsigned char>(fl_lane_bits<false>(v, e));
-}
-template <int N> __device__ __forceinline__ short fl_lane(const fl_vec<short, N>& v, int e) {
-    return static_cast<short>(fl_lane_bits<true>(v, e));
-}
-template <int N> __device__ __forceinline__ unsigned short fl_lane(const fl_vec<unsigned short, N>& v, int e) {
-    return static_cast<unsigned short>(fl_lane_bits<false>(v, e));
-}
-#endif
 
 // sum's combine; integers wrap around as NumPy's do.
 // A combine takes and gives its accumulator type T (ops.reduce_rule): operands of any other
@@ -249,7 +219,7 @@ extern "C" __global__ void __launch_bounds__(128) k0_max_sub_exp_sum_etc(const f
                 const fl_vec<float, 4> x_pk = x_row[k];
                 #pragma unroll
                 for (int p = 0; p < 4; ++p) {
-                    acc1 = fl_maximum_op<float>()(acc1, fl_lane(x_pk, p));
+                    acc1 = fl_maximum_op<float>()(acc1, x_pk.v[p]);
                 }
             }
         }
@@ -264,7 +234,7 @@ extern "C" __global__ void __launch_bounds__(128) k0_max_sub_exp_sum_etc(const f
                 const fl_vec<float, 4> x_pk_1 = x_row[k];
                 #pragma unroll
                 for (int p = 0; p < 4; ++p) {
-                    const float v2 = fl_lane(x_pk_1, p) - v1;  // line 2: e = np.exp(x - m)
+                    const float v2 = x_pk_1.v[p] - v1;  // line 2: e = np.exp(x - m)
                     const float v3 = exp(v2);  // line 2: e = np.exp(x - m)
                     acc4 = fl_add_op<float>()(acc4, v3);
                     v3_kept[k].v[p] = v3;
@@ -281,7 +251,7 @@ extern "C" __global__ void __launch_bounds__(128) k0_max_sub_exp_sum_etc(const f
                 fl_vec<float, 4> y_pk;
                 #pragma unroll
                 for (int p = 0; p < 4; ++p) {
-                    const float v5 = fl_lane(v3_kept[k], p) / v4;  // line 3: y = e / e.sum(-1, keepdims=True)
+                    const float v5 = v3_kept[k].v[p] / v4;  // line 3: y = e / e.sum(-1, keepdims=True)
                     y_pk.v[p] = v5;
                 }
                 fl_store_vec<4>(out_y + row * 1000 + col0, y_pk);
