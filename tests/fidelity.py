@@ -132,6 +132,9 @@ class Harness:
         self._reset()
         warnings._filters_mutated()  # a fresh once-per-line registry everywhere
         np.random.seed(0)  # NumPy's global generator too: both runs draw the same numbers
+        if "import cupy" in setup:  # and CuPy's (np is cupy in the GPU corpus)
+            import cupy
+            cupy.random.seed(0)
         res = ip.run_cell(setup + "\n" + case.setup, store_history=False)
         assert res.success, f"set-up failed: {res.error_in_exec!r}"
         before = {k: v for k, v in ip.user_ns.items() if self._user_name(k)}
@@ -220,6 +223,8 @@ def differences(case: Case, plain: Outcome, fused: Outcome, reduction_rtol: dict
     out: list[str] = []
     before = plain.before
     _Values.tolerance = reduction_rtol or (1e-6 if case.tol else 0.0)
+    if reduction_rtol and case.tol:  # a float64 value of a float32 reduction (case.tol says which)
+        _Values.tolerance = {dt: max(r, 1e-6) for dt, r in reduction_rtol.items()}
     if plain.error is not None:
         if fused.error is None:
             return [f"plain raised {plain.error}, %%fuse did not"]
