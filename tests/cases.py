@@ -166,6 +166,17 @@ def view_cases(seed=6) -> list[Case]:
     g = b.build([("y", y)])
     out.append(Case("views-broadcast", g, {"v": rng.standard_normal((7, 1)), "w": rng.standard_normal(5)},
                     [one_kernel(g, Template.POINTWISE)]))
+    # reversed then transposed, read at two shifts: NVVM split the constant out of
+    # 568 - i % 4 * 142 + i / 4 and zero-extended the negative rest (illegal address on
+    # the H200; the GPU fuzzer's seed 1204003618)
+    for dt in (np.int16, np.float32):
+        b = GraphBuilder()
+        x = b.input("x", (5, 142), dt)
+        v = b.transpose(b.slice(x, (4, 0), (-1, 1), (5, 142)), (1, 0))
+        d = b.elemwise("subtract", [b.slice(v, (0, 0), (1, 1), (142, 4)), b.slice(v, (0, 1), (1, 1), (142, 4))])
+        g = b.build([("d", d), ("mn", b.reduce("min", v, axis=(0, 1), keepdims=True))])
+        xs = (rng.standard_normal((5, 142)) * 1000).astype(dt)
+        out.append(Case(f"views-reversed-transposed-shifts-{_name(dt)}", g, {"x": xs}, [unfused_plan(g)]))
     return out
 
 

@@ -451,7 +451,7 @@ def test_reshape_through_other_shapes_folds_back():
 def test_negative_steps_and_broadcasts():
     j = ix.var("j", 10)
     (c,) = ix.slice_((j,), (9,), (-1,))
-    assert str(c) == "9 - j" and c.bounds() == (0, 9)
+    assert str(c) == "fl_index(9 - j)" and c.bounds() == (0, 9)   # a negative term: see fl_index
     assert ix.broadcast((j, j), (10, 10), (1, 10)) == (ix.ZERO, j)
 
 
@@ -521,3 +521,15 @@ def test_code_is_generated_once_and_keyed_by_what_it_depends_on():
     assert generate(again)[0] is generate(first)[0]             # a cell traced again generates nothing
     assert "np.maximum(x, 0.0)" in generate(renamed)[0].source
     assert "np.maximum(x, 0.0)" not in generate(first)[0].source
+
+
+def test_indices_with_a_negative_term_go_through_fl_index():
+    """x[::-1]-style indices (a negative coefficient) are computed whole before they widen
+    to an address: NVVM split their constant out and zero-extended a negative 32-bit rest."""
+    i = ix.Var("i", 568)
+    reversed_read = ix.Affine.constant(568) + ix.Affine.of(ix.DivMod(ix.Affine.of(i), 1, 4), -142) \
+        + ix.Affine.of(ix.DivMod(ix.Affine.of(i), 4, None))
+    text = ix.render(reversed_read)
+    assert text.startswith("fl_index(") and "142" in text
+    assert not ix.render(ix.Affine.of(i) * 3 + 7).startswith("fl_index(")
+    assert "fl_index" in prelude_for(f"x[{text}]")

@@ -307,7 +307,10 @@ def render(a: Affine) -> str:
             parts.append(("+ " if c > 0 else "- ") + text)
     if not const_done:
         parts.append(("+ " if a.const > 0 else "- ") + _num(abs(a.const)))
-    return " ".join(parts) if parts else "0"
+    text = " ".join(parts) if parts else "0"
+    # behind fl_index (an opaque move, see the prelude): NVVM reassociated such indices
+    # into a negative 32-bit middle term, zero-extended for the address
+    return f"fl_index({text})" if any(c < 0 for _, c in terms) else text
 
 
 def max_value(coords: Iterable[Affine]) -> int:

@@ -114,6 +114,20 @@ template <class T> __device__ __forceinline__ auto fl_widen(T x) {
     }
 }
 """),
+    Snippet(('fl_index',), r"""
+// An index with a negative term (a reversed axis), behind an opaque move. NVVM's split of
+// constant offsets out of addresses rewrote x[568 - i % 4 * 142 + i / 4] (unsigned, never
+// below zero) as x[(i / 4 - i % 4 * 142) + 568] with the 32-bit middle term zero-extended:
+// 8 GB past the array when it is negative (an illegal address on the H200, found by the
+// GPU fuzzer; PTX read). Behind the move the index is computed whole, then widened.
+template <class I> __device__ __forceinline__ I fl_index(I i) {
+#ifdef __CUDA_ARCH__
+    if constexpr (sizeof(I) == 8) asm("mov.b64 %0, %0;" : "+l"(i));
+    else asm("mov.b32 %0, %0;" : "+r"(i));
+#endif
+    return i;
+}
+"""),
     Snippet(('fl_isnan', 'fl_isinf', 'fl_isfinite', 'fl_signbit'), r"""
 template <class T> __device__ __forceinline__ bool fl_isnan(T x) {
     if constexpr (fl_is_float<T>::value) return isnan(x); else return false;

@@ -40,6 +40,19 @@ template <> struct fl_is_signed<bool> { static constexpr bool value = false; };
 template <class T> struct fl_is_bool { static constexpr bool value = false; };
 template <> struct fl_is_bool<bool> { static constexpr bool value = true; };
 
+// An index with a negative term (a reversed axis), behind an opaque move. NVVM's split of
+// constant offsets out of addresses rewrote x[568 - i % 4 * 142 + i / 4] (unsigned, never
+// below zero) as x[(i / 4 - i % 4 * 142) + 568] with the 32-bit middle term zero-extended:
+// 8 GB past the array when it is negative (an illegal address on the H200, found by the
+// GPU fuzzer; PTX read). Behind the move the index is computed whole, then widened.
+template <class I> __device__ __forceinline__ I fl_index(I i) {
+#ifdef __CUDA_ARCH__
+    if constexpr (sizeof(I) == 8) asm("mov.b64 %0, %0;" : "+l"(i));
+    else asm("mov.b32 %0, %0;" : "+r"(i));
+#endif
+    return i;
+}
+
 // Float to integer as x86's truncating conversions, which NumPy uses: NaN and values
 // out of range give the smallest integer (NumPy leaves them undefined and warns).
 template <class F> __device__ __forceinline__ int fl_f2i32(F x) {
@@ -96,6 +109,6 @@ extern "C" __global__ void __launch_bounds__(256) k0_mul_add(const float* __rest
     const index_t n = 600u;
     const index_t stride = index_t(gridDim.x) * blockDim.x;
     for (index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-        k0_mul_add_element(in_x[i % 15 * 80 - i / 15 + 79], static_cast<long long>(0ULL + static_cast<unsigned long long>(i % 15) * 1ULL), out_y[i]);
+        k0_mul_add_element(in_x[fl_index(i % 15 * 80 - i / 15 + 79)], static_cast<long long>(0ULL + static_cast<unsigned long long>(i % 15) * 1ULL), out_y[i]);
     }
 }
