@@ -84,3 +84,26 @@ def test_coverage_round_trips(tmp_path):
     back = Coverage.load(tmp_path / "c.json")
     assert back.cells == cov.cells and back.features == cov.features and back.programs == 1
     assert "1 programs" in back.report()
+
+
+def test_a_gpu_fault_ends_the_batch_with_the_program_that_faulted():
+    """An illegal address costs a process its CUDA context: the program whose run faulted
+    is the failure, the batch's later programs are left to a new worker (not reported as
+    failures of their own, as every later call of that process would fail)."""
+    from fuzz.harness import ContextLost, context_lost, run_batch
+
+    programs = [generate(seed, None) for seed in (11, 12, 13)]
+
+    def faulting_runner(preps):
+        for p in preps:
+            if p.program.seed == 12:
+                p.outcome.failures.append("auto plan, GPU run: CUDARuntimeError: cudaErrorIllegalAddress: "
+                                          "an illegal memory access was encountered")
+                raise ContextLost(p)
+
+    with pytest.raises(ContextLost) as lost:
+        run_batch(programs, faulting_runner)
+    assert [o.program.seed for o in lost.value.outcomes] == [11, 12]
+    assert not lost.value.outcomes[0].failures and lost.value.outcomes[1].failures
+    assert context_lost(RuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered"))
+    assert not context_lost(RuntimeError("v2: 3 of 17 differ"))

@@ -74,7 +74,7 @@ def drop_lines(p: Program, names: tuple[str, ...]) -> Program:
 
 def _worker(backend: str, jobs: "mp.Queue", results: "mp.Queue") -> None:
     sys.path.insert(0, str(HERE.parent))
-    from .harness import run_batch, run_emulated, run_gpu
+    from .harness import ContextLost, run_batch, run_emulated, run_gpu
     runner = run_gpu if backend == "gpu" else run_emulated
     real_sm = None
     if backend == "gpu":
@@ -92,13 +92,21 @@ def _worker(backend: str, jobs: "mp.Queue", results: "mp.Queue") -> None:
                 ok_specs.append(s)
             except Exception:  # noqa: BLE001 - a generator bug: reported as this program's failure
                 out.append(Result(s, [f"generator: {traceback.format_exc(limit=-4)}"], [], [], 0))
+        rerun: list[Spec] = []
         try:
-            for o, s in zip(run_batch(programs, runner), ok_specs):
+            try:
+                outcomes = run_batch(programs, runner)
+            except ContextLost as lost:   # report what ran; a new worker takes the rest
+                outcomes, rerun = lost.outcomes, ok_specs[len(lost.outcomes):]
+            for o, s in zip(outcomes, ok_specs):
                 out.append(Result(s, o.failures, o.cells, sorted(o.features), o.plans, o.digests, o.program.source,
                                   program_sm(s, real_sm)))
         except Exception:  # noqa: BLE001
             out += [Result(s, [f"harness: {traceback.format_exc(limit=-4)}"], [], [], 0) for s in ok_specs]
-        results.put((batch_id, out))
+        quitting = bool(rerun) or any("the CUDA context is lost" in f for r in out for f in r.failures)
+        results.put((batch_id, out, rerun, quitting))
+        if quitting:
+            return   # this process's CUDA context is gone: the pool starts a new worker
 
 
 class Pool:
@@ -135,14 +143,19 @@ class Pool:
                 done.append(self.results.get(timeout=wait_s if not done else 0.01))
         except queue.Empty:
             pass
-        finished = {b for b, _ in done}
+        finished = {b for b, *_ in done}
         lost = []
         for slot in self.procs:
             p, jobs, job = slot
             if job is None:
+                if not p.is_alive():   # an idle worker that quit (its GPU context was lost)
+                    slot[:] = [None, None, None]
                 continue
             if job[0] in finished:
                 slot[2] = None
+                if any(b == job[0] and quitting for b, _, _, quitting in done):
+                    p.join(timeout=5)
+                    slot[:] = [None, None, None]
             elif not p.is_alive() or time.time() - job[2] > self.timeout_s:
                 p.kill()
                 lost.append(job[1])
@@ -226,8 +239,10 @@ def run(n_programs: int, backend: str = "emulator", seed: int = 0, workers: int 
                 batch_id += 1
                 inflight += 1
             done, lost = pool.collect()
-            for _, results in done:
+            for _, results, rerun, _ in done:
                 inflight -= 1
+                if rerun:   # after a GPU fault: the batch's programs not run yet, in a new worker
+                    queue_specs.append(rerun)
                 for r in results:
                     cov.add(map(tuple, r.cells), r.features)
                     cov.programs += 1
@@ -291,7 +306,7 @@ def crosscheck(digests_path: Path, backend: str = "emulator", workers: int | Non
             inflight -= len(done) + len(lost)
             for specs_lost in lost:
                 mismatches += [f"seed {s.seed}: the worker crashed" for s in specs_lost]
-            for _, results in done:
+            for _, results, *_ in done:
                 for r in results:
                     entry = recorded[str(r.spec.seed)]
                     if "source" in entry and entry["source"] != _source_digest(r.source):
@@ -326,7 +341,7 @@ def _result_json(r: Result) -> dict:
 def shrink(spec: Spec, backend: str = "emulator", real_sm: int | None = None) -> Spec:
     """Drop lines while the program still fails (in this process: call it on failures
     that did not crash)."""
-    from .harness import run_batch, run_emulated, run_gpu
+    from .harness import ContextLost, run_batch, run_emulated, run_gpu
     runner = run_gpu if backend == "gpu" else run_emulated
 
     def fails(s: Spec) -> bool:

@@ -138,6 +138,25 @@ def judge(prep: Prepared, label: str, plan: Plan, got: dict[str, Any]) -> None:
 Runner = Callable[[Sequence[Prepared]], None]
 
 
+class ContextLost(Exception):
+    """A GPU fault (an illegal address) cost this process its CUDA context: every later
+    call would fail too. `prep` is the program whose run faulted; `outcomes` (set by
+    run_batch) those of the batch up to it, the rest not run."""
+
+    def __init__(self, prep: "Prepared", outcomes: "list[Outcome] | None" = None) -> None:
+        super().__init__(prep.program.seed)
+        self.prep, self.outcomes = prep, outcomes or []
+
+
+_LOST = ("illegal memory access", "IllegalAddress", "ILLEGAL_ADDRESS", "unspecified launch failure",
+         "LAUNCH_FAILED", "IllegalInstruction", "MisalignedAddress")
+
+
+def context_lost(e: BaseException) -> bool:
+    text = f"{type(e).__name__}: {e} {e.__cause__ or ''} {e.__context__ or ''}"
+    return any(m in text for m in _LOST)
+
+
 def nvrtc_check(preps: Sequence[Prepared]) -> None:
     """Every kernel of the batch compiled to PTX by NVRTC where it is installed (no GPU
     needed): the emulator's host compiler accepts C++ that NVRTC does not (its <cmath>
@@ -198,11 +217,18 @@ def run_gpu(preps: Sequence[Prepared]) -> None:
                 synchronize(f"the {label} plan")
             except Exception as e:  # noqa: BLE001
                 p.outcome.failures.append(f"{label} plan, GPU run: {type(e).__name__}: {e}")
+                if context_lost(e):   # this process can run nothing more: a new one takes the rest
+                    p.outcome.failures[-1] += "\n(the CUDA context is lost: the batch's later programs run in a new worker)"
+                    raise ContextLost(p) from None
                 continue
             judge(p, label, plan, outs)
 
 
 def run_batch(programs: Sequence[Program], runner: Runner = run_emulated) -> list[Outcome]:
     preps = [prepare(p) for p in programs]
-    runner([p for p in preps if p.plans])
+    try:
+        runner([p for p in preps if p.plans])
+    except ContextLost as lost:
+        k = preps.index(lost.prep)
+        raise ContextLost(lost.prep, [p.outcome for p in preps[:k + 1]]) from None
     return [p.outcome for p in preps]
