@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# One GPU check-and-benchmark run on the device machine (see TESTING.md): the shape sweep
-# against torch.compile (alone, for quiet timings), then the GPU tests, the fidelity corpus
-# with CuPy, and the GPU differential fuzzer; logs under $OUT, packed into one
+# One GPU check-and-benchmark run on the device machine (see TESTING.md), within one
+# 600-second command: the shape sweep against torch.compile alone (quiet timings, optional),
+# then side by side the GPU differential fuzzer, the GPU tests and the fidelity corpus with
+# CuPy, then the Dask GPU benchmark alone. Logs under $OUT, packed into one
 # device_check.tgz (the device tool brings back at most 8 files).
-# Usage (from the repository root, on the device): OUT=... bash scripts/device_check.sh [sweep_s tests_s fuzz_s]
-# Wheels carried in .whl/ (IPython for the fidelity corpus, Dask for its GPU tests; see
-# benchmarks/bench_dask.py) are installed first when present.
+# Usage (from the repository root, on the device):
+#   OUT=... bash scripts/device_check.sh [sweep_s=0] [parallel_s=400] [dask_s=90]
+# Wheels carried in .whl/ (IPython for the fidelity corpus, Dask for its tests and
+# benchmark; see benchmarks/bench_dask.py) are installed first when present.
 set -u
-SWEEP_S=${1:-150}; TESTS_S=${2:-240}; FUZZ_S=${3:-120}
+SWEEP_S=${1:-0}; PARALLEL_S=${2:-400}; DASK_S=${3:-90}
 OUT=${OUT:?set OUT to a folder for the logs}
 LOGS="$OUT/device_check"; mkdir -p "$LOGS"
 export PYTHONPATH=.
@@ -18,18 +20,28 @@ fi
 XDIST=""; python3 -c "import xdist" 2> /dev/null && XDIST="-n 4"
 nvidia-smi > "$LOGS/smi.txt" 2>&1
 date -u > "$LOGS/date.txt"; git log --oneline -1 >> "$LOGS/date.txt" 2>&1
-timeout $((SWEEP_S + 60)) python3 benchmarks/sweep.py --out "$LOGS/sweep.json" --deadline "$SWEEP_S" > "$LOGS/sweep.log" 2>&1
-echo "sweep rc=$? $(date -u)" >> "$LOGS/date.txt"
-timeout "$TESTS_S" python3 -m pytest -q -p no:cacheprovider -rfE $XDIST tests/test_gpu_cell.py tests/test_gpu_codegen.py \
-  tests/test_gpu_runtime.py tests/test_gpu_random.py tests/test_gpu_interop.py tests/test_tune.py \
-  tests/test_runtime_breaks.py tests/test_numba_interop.py tests/test_dask.py tests/test_explorer_export.py \
-  > "$LOGS/gpu_tests.log" 2>&1
-echo "tests rc=$? $(date -u)" >> "$LOGS/date.txt"
-timeout "$TESTS_S" python3 -m pytest -q -p no:cacheprovider -rfE $XDIST -m gpu tests/test_fidelity.py \
-  > "$LOGS/fidelity_gpu.log" 2>&1
-echo "fidelity rc=$? $(date -u)" >> "$LOGS/date.txt"
-(cd tests && timeout $((FUZZ_S + 30)) python3 -m fuzz run -n 100000 --gpu --workers 12 --batch 16 \
-  --time-limit "$FUZZ_S" --failures "$LOGS/gpu_fail.json" --digests "$LOGS/gpu_digests.json" \
-  --coverage "$LOGS/gpu_cov.json" --report "$LOGS/gpu_cov.md") > "$LOGS/fuzz.log" 2>&1
-echo "fuzz rc=$? $(date -u)" >> "$LOGS/date.txt"
+note() { echo "$1 rc=$2 $(date -u)" >> "$LOGS/date.txt"; }
+if [ "$SWEEP_S" -gt 0 ]; then
+  timeout $((SWEEP_S + 60)) python3 benchmarks/sweep.py --out "$LOGS/sweep.json" --deadline "$SWEEP_S" > "$LOGS/sweep.log" 2>&1
+  note sweep $?
+fi
+# The fuzzer's coverage accumulates on the repository's (copy it back to keep it).
+cp tests/fuzz/coverage-gpu.json "$LOGS/gpu_cov.json"
+(cd tests && timeout $((PARALLEL_S + 20)) python3 -m fuzz run -n 1000000 --gpu --workers 8 --batch 16 \
+   --time-limit $((PARALLEL_S - 30)) --failures "$LOGS/gpu_fail.json" --digests "$LOGS/gpu_digests.json" \
+   --coverage "$LOGS/gpu_cov.json" --report "$LOGS/gpu_cov.md" > "$LOGS/fuzz.log" 2>&1; note fuzz $?) &
+(timeout "$PARALLEL_S" python3 -m pytest -q -p no:cacheprovider -rfE $XDIST tests/test_gpu_cell.py \
+   tests/test_gpu_codegen.py tests/test_gpu_runtime.py tests/test_gpu_random.py tests/test_gpu_interop.py \
+   tests/test_tune.py tests/test_runtime_breaks.py tests/test_dask.py tests/test_explorer_export.py \
+   > "$LOGS/gpu_tests.log" 2>&1; note tests $?) &
+(timeout "$PARALLEL_S" python3 -m pytest -q -p no:cacheprovider -rfE ${XDIST:+-n 2} -m gpu tests/test_fidelity.py \
+   tests/test_cupy_cells.py > "$LOGS/fidelity_gpu.log" 2>&1; note fidelity $?
+ timeout 120 python3 -m pytest -q -p no:cacheprovider -rfE tests/test_numba_interop.py > "$LOGS/numba_interop.log" 2>&1
+ note numba_interop $?) &
+wait
+if python3 -c "import distributed" 2> /dev/null && [ "$DASK_S" -gt 0 ]; then
+  timeout "$DASK_S" python3 benchmarks/bench_dask.py --gpu --gib 32 --chunk-mib 2048 --repeats 3 \
+    --json "$LOGS/dask-gpu.json" > "$LOGS/dask_gpu.log" 2>&1
+  note dask $?
+fi
 cd "$OUT" && tar czf device_check.tgz device_check && rm -rf device_check
