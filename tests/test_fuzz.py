@@ -107,3 +107,18 @@ def test_a_gpu_fault_ends_the_batch_with_the_program_that_faulted():
     assert not lost.value.outcomes[0].failures and lost.value.outcomes[1].failures
     assert context_lost(RuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered"))
     assert not context_lost(RuntimeError("v2: 3 of 17 differ"))
+
+
+@needs_cxx
+def test_programs_that_failed_on_the_gpu_pass_on_the_emulator():
+    """The GPU fuzzer's finds, replayed as generated there (the emulator cannot see the
+    toolchain's miscompilations; the GPU twin in test_gpu_random can)."""
+    from fuzz.harness import run_batch
+    from fuzz.regressions import gpu_regressions
+
+    cases = gpu_regressions()
+    assert len(cases) >= 20
+    outcomes = run_batch([p for _, p in cases])
+    bad = [(r, o) for (r, _), o in zip(cases, outcomes) if o.failures]
+    assert not bad, "\n\n".join(f"seed {r['seed']} ({r['found']}):\n{o.program.source}\n{o.failures[0][:1500]}"
+                                for r, o in bad[:3])

@@ -20,3 +20,16 @@ def test_generated_cells_match_numpy_on_the_gpu():
     assert cov.programs == PROGRAMS
     assert not failures, "\n\n".join(f"seed {f.spec.seed} target {f.spec.target}:\n{f.source}\n{f.failures[0][:2000]}"
                                      for f in failures[:5])
+
+
+def test_programs_that_failed_on_the_gpu_pass_now():
+    """Every program the GPU fuzzer found failing (tests/fuzz/regressions-gpu.json), as it
+    was generated there, on the GPU: toolchain miscompilations show only here."""
+    from fuzz.harness import run_batch, run_gpu
+    from fuzz.regressions import gpu_regressions
+
+    cases = gpu_regressions()
+    outcomes = run_batch([p for _, p in cases], run_gpu)
+    bad = [(r, o) for (r, _), o in zip(cases, outcomes) if o.failures]
+    assert not bad, "\n\n".join(f"seed {r['seed']} ({r['found']}):\n{o.program.source}\n{o.failures[0][:1500]}"
+                                for r, o in bad[:3])
