@@ -134,17 +134,20 @@ def gpu_cluster(n: int) -> Any:
     return SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {"dashboard_address": None}})
 
 
-def make_input(cell: str, gib: float, chunk_mib: float, gpu: bool) -> Any:
-    import dask.array as da
+def layout(cell: str, gib: float, chunk_mib: float) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The input's shape and block shape: about `gib` GiB of float32 in whole blocks."""
     itemsize = 4
     if cell == "row softmax":
         rows_per_block = max(1, int(chunk_mib * 2**20 // (COLS * itemsize)))
         rows = max(rows_per_block, int(gib * 2**30 // (COLS * itemsize)) // rows_per_block * rows_per_block)
-        shape, chunks = (rows, COLS), (rows_per_block, COLS)
-    else:
-        per = int(chunk_mib * 2**20 // itemsize)
-        n = max(per, int(gib * 2**30 // itemsize) // per * per)
-        shape, chunks = (n,), (per,)
+        return (rows, COLS), (rows_per_block, COLS)
+    per = int(chunk_mib * 2**20 // itemsize)
+    return (max(per, int(gib * 2**30 // itemsize) // per * per),), (per,)
+
+
+def make_input(cell: str, gib: float, chunk_mib: float, gpu: bool) -> Any:
+    import dask.array as da
+    shape, chunks = layout(cell, gib, chunk_mib)
     if gpu:  # generated on the GPU, block by block
         import cupy
         return da.empty(shape, chunks=chunks, dtype=np.float32).map_blocks(
@@ -216,8 +219,8 @@ def single_array_seconds(name: str, gib: float, chunk_mib: float) -> float:
     from fuselab.cell import run_cell
     from fuselab.runtime.timing import time_gpu
 
-    x = make_input(name, gib, chunk_mib, False)  # shape only; generated on the GPU below
-    arr = cupy.random.default_rng(1).standard_normal(x.shape, dtype=np.float32)
+    shape, _ = layout(name, gib, chunk_mib)
+    arr = cupy.random.default_rng(1).standard_normal(shape, dtype=np.float32)
     ns: dict[str, Any] = {"np": np, "x": arr}
     session = run_cell(ns, CELLS[name], quiet=True, time=False)
     exe = runtime.Executable(session.plan)

@@ -93,17 +93,17 @@ def _worker(backend: str, jobs: "mp.Queue", results: "mp.Queue") -> None:
             except Exception:  # noqa: BLE001 - a generator bug: reported as this program's failure
                 out.append(Result(s, [f"generator: {traceback.format_exc(limit=-4)}"], [], [], 0))
         rerun: list[Spec] = []
+        quitting = False
         try:
             try:
                 outcomes = run_batch(programs, runner)
             except ContextLost as lost:   # report what ran; a new worker takes the rest
-                outcomes, rerun = lost.outcomes, ok_specs[len(lost.outcomes):]
+                outcomes, rerun, quitting = lost.outcomes, ok_specs[len(lost.outcomes):], True
             for o, s in zip(outcomes, ok_specs):
                 out.append(Result(s, o.failures, o.cells, sorted(o.features), o.plans, o.digests, o.program.source,
                                   program_sm(s, real_sm)))
         except Exception:  # noqa: BLE001
             out += [Result(s, [f"harness: {traceback.format_exc(limit=-4)}"], [], [], 0) for s in ok_specs]
-        quitting = bool(rerun) or any("the CUDA context is lost" in f for r in out for f in r.failures)
         results.put((batch_id, out, rerun, quitting))
         if quitting:
             return   # this process's CUDA context is gone: the pool starts a new worker

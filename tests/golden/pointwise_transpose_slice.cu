@@ -40,18 +40,33 @@ template <> struct fl_is_signed<bool> { static constexpr bool value = false; };
 template <class T> struct fl_is_bool { static constexpr bool value = false; };
 template <> struct fl_is_bool<bool> { static constexpr bool value = true; };
 
+// x behind an opaque move: NVVM computes it whole as written and cannot rewrite the
+// arithmetic around it (see fl_widen and fl_index). The host emulator has no such pass.
+template <class T> __device__ __forceinline__ T fl_opaque(T x) {
+#ifdef __CUDA_ARCH__
+    if constexpr (sizeof(T) == 8) asm("mov.b64 %0, %0;" : "+l"(x));
+    else asm("mov.b32 %0, %0;" : "+r"(x));
+#endif
+    return x;
+}
+
+// A 1- or 2-byte integer widened to int behind an opaque move, for arithmetic that needs
+// its sign (division, remainder, right shift): NVVM otherwise narrows that arithmetic to
+// 16-bit registers, where its lowering of byte vectors dropped the sign extension of
+// every other lane (int8 x // 2 in a row kernel's 16-byte packs took the neighbour
+// lane's low bit; found by the GPU fuzzer, PTX read). Wider types pass through. Only
+// the data operand is widened: a constant divisor stays visible (no div.s32).
+template <class T> __device__ __forceinline__ auto fl_widen(T x) {
+    if constexpr (sizeof(T) < 4) return fl_opaque(int(x));
+    else return x;
+}
+
 // An index with a negative term (a reversed axis), behind an opaque move. NVVM's split of
 // constant offsets out of addresses rewrote x[568 - i % 4 * 142 + i / 4] (unsigned, never
 // below zero) as x[(i / 4 - i % 4 * 142) + 568] with the 32-bit middle term zero-extended:
 // 8 GB past the array when it is negative (an illegal address on the H200, found by the
 // GPU fuzzer; PTX read). Behind the move the index is computed whole, then widened.
-template <class I> __device__ __forceinline__ I fl_index(I i) {
-#ifdef __CUDA_ARCH__
-    if constexpr (sizeof(I) == 8) asm("mov.b64 %0, %0;" : "+l"(i));
-    else asm("mov.b32 %0, %0;" : "+r"(i));
-#endif
-    return i;
-}
+template <class I> __device__ __forceinline__ I fl_index(I i) { return fl_opaque(i); }
 
 // Float to integer as x86's truncating conversions, which NumPy uses: NaN and values
 // out of range give the smallest integer (NumPy leaves them undefined and warns).
