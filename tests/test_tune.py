@@ -125,6 +125,37 @@ def test_a_corrupt_cache_is_ignored_with_a_warning(tmp_path, monkeypatch):
     assert tune.TuneCache().get("k")[0] == PointwiseConfig(block=256, unroll=4)
 
 
+def test_the_cache_is_shared_by_threads_and_keeps_other_processes_entries(tmp_path, monkeypatch):
+    """Dask's threaded scheduler tunes blocks' kernels side by side: saves from many threads
+    while others read lose nothing and never fail; two caches on one file (two worker
+    processes) keep each other's choices."""
+    import threading
+    monkeypatch.setenv("FUSELAB_CACHE_DIR", str(tmp_path))
+    shared, other = tune.TuneCache(), tune.TuneCache()
+    other.put("from another process", PointwiseConfig(block=128, unroll=2), ())
+    errors: list[BaseException] = []
+
+    def work(t: int) -> None:
+        try:
+            for i in range(40):
+                shared.put(f"t{t}-{i}", PointwiseConfig(block=256, unroll=1 + i % 4), ((f"c{i}", 1e-6 * i),))
+                assert shared.get(f"t{t}-{i}")[0].unroll == 1 + i % 4
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    on_disk = tune.TuneCache()
+    assert len(on_disk.entries) == 6 * 40 + 1
+    assert on_disk.get("from another process")[0] == PointwiseConfig(block=128, unroll=2)
+    assert on_disk.get("t5-39")[0] == PointwiseConfig(block=256, unroll=4)
+    assert not list(tmp_path.glob(".tuning-*"))                      # no temporary file left
+
+
 def test_configs_round_trip_through_json():
     for c in (PointwiseConfig(block=512, unroll=2, why="x"), InnerConfig(mode="block", splits=7, width=4),
               ColumnConfig(width=2, rows=4, splits=3), RowConfig(tier="looped", threads=1024)):

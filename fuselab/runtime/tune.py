@@ -12,6 +12,7 @@ import json
 import os
 import statistics
 import tempfile
+import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,25 +69,28 @@ def config_from_json(d: dict) -> Config:
 
 class TuneCache:
     """The on-disk choices: {key: {"config": ..., "times": [[label, s], ...]}}. A file that
-    cannot be read is set aside with a warning, never a crash."""
+    cannot be read is set aside with a warning, never a crash. Safe to share between threads
+    (Dask's threaded scheduler tunes blocks' kernels side by side); a save keeps what other
+    processes (Dask workers) saved meanwhile."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or cache_path()
-        self.entries: dict[str, dict] = {}
-        self._load()
+        self._lock = threading.Lock()
+        self.entries: dict[str, dict] = self._read(warn=True)
 
-    def _load(self) -> None:
+    def _read(self, warn: bool) -> dict[str, dict]:
         if not self.path.exists():
-            return
+            return {}
         try:
             data = json.loads(self.path.read_text())
             if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("entries"), dict):
                 raise ValueError("unknown layout")
-            self.entries = data["entries"]
+            return data["entries"]
         except Exception as e:  # noqa: BLE001 - a corrupt cache only costs a re-tune
-            warnings.warn(f"fuselab: ignoring the launch-configuration cache {self.path} ({type(e).__name__}: {e}); "
-                          "kernels will be tuned again", RuntimeWarning, stacklevel=2)
-            self.entries = {}
+            if warn:
+                warnings.warn(f"fuselab: ignoring the launch-configuration cache {self.path} ({type(e).__name__}: {e}); "
+                              "kernels will be tuned again", RuntimeWarning, stacklevel=3)
+            return {}
 
     def get(self, key: str) -> tuple[Config, tuple[tuple[str, float], ...]] | None:
         e = self.entries.get(key)
@@ -98,14 +102,23 @@ class TuneCache:
             return None
 
     def put(self, key: str, config: Config, times: tuple[tuple[str, float], ...]) -> None:
-        self.entries[key] = {"config": config_to_json(config), "times": [list(t) for t in times]}
+        entry = {"config": config_to_json(config), "times": [list(t) for t in times]}
+        with self._lock:
+            # A new dict, never one mutated under a reader's iteration.
+            self.entries = {**self._read(warn=False), **self.entries, key: entry}
+            self._save(self.entries)
+
+    def _save(self, entries: dict[str, dict]) -> None:
+        tmp = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tuning-")
             with os.fdopen(fd, "w") as f:
-                json.dump({"schema": SCHEMA, "entries": self.entries}, f)
+                json.dump({"schema": SCHEMA, "entries": entries}, f)
             os.replace(tmp, self.path)
         except OSError as e:
+            if tmp is not None and os.path.exists(tmp):
+                os.remove(tmp)
             warnings.warn(f"fuselab: could not save tuned launch configurations to {self.path}: {e}",
                           RuntimeWarning, stacklevel=2)
 
