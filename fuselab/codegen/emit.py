@@ -298,19 +298,16 @@ class ValueEmitter:
         k = special_exponent(self.graph, n)
         if k:
             return SPECIAL_POWERS[k].format(ops[0])
-        if self._shared_half_divisor(n, ctype):
-            return f"fl_hdiv_shared({ops[0]}, {ops[1]})"
+        if self._half_division(n, ctype):
+            return f"fl_hdiv({ops[0]}, {ops[1]})"
         return n.opdef.cuda.format(*ops)
 
-    def _shared_half_divisor(self, n: Node, ctype: np.dtype) -> bool:
-        """A float16 division (rounded to float16, "numpy" mode) by a value many elements
-        share: a constant, or one the template fixed for the row (its reciprocal is
-        computed once; see fl_hdiv_shared)."""
+    def _half_division(self, n: Node, ctype: np.dtype) -> bool:
+        """A float16 quotient of float16 values, rounded to float16 next ("numpy" mode):
+        fl_hdiv gives IEEE division's half at half its cost."""
         if n.op != "true_divide" or not (is_half(ctype) and is_half(n.dtype)) or self.options.fp16_math != "numpy":
             return False
-        src = self.graph.nodes[n.inputs[1]]
-        return is_half(src.dtype) and all(is_half(self.graph.nodes[i].dtype) for i in n.inputs) and (
-            n.inputs[1] in self.fixed or n.inputs[1] in self.fixed_half or src.op in ("const", "full"))
+        return all(is_half(self.graph.nodes[i].dtype) for i in n.inputs)
 
     def _elemwise(self, nid: int, n: Node, coords: Coords) -> str:
         if n.op == "astype":
