@@ -119,16 +119,18 @@ def make_cluster(args: argparse.Namespace) -> Any:
                             memory_limit=0)
     try:
         from dask_cuda import LocalCUDACluster
-        return LocalCUDACluster(n_workers=args.gpus, dashboard_address=None, memory_limit=0)
+        return LocalCUDACluster(n_workers=args.gpus, threads_per_worker=args.gpu_threads, dashboard_address=None,
+                                memory_limit=0)
     except ImportError:
-        return gpu_cluster(args.gpus)
+        return gpu_cluster(args.gpus, args.gpu_threads)
 
 
-def gpu_cluster(n: int) -> Any:
-    """One single-threaded worker process per GPU, each seeing only its GPU (what
-    dask_cuda's LocalCUDACluster does, without dask_cuda)."""
+def gpu_cluster(n: int, threads: int = 1) -> Any:
+    """One worker process per GPU, each seeing only its GPU (what dask_cuda's
+    LocalCUDACluster does, without dask_cuda), running `threads` tasks at a time: a task's
+    Python (Dask's bookkeeping, fuselab's launch) then overlaps another's kernels."""
     from distributed import Nanny, Scheduler, SpecCluster
-    workers = {f"gpu{i}": {"cls": Nanny, "options": {"nthreads": 1, "memory_limit": 0,
+    workers = {f"gpu{i}": {"cls": Nanny, "options": {"nthreads": threads, "memory_limit": 0,
                                                       "env": {"CUDA_VISIBLE_DEVICES": str(i)}}}
                for i in range(n)}
     return SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {"dashboard_address": None}})
@@ -252,6 +254,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=0, help="CPU: worker processes (default: every core)")
     ap.add_argument("--gpu", action="store_true", help="CuPy chunks, one worker per GPU")
     ap.add_argument("--gpus", type=int, default=1, help="GPUs (workers) with --gpu")
+    ap.add_argument("--gpu-threads", type=int, default=1,
+                    help="GPU: threads per worker (tasks in flight on each GPU; dask_cuda's default is 1)")
     ap.add_argument("--backend", choices=("auto", "cpu"), default="auto",
                     help="block runner: auto (CUDA for CuPy chunks; Numba for NumPy chunks where installed, "
                          "else the NumPy interpreter) or cpu (the NumPy interpreter)")

@@ -5,11 +5,12 @@
 # CuPy, then the Dask GPU benchmark alone. Logs under $OUT, packed into one
 # device_check.tgz (the device tool brings back at most 8 files).
 # Usage (from the repository root, on the device):
-#   OUT=... bash scripts/device_check.sh [sweep_s=0] [parallel_s=400] [dask_s=90]
+#   OUT=... bash scripts/device_check.sh [sweep_s=0] [parallel_s=400] [dask_s=90] [dask_threads="1"]
+# (dask_threads: one Dask benchmark run, of dask_s at most, per thread count of the GPU worker)
 # Wheels carried in .whl/ (IPython for the fidelity corpus, Dask for its tests and
 # benchmark; see benchmarks/bench_dask.py) are installed first when present.
 set -u
-SWEEP_S=${1:-0}; PARALLEL_S=${2:-400}; DASK_S=${3:-90}
+SWEEP_S=${1:-0}; PARALLEL_S=${2:-400}; DASK_S=${3:-90}; DASK_THREADS=${4:-1}
 OUT=${OUT:?set OUT to a folder for the logs}
 LOGS="$OUT/device_check"; mkdir -p "$LOGS"
 export PYTHONPATH=.
@@ -40,8 +41,10 @@ cp tests/fuzz/coverage-gpu.json "$LOGS/gpu_cov.json"
  note numba_interop $?) &
 wait
 if python3 -c "import distributed" 2> /dev/null && [ "$DASK_S" -gt 0 ]; then
-  timeout "$DASK_S" python3 benchmarks/bench_dask.py --gpu --gib 32 --chunk-mib 2048 --repeats 3 \
-    --json "$LOGS/dask-gpu.json" > "$LOGS/dask_gpu.log" 2>&1
-  note dask $?
+  for t in $DASK_THREADS; do   # threads of the one GPU worker
+    timeout "$DASK_S" python3 benchmarks/bench_dask.py --gpu --gib 32 --chunk-mib 2048 --repeats 3 \
+      --gpu-threads "$t" --json "$LOGS/dask-gpu-t$t.json" > "$LOGS/dask_gpu_t$t.log" 2>&1
+    note "dask threads=$t" $?
+  done
 fi
 cd "$OUT" && tar czf device_check.tgz device_check && rm -rf device_check

@@ -177,3 +177,39 @@ def test_tuning_on_the_gpu_picks_a_candidate_and_is_cached(tmp_path, monkeypatch
     assert again.tuning[0].source == "cache" and again.codes[0].config.key() == exe.codes[0].config.key()
     want = run_graph(plan.graph, traced.inputs, cupy)
     assert runtime.compare(out, want, 1e-5).ok
+
+
+@pytest.mark.gpu
+def test_threads_sharing_an_executable_tune_once_and_all_compute(tmp_path, monkeypatch):
+    """Dask's threaded scheduler (or a GPU worker with several threads) runs one plan's
+    executable for many blocks at once: one thread tunes each kernel, the others launch
+    it as it stands, and every result is right."""
+    import threading
+    import cupy
+    from fuselab import runtime
+    monkeypatch.setenv("FUSELAB_CACHE_DIR", str(tmp_path))
+    blocks = [cupy.random.default_rng(k).standard_normal((2048, 1024), dtype=np.float32) for k in range(6)]
+    traced = fuselab.trace_cell(CELLS[0][0], {"np": np, "x": blocks[0]})
+    plan = make_plan(traced.graph, "auto")
+    exe = runtime.Executable(plan)
+    results: dict[int, dict] = {}
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(blocks))
+
+    def work(k: int) -> None:
+        try:
+            start.wait()
+            results[k] = exe.run({"x": blocks[k]})
+            cupy.cuda.get_current_stream().synchronize()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(blocks))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert exe.tuning[0].source == "tuned" and not exe._pending
+    for k, x in enumerate(blocks):
+        assert runtime.compare(results[k], run_graph(plan.graph, {"x": x}, cupy), 1e-5).ok, k

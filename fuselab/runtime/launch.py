@@ -205,8 +205,13 @@ class Executable:
         return {name: env[i] for name, i in self.plan.graph.outputs}
 
     def _tune(self, k: int, step: "_Launch", ins: list, outs: list) -> "_Launch":
-        """Time kernel k's candidates on these buffers, keep the fastest (here and on disk)."""
-        pending = self._pending.pop(k)
+        """Time kernel k's candidates on these buffers, keep the fastest (here and on disk).
+        Threads sharing this executable (Dask's threaded scheduler, a GPU worker with
+        several threads) take the kernel from the pending set atomically: one tunes, the
+        others launch the step as it stands."""
+        pending = self._pending.pop(k, None)
+        if pending is None:
+            return self.steps[k]
         fns = {id(pending.candidates[0]): step.function, **self._candidate_fns}
         scratch = {id(c): ((_scratch(c),) if c.scratch_bytes else ()) for c in pending.candidates}
 
