@@ -29,7 +29,7 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 os.environ.setdefault("CUPY_CACHE_DIR", tempfile.mkdtemp(prefix="fuselab-sweep-cupy-"))
 os.environ.setdefault("FUSELAB_CACHE_DIR", tempfile.mkdtemp(prefix="fuselab-sweep-tune-"))
 
-from sweep_cases import Case, cases, make_inputs  # noqa: E402
+from sweep_cases import Case, cases, make_inputs, wide_cases  # noqa: E402
 
 START = time.perf_counter()
 
@@ -127,6 +127,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=16)
     ap.add_argument("--only", default="", help="comma-separated substrings of case names")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--wide", action="store_true", help="the wide cases (sweep_cases.wide_cases) instead")
     args = ap.parse_args()
     from fuselab import runtime
     from fuselab.plan.cost import DeviceParams
@@ -144,7 +145,7 @@ def main() -> None:
     result = {"device": info.name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "calibration": calib, "rows": []}
     out = Path(args.out)
-    todo = [c for c in cases() if not args.only or any(s in c.name for s in args.only.split(","))]
+    todo = [c for c in (wide_cases() if args.wide else cases()) if not args.only or any(s in c.name for s in args.only.split(","))]
     for case in todo:
         if time.perf_counter() - START > args.deadline:
             result.setdefault("skipped", []).append(case.name)

@@ -138,6 +138,85 @@ def cases() -> list[Case]:
     return out
 
 
+def _colsoftmax(x):
+    e = (x - x.amax(0, keepdim=True)).exp()
+    return e / e.sum(0, keepdim=True)
+
+
+def _midsoftmax(x):
+    e = (x - x.amax(1, keepdim=True)).exp()
+    return e / e.sum(1, keepdim=True)
+
+
+def wide_cases() -> list[Case]:
+    """Cells and shapes the tuned families leave out (`sweep.py --wide`): odd widths,
+    softmax along other axes, transposed and strided views, integer and float64 data,
+    argmax, masks, outer products, full reductions, odd stencils, small cells. Where one
+    runs slow against torch.compile, the cause is looked for in its template, not fixed
+    for the shape."""
+    f32 = "float32"
+    out = [Case("odd softmax", _fmt(w), SOFTMAX, {"x": ((N // w // 8 * 8, w), f32)}, _softmax)
+           for w in (3, 100, 1000, 3000, 50000)]
+    out += [Case("odd layernorm", _fmt(w), LAYERNORM, {"x": ((N // w // 8 * 8, w), f32), "g": ((w,), f32),
+                                                        "b": ((w,), f32)}, _layernorm) for w in (768, 5000)]
+    out += [
+        Case("softmax axis", "axis 0 (4096,16384)",
+             "m = x.max(axis=0, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(axis=0, keepdims=True)",
+             {"x": ((4096, 16384), f32)}, _colsoftmax),
+        Case("softmax axis", "axis 0 (65536,1024)",
+             "m = x.max(axis=0, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(axis=0, keepdims=True)",
+             {"x": ((65536, 1024), f32)}, _colsoftmax),
+        Case("softmax axis", "axis 1 (64,1024,256)",
+             "m = x.max(axis=1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(axis=1, keepdims=True)",
+             {"x": ((64, 1024, 256), f32)}, _midsoftmax),
+        Case("views", "x.T * 2 + z (8192,8192)", "y = x.T * 2 + z", {"x": ((8192, 8192), f32), "z": ((8192, 8192), f32)},
+             lambda x, z: x.t() * 2 + z),
+        Case("views", "x[:, ::2].sum(1)", "y = x[:, ::2].sum(axis=1)", {"x": ((16384, 4096), f32)},
+             lambda x: x[:, ::2].sum(1)),
+        Case("views", "x[::-1] + x", "y = x[::-1] + x", {"x": ((N,), f32)}, lambda x: x.flip(0) + x),
+        Case("views", "x.T.mean(1) (4096,16384)", "y = x.T.mean(axis=1)", {"x": ((4096, 16384), f32)},
+             lambda x: x.t().mean(1)),
+        Case("dtypes", "int32 row sum", "y = x.sum(axis=1)", {"x": ((16384, 4096), "int32")}, lambda x: x.sum(1)),
+        Case("dtypes", "float16 column sum", "y = x.sum(axis=0)", {"x": ((16384, 4096), "float16")},
+             lambda x: x.sum(0)),
+        Case("dtypes", "float64 chain", "y = np.exp(-x * x) * 2.0 + x", {"x": ((N // 2,), "float64")},
+             lambda x: (-x * x).exp() * 2.0 + x),
+        Case("dtypes", "int8 to float32", "y = x.astype(np.float32) * 0.5 + 1.0", {"x": ((N,), "int8")},
+             lambda x: x.float() * 0.5 + 1.0),
+        Case("other", "argmax rows", "y = x.argmax(axis=1)", {"x": ((16384, 4096), f32)}, lambda x: x.argmax(1)),
+        Case("other", "mask count rows", "y = (x > 0).sum(axis=1)", {"x": ((16384, 4096), f32)},
+             lambda x: (x > 0).sum(1)),
+        Case("other", "sum over (1,3) 4-D", "y = x.sum(axis=(1, 3))", {"x": ((64, 64, 128, 128), f32)},
+             lambda x: x.sum((1, 3))),
+        Case("other", "mean of rows of 7", "y = x.mean(axis=1)", {"x": ((N // 8, 7), f32)}, lambda x: x.mean(1)),
+        Case("other", "outer product", "y = a[:, None] * b[None, :]", {"a": ((8192,), f32), "b": ((8192,), f32)},
+             lambda a, b: a[:, None] * b[None, :]),
+        Case("other", "leaky clip", "y = np.where(x > 0, x, 0.01 * x).clip(-1, 1)", {"x": ((N,), f32)},
+             lambda x: torch_where(x > 0, x, 0.01 * x).clamp(-1, 1)),
+        Case("other", "sum of squares", "y = (x * x).sum()", {"x": ((N,), f32)}, lambda x: (x * x).sum()),
+        Case("other", "x + row mean", "y = x + x.mean(axis=1, keepdims=True)", {"x": ((262144, 256), f32)},
+             lambda x: x + x.mean(1, keepdim=True)),
+        Case("odd stencil", "2-D (5000,7000)",
+             "y = 4 * x[1:-1, 1:-1] - x[:-2, 1:-1] - x[2:, 1:-1] - x[1:-1, :-2] - x[1:-1, 2:]",
+             {"x": ((5000, 7000), f32)}, _stencil2),
+        Case("odd stencil", "3-D (300,300,300)",
+             "y = (6 * x[1:-1, 1:-1, 1:-1] - x[:-2, 1:-1, 1:-1] - x[2:, 1:-1, 1:-1] - x[1:-1, :-2, 1:-1]\n"
+             "     - x[1:-1, 2:, 1:-1] - x[1:-1, 1:-1, :-2] - x[1:-1, 1:-1, 2:])",
+             {"x": ((300, 300, 300), f32)}, _stencil3),
+        Case("small", "softmax (256,1000)", SOFTMAX, {"x": ((256, 1000), f32)}, _softmax, kind="launch"),
+        Case("small", "layernorm (64,768)", LAYERNORM, {"x": ((64, 768), f32), "g": ((768,), f32),
+                                                         "b": ((768,), f32)}, _layernorm, kind="launch"),
+        Case("small", "chain 10000", "y = np.exp(-x * x) * 2.0 + x", {"x": ((10000,), f32)},
+             lambda x: (-x * x).exp() * 2.0 + x, kind="launch"),
+    ]
+    return out
+
+
+def torch_where(c, a, b):
+    import torch
+    return torch.where(c, a, b)
+
+
 def make_inputs(case: Case, xp: Any, seed: int = 0) -> dict[str, Any]:
     """Normal random inputs, drawn by `xp` itself (on the device for CuPy)."""
     rng = xp.random.default_rng(seed)

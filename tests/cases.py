@@ -74,6 +74,37 @@ def reduction_cases(layouts=REDUCTION_LAYOUTS, seed=2) -> list[Case]:
     return out
 
 
+# (input shape, transpose, reduced axes of the transposed view): the reduction reads the
+# input in memory order, its layout taken from there (column strategy for x.T.sum(1))
+TRANSPOSED_REDUCTIONS = [((33, 650), (1, 0), 1), ((3000, 64), (1, 0), 1), ((64, 3000), (1, 0), 0),
+                         ((40, 50, 70), (1, 0, 2), 0), ((6, 300, 40), (2, 0, 1), (0,)), ((6, 300, 40), (1, 2, 0), 2),
+                         ((5, 6, 7, 8), (0, 2, 1, 3), (1, 3))]
+
+
+def transposed_reduction_cases(seed=12) -> list[Case]:
+    """Reductions over transposed views: every op and dtype, arg reductions along one
+    axis, a keepdims result broadcast back over the view (prologue and epilogue)."""
+    out = []
+    for dt in ALL_DTYPES:
+        for shape, perm, axis in TRANSPOSED_REDUCTIONS:
+            rng = np.random.default_rng(seed)
+            b = GraphBuilder()
+            x = b.input("x", shape, dt)
+            t = b.transpose(x, perm)
+            single = not isinstance(axis, tuple) or len(axis) == 1
+            ops = ["sum", "max", "min", "any"] + (["argmax", "argmin"] if single else [])
+            outs = [(op, b.reduce(op, t, axis=axis)) for op in ops]
+            if np.dtype(dt).kind == "f":
+                m = b.reduce("max", t, axis=axis, keepdims=True)
+                outs.append(("centred", b.elemwise("subtract", [t, m])))
+            g = b.build(outs)
+            xs = sample(dt, shape, rng)
+            rtol = 5e-2 if np.dtype(dt) == np.float16 else None
+            plans = [unfused_plan(g)] + ([one_kernel(g, Template.REDUCTION)] if np.dtype(dt).kind != "f" else [])
+            out.append(Case(f"transposed-reduction-{_name(dt)}-{shape}-{perm}-{axis}", g, {"x": xs}, plans, rtol))
+    return out
+
+
 def prod_cases(seed=3) -> list[Case]:
     out = []
     for dt in (np.float32, np.float64, np.int32, np.int64, np.uint8):
@@ -468,4 +499,4 @@ def variance_overflow_cases() -> list[Case]:
 def all_cases() -> list[Case]:
     return (elementwise_cases() + cast_cases() + reduction_cases() + prod_cases() + fused_reduction_cases()
             + row_cases() + empty_cases() + view_cases() + overflow_cases() + power_cases() + stencil_cases()
-            + variance_cases())
+            + variance_cases() + transposed_reduction_cases())
