@@ -105,6 +105,37 @@ def transposed_reduction_cases(seed=12) -> list[Case]:
     return out
 
 
+# (input shape, transpose, a slice of the view or None): the transpose path's tiles,
+# whole and cut at the edges (sizes no multiple of 32), of 2-, 3- and 4-D arrays
+TRANSPOSED_POINTWISE = [((70, 45), (1, 0), None), ((33, 100), (1, 0), ((1, 0), (1, 1), (99, 33))),
+                        ((5, 40, 37), (0, 2, 1), None), ((40, 9, 37), (2, 1, 0), None),
+                        ((3, 36, 4, 33), (0, 3, 2, 1), None)]
+
+
+def transposed_pointwise_cases(seed=13) -> list[Case]:
+    """Elementwise cells over transposed views next to contiguous operands (the transpose
+    path), every dtype: two outputs, one of them a cast, and a broadcast operand."""
+    out = []
+    for dt in ALL_DTYPES:
+        for shape, perm, cut in TRANSPOSED_POINTWISE:
+            rng = np.random.default_rng(seed)
+            b = GraphBuilder()
+            x = b.input("x", shape, dt)
+            t = b.transpose(x, perm)
+            if cut is not None:
+                t = b.slice(t, *cut)
+            tshape = tuple(b.aval(t).shape)
+            z = b.input("z", tshape, dt)
+            w = b.input("w", tshape[-1:], dt)
+            op = "logical_xor" if np.dtype(dt) == np.bool_ else "add"
+            y = b.elemwise(op, [b.elemwise(op, [t, z]), w])
+            g = b.build([("y", y), ("c", b.astype(t, np.float64 if np.dtype(dt) == np.float32 else np.float32))])
+            inputs = {"x": sample(dt, shape, rng), "z": sample(dt, tshape, rng), "w": sample(dt, tshape[-1:], rng)}
+            out.append(Case(f"transposed-pointwise-{_name(dt)}-{shape}-{perm}{'-sliced' if cut else ''}", g, inputs,
+                            [one_kernel(g, Template.POINTWISE)], 1e-2 if np.dtype(dt) == np.float16 else None))
+    return out
+
+
 def prod_cases(seed=3) -> list[Case]:
     out = []
     for dt in (np.float32, np.float64, np.int32, np.int64, np.uint8):
@@ -499,4 +530,4 @@ def variance_overflow_cases() -> list[Case]:
 def all_cases() -> list[Case]:
     return (elementwise_cases() + cast_cases() + reduction_cases() + prod_cases() + fused_reduction_cases()
             + row_cases() + empty_cases() + view_cases() + overflow_cases() + power_cases() + stencil_cases()
-            + variance_cases() + transposed_reduction_cases())
+            + variance_cases() + transposed_reduction_cases() + transposed_pointwise_cases())

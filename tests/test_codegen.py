@@ -249,10 +249,19 @@ def test_contiguous_and_broadcast_loads_take_the_vector_path():
     assert "in_x2[i / 1024]" in code.source                   # one per-row value per vector
 
 
-def test_transposed_loads_take_the_strided_path():
+def test_transposed_loads_go_through_shared_memory_tiles():
+    """x.T read with threads along x's rows into a padded tile, then computed and stored
+    with threads along the output's rows: both sides coalesce. A strided slice of a
+    transpose (no unit stride) and short axes keep the strided path."""
     code = _pointwise(lambda b, x: b.elemwise("negative", [b.transpose(x, (1, 0))]), ((64, 48), np.float32))
-    assert code.notes[0].startswith("strided path")
-    assert "fl_load_vec" not in code.source
+    assert code.notes[0].startswith("transpose path") and code.block == (256, 1, 1)
+    assert "__shared__ float tile_x" in code.source and "[32][33]" in code.source
+    assert code.grid[0] == 2 * 2        # 48 x 64 output: 2 x 2 tiles
+    strided = _pointwise(lambda b, x: b.elemwise("negative", [b.slice(b.transpose(x, (1, 0)), (0, 0), (2, 1), (24, 64))]),
+                         ((64, 48), np.float32))
+    assert strided.notes[0].startswith("strided path") and "fl_load_vec" not in strided.source
+    short = _pointwise(lambda b, x: b.elemwise("negative", [b.transpose(x, (1, 0))]), ((4, 48), np.float32))
+    assert not short.notes[0].startswith("transpose path")
 
 
 def test_slices_vectorise_aligned_or_shifted_but_not_past_the_array():

@@ -10,6 +10,12 @@ Where the flat index cannot take vectors but each row can, loads are vectors of 
 along rows: a stencil of shifted slices whose rows share loads takes the stencil path
 (stencil.py: a few rows a thread, every aligned vector loaded once), other kernels the
 row-vector path below.
+
+Where an input is read through a transpose (`x.T * 2 + z`: contiguous along another axis
+than the output's last), the transpose path moves tiles of 32 x 32 elements through
+shared memory, as a transpose kernel does: each tile is read with threads along the
+input's contiguous axis and computed and stored with threads along the output's, so both
+the loads and the stores coalesce (the strided path ran such a cell at 39% of copy).
 """
 from __future__ import annotations
 
@@ -25,11 +31,20 @@ from .model import KernelCode
 from .types import storage_type
 
 
+TILE = 32          # the transpose path's tiles: TILE x TILE elements
+TILE_ROWS = 8      # rows of threads a tile's block has (each takes TILE / TILE_ROWS rows)
+
+
 def heuristic(ctx: KernelContext) -> PointwiseConfig:
-    return _heuristic(ctx, _analyse(_fresh(ctx))[4])
+    a = _analyse(_fresh(ctx))
+    return _heuristic(ctx, a[4], a[5])
 
 
-def _heuristic(ctx: KernelContext, sten: stencil.Stencil | None) -> PointwiseConfig:
+def _heuristic(ctx: KernelContext, sten: stencil.Stencil | None, tr: "_Transpose | None" = None) -> PointwiseConfig:
+    if tr is not None:
+        return PointwiseConfig(block=TILE * TILE_ROWS, unroll=1,
+                               why=f"transpose: tiles of {TILE}x{TILE} through shared memory (input contiguous "
+                                   f"along axis {tr.a}, output along its last)")
     if sten is not None:
         rows = stencil.rows_heuristic(sten, ctx.options.sm_count)
         return PointwiseConfig(block=ctx.options.block_size, unroll=rows,
@@ -47,8 +62,10 @@ def candidates(ctx: KernelContext) -> list[PointwiseConfig]:
     """More elements per thread (independent loads in flight) for the strided path, whose
     index math and scattered loads leave bandwidth on the table; the vector path already
     moves 16 bytes per access. On the stencil path `unroll` is the rows a thread takes."""
-    _, _, width, rows, sten = _analyse(ctx)
-    base = _heuristic(ctx, sten)
+    _, _, width, rows, sten, tr = _analyse(ctx)
+    base = _heuristic(ctx, sten, tr)
+    if tr is not None:
+        return [base]
     if sten is not None:
         alts = [(1, base.block), (2 * stencil.ROWS, base.block), (stencil.ROWS, 2 * base.block)]
         return [base] + [PointwiseConfig(block=b, unroll=sten.rows_for(r), why="candidate")
@@ -74,6 +91,18 @@ class _Rows:
     vector_stores: bool
 
 
+@dataclass(frozen=True)
+class _Transpose:
+    """The transpose path: the element function over one coordinate per axis, the axis
+    `a` along which the staged loads are contiguous, and which loads go through tiles."""
+
+    fn: element.ElementFunction
+    shape: tuple[int, ...]
+    coords: tuple[ix.Var, ...]
+    a: int
+    staged: tuple[int, ...]      # indices into fn.loads
+
+
 def _analyse(ctx: KernelContext):
     k = ctx.kernel
     shape = ctx.space.shape   # legality's: the one shape of every stored output
@@ -82,17 +111,50 @@ def _analyse(ctx: KernelContext):
     before = set(ctx.names.used)
     fn = element.build(ctx, ix.delinearize(ix.Affine.of(i), shape), k.outputs)
     width = element.vector_width(ctx, fn.loads, k.outputs, i, shifts=True)
-    rows = sten = None
-    if width == 1:   # the stencil and row paths' names as if the flat one had not been tried
+    rows = sten = tr = None
+    if width == 1:   # the other paths' names as if the flat one had not been tried
         after = ctx.names.used
         ctx.names.used = set(before)
-        sten = stencil.analyse(ctx, shape)
-        if sten is None:
+        tr = _transpose_path(ctx, shape)
+        if tr is None:
+            ctx.names.used = set(before)
+            sten = stencil.analyse(ctx, shape)
+        if tr is None and sten is None:
             ctx.names.used = set(before)
             rows = _row_path(ctx, shape)
             if rows is None:
                 ctx.names.used = after
-    return shape, fn, width, rows, sten
+    return shape, fn, width, rows, sten, tr
+
+
+def _transpose_path(ctx: KernelContext, shape: tuple[int, ...]) -> _Transpose | None:
+    """Tiles through shared memory where an input walks another axis `a` with stride 1
+    and the output's last axis with a stride of its own (a transpose, also of a slice):
+    every such load of the largest array's axis is staged. None for short axes, or where
+    no load is transposed, or offsets mix the axes (reshaped views)."""
+    if len(shape) < 2 or shape[-1] < 8:
+        return None
+    coords = tuple(ix.Var(ctx.names.fresh(f"t{d}"), int(shape[d])) for d in range(len(shape)))
+    fn = element.build(ctx, tuple(ix.Affine.of(v) for v in coords), ctx.kernel.outputs)
+    c = coords[-1]
+    g = ctx.graph
+
+    def plain(l: element.Load) -> bool:
+        return all(isinstance(sym, ix.Var) for sym, _ in l.offset.terms)
+
+    def axis_of(l: element.Load) -> int | None:
+        if l.from_index or not plain(l) or l.offset.coef(c) in (0, 1):
+            return None
+        unit = [d for d, v in enumerate(coords[:-1]) if l.offset.coef(v) == 1 and shape[d] >= 8]
+        return unit[0] if unit else None
+
+    moved = [(ix.prod(g.nodes[l.node].shape) * g.nodes[l.node].dtype.itemsize, axis_of(l)) for l in fn.loads]
+    candidates = [(size, a) for size, a in moved if a is not None]
+    if not candidates:
+        return None
+    a = max(candidates)[1]
+    staged = tuple(j for j, (_, ax) in enumerate(moved) if ax == a)
+    return _Transpose(fn, tuple(int(d) for d in shape), coords, a, staged)
 
 
 def _row_path(ctx: KernelContext, shape: tuple[int, ...]) -> _Rows | None:
@@ -113,8 +175,8 @@ def _row_path(ctx: KernelContext, shape: tuple[int, ...]) -> _Rows | None:
 
 def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> KernelCode:
     g, k = ctx.graph, ctx.kernel
-    shape, fn, width, rows, sten = _analyse(ctx)
-    cfg = config or _heuristic(ctx, sten)
+    shape, fn, width, rows, sten, tr = _analyse(ctx)
+    cfg = config or _heuristic(ctx, sten, tr)
     n_elems = ix.prod(shape)
     B, U = cfg.block, cfg.unroll
     index_t = ctx.index_type(n_elems + B * U)
@@ -149,6 +211,13 @@ def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> Kerne
         lines += stencil.loops(ctx, sten, tile, first, "stride")
         work = stencil.work_items(sten, tile)
         U = 1
+    elif tr is not None:
+        fn = tr.fn
+        notes = [f"transpose path: tiles of {TILE}x{TILE} through shared memory, read along axis {tr.a} "
+                 f"({len(tr.staged)} input{'s' if len(tr.staged) > 1 else ''} staged), stored along the last"]
+        lines = [lines[0]] + _transpose_loops(ctx, tr)
+        work = _tile_count(tr) * TILE * TILE_ROWS
+        B, U = TILE * TILE_ROWS, 1
     elif rows is not None:
         fn = rows.fn
         stores = "vector" if rows.vector_stores else "element"
@@ -229,3 +298,48 @@ def _row_vector_loops(ctx: KernelContext, rows: _Rows, B: int, U: int) -> list[s
                   f"    const index_t o = t / {tail}u, c = {G * W}u + t % {tail}u;",
                   f"    {rows.fn.name}({', '.join(scalar)});", "}"]
     return lines
+
+
+def _tile_count(tr: _Transpose) -> int:
+    A, C = tr.shape[tr.a], tr.shape[-1]
+    return ix.ceil_div(A, TILE) * ix.ceil_div(C, TILE) * ix.prod(tr.shape) // (A * C)
+
+
+def _transpose_loops(ctx: KernelContext, tr: _Transpose) -> list[str]:
+    """A block per tile (grid-stride): the staged loads read into shared memory with
+    threads along axis `a`, then every element computed and stored with threads along the
+    last axis, the staged values read across the tile (rows padded: no bank conflicts)."""
+    g, fn = ctx.graph, tr.fn
+    a_var, c_var = tr.coords[tr.a], tr.coords[-1]
+    A, C = tr.shape[tr.a], tr.shape[-1]
+    others = [d for d in range(len(tr.shape) - 1) if d != tr.a]
+    tiles_c, tiles_a = ix.ceil_div(C, TILE), ix.ceil_div(A, TILE)
+    tiles = _tile_count(tr)
+    suffix = "ull" if tiles > 2**31 else "u"
+    lines = [f"__shared__ {fn.loads[j].ctype(g)} {_tile_name(fn, j)}[{TILE}][{TILE + 1}];" for j in tr.staged]
+    lines += [f"const int tx = threadIdx.x % {TILE}, ty = threadIdx.x / {TILE};",
+              f"for (index_t t = blockIdx.x; t < {tiles}{suffix}; t += gridDim.x) {{",
+              f"    const index_t c0 = t % {tiles_c}u * {TILE}u, a0 = t / {tiles_c}u % {tiles_a}u * {TILE}u;"]
+    rest = f"t / {tiles_c * tiles_a}u"
+    for d in reversed(others):   # the other axes from the tile index, innermost first
+        v = tr.coords[d]
+        lines.append(f"    const index_t {v.name} = {rest} % {v.extent}u;")
+        rest = f"{rest} / {v.extent}u"
+    stage = [f"{_tile_name(fn, j)}[k][tx] = {fn.loads[j].scalar(ctx)};" for j in tr.staged]
+    args = [f"{_tile_name(fn, j)}[tx][k]" if j in tr.staged else l.scalar(ctx) for j, l in enumerate(fn.loads)]
+    out = ix.render(ix.linearize(tuple(ix.Affine.of(v) for v in tr.coords), tr.shape))
+    args += [f"{ctx.out_ptr[o]}[{out}]" for o in ctx.kernel.outputs]
+    guard = f"if ({a_var.name} < {A}u && {c_var.name} < {C}u)"
+    lines += ["    __syncthreads();   // the previous tile's readers are done",
+              f"    for (int k = ty; k < {TILE}; k += {TILE_ROWS}) {{",
+              f"        const index_t {a_var.name} = a0 + tx, {c_var.name} = c0 + k;",
+              f"        {guard} {{", *indent(stage, 3), "        }", "    }",
+              "    __syncthreads();",
+              f"    for (int k = ty; k < {TILE}; k += {TILE_ROWS}) {{",
+              f"        const index_t {a_var.name} = a0 + k, {c_var.name} = c0 + tx;",
+              f"        {guard} {fn.name}({', '.join(args)});", "    }", "}"]
+    return lines
+
+
+def _tile_name(fn: element.ElementFunction, j: int) -> str:
+    return f"tile_{fn.loads[j].param}"
