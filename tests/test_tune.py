@@ -18,8 +18,9 @@ from fuselab.runtime import tune
 
 from cuda_host import EMULATED, HostRunner, needs_cxx
 
+SOFTMAX = "m = x.max(axis=-1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(axis=-1, keepdims=True)"
 CELLS = [
-    ("m = x.max(axis=-1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(axis=-1, keepdims=True)", (6, 700)),
+    (SOFTMAX, (6, 700)),
     ("y = x.sum(axis=0)", (600, 64)),
     ("y = x.mean(axis=1)", (50, 4, 64)),
     ("y = x.sum(axis=1)", (3, 9000)),
@@ -30,6 +31,8 @@ CELLS = [
     ("y = x.argmax(axis=0)\nz = x.min(axis=0)", (300, 16)),
     ("y = x.max(axis=1)", (50, 100, 3)),
     ("y = x.mean(axis=1)", (40, 5, 48)),         # few rows: one thread per output too
+    (SOFTMAX, (50, 3)),                          # narrow odd rows: 1, 2 or 4 lanes a row
+    (SOFTMAX, (40, 7)),
 ]
 
 

@@ -88,7 +88,9 @@ def candidates(ctx: KernelContext) -> list[RowConfig]:
     h = _heuristic(ctx, p, row_cached, col_cached)
     out = [h]
     C = p.cols
-    lanes = [t for t in (8, 16, 32) if t >= h.threads // 2] if h.tier == "warp" else [32]
+    # fewer lanes too: narrow rows (3 columns: 4 lanes, one idle, two shuffles a reduction
+    # per element) may do better with a lane or two holding the row
+    lanes = [t for t in (1, 2, 4, 8, 16, 32) if t >= h.threads // 4] if h.tier == "warp" else [32]
     for tier, counts in (("warp", lanes), ("block", (128, 256, 512)), ("smem", (128, 256, 512, 1024))):
         for t in counts:
             cfg = RowConfig(tier=tier, threads=t, why="candidate")
@@ -221,7 +223,9 @@ def _heuristic(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached:
     pack = _pack(ctx, p, row_cached, col_cached)
     forced = ctx.options.row_tier
     row_bytes = sum(C * g.nodes[n].dtype.itemsize for n in row_cached)
-    lanes = min(32, _pow2_at_least(ix.ceil_div(C, pack)))
+    # a lane per column pack; rows of fewer than 32 odd columns (no packs) a few columns a
+    # lane: 3 columns on 4 lanes ran a softmax at 50% of copy on the H200
+    lanes = min(32, _pow2_at_least(ix.ceil_div(C, pack if pack > 1 or C >= 32 else 4)))
     packs = ix.ceil_div(C, lanes * pack)
     why = f"forced by row_tier={forced}" if forced != "auto" else "heuristic"
     per_thread = _elems_limit(ctx, row_cached, REG_ELEMS)
