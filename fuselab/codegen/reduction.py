@@ -145,7 +145,7 @@ def _memory_order(ctx: KernelContext, shape: tuple[int, ...], axes: tuple[int, .
     order changes. Identity where no load walks every axis with a plain stride (broadcasts,
     reshaped views) or the kernel stores X-shaped values (their stores follow X)."""
     identity = tuple(range(len(shape)))
-    if len(shape) < 2 or not values:
+    if len(shape) < 2 or not values or 0 in shape:
         return identity
     probe = KernelContext(ctx.graph, ctx.kernel, ctx.index, ctx.options)   # leaves ctx's names as they are
     coords = [ix.Var(f"x{a}", max(d, 1)) for a, d in enumerate(shape)]
@@ -159,8 +159,8 @@ def _memory_order(ctx: KernelContext, shape: tuple[int, ...], axes: tuple[int, .
     if any(st == 0 and shape[a] > 1 for a, st in enumerate(strides)):
         return identity
     order = tuple(sorted(identity, key=lambda a: -strides[a]))
-    kept = [a for a in order if a not in axes]
-    red = [a for a in order if a in axes]
+    kept = [a for a in order if a not in axes and shape[a] > 1]   # size-1 axes take no part in the layout
+    red = [a for a in order if a in axes and shape[a] > 1]
     return order if kept == sorted(kept) and red == sorted(red) else identity
 
 
