@@ -217,3 +217,39 @@ def test_time_interleaved_alternates_rounds_and_times_every_contender():
     assert calls[2:] == (["A"] * 2 + ["B"] * 2) * 3       # three rounds of two each
     assert timed["A"].repeats == timed["B"].repeats == 6
     assert timed["A"].median_s > 0 and timed["A"].gbps > 0 and timed["B"].bytes_moved == 0
+
+
+def test_split_reductions_on_two_streams_keep_their_own_scratch():
+    """A full reduction's blocks meet in a scratch buffer (partials and an arrival
+    counter). Two threads with streams of their own run one executable at once: each
+    stream has its own buffer, so overlapping launches never mix partials."""
+    import threading
+    import cupy
+    from fuselab import runtime
+    b = GraphBuilder()
+    x = b.input("x", (1 << 22,), np.float32)
+    g = b.build([("s", b.reduce("sum", x, axis=None))])
+    exe = runtime.Executable(one_kernel(g, Template.REDUCTION), tune=False)
+    assert exe.codes[0].scratch_bytes > 0
+    inputs = [cupy.full(1 << 22, float(k + 1) / 64, cupy.float32) for k in range(2)]
+    got: dict[int, list[float]] = {0: [], 1: []}
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            stream = cupy.cuda.Stream(non_blocking=True)
+            with stream:
+                outs = [exe.run({"x": inputs[k]})["s"] for _ in range(30)]
+                stream.synchronize()
+            got[k] = [float(o.get()) for o in outs]
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for k in range(2):
+        assert got[k] == [float((k + 1) / 64 * (1 << 22))] * 30, k

@@ -43,7 +43,6 @@ class _Launch:
     function: Any
     inputs: tuple[int, ...]
     outputs: tuple[tuple[int, tuple[int, ...], np.dtype, int], ...]   # (node, shape, dtype, nbytes)
-    scratch: tuple[Any, ...]
     release: tuple[int, ...]
 
 
@@ -102,8 +101,7 @@ class Executable:
                 steps.append(_Library(code, tuple(rel)))
                 continue
             outs = tuple((o, g.nodes[o].shape, g.nodes[o].dtype, g.nodes[o].aval.nbytes) for o in code.outputs)
-            scratch = (_scratch(code),) if code.scratch_bytes else ()
-            steps.append(_Launch(code, compiled[code.index].function, code.inputs, outs, scratch, tuple(rel)))
+            steps.append(_Launch(code, compiled[code.index].function, code.inputs, outs, tuple(rel)))
         self.steps = steps
         self.scratch_bytes = sum(c.scratch_bytes for c in kernels)
         self.peak_bytes = 0
@@ -178,7 +176,7 @@ class Executable:
                         step = self._tune(k, step, [env[i] for i in step.inputs], outs)
                     code = step.code
                     if code.grid[0]:
-                        step.function(code.grid, code.block, (*[env[i] for i in step.inputs], *outs, *step.scratch),
+                        step.function(code.grid, code.block, (*[env[i] for i in step.inputs], *outs, *_scratch(code)),
                                       shared_mem=code.shared_mem)
                 else:
                     live += self._library(step.code, env)
@@ -213,11 +211,10 @@ class Executable:
         if pending is None:
             return self.steps[k]
         fns = {id(pending.candidates[0]): step.function, **self._candidate_fns}
-        scratch = {id(c): ((_scratch(c),) if c.scratch_bytes else ()) for c in pending.candidates}
 
         def launch_one(c: KernelCode) -> None:
             if c.grid[0]:
-                fns[id(c)](c.grid, c.block, (*ins, *outs, *scratch[id(c)]), shared_mem=c.shared_mem)
+                fns[id(c)](c.grid, c.block, (*ins, *outs, *_scratch(c)), shared_mem=c.shared_mem)
 
         times = time_candidates(launch_one, pending.candidates)
         best = min(range(len(times)), key=times.__getitem__)
@@ -226,7 +223,7 @@ class Executable:
         cache().put(pending.key, win.config, labels)
         self.tuning[k] = Tuning(win.name, win.config, "tuned", labels)
         if best:
-            step = _Launch(win, fns[id(win)], step.inputs, step.outputs, scratch[id(win)], step.release)
+            step = _Launch(win, fns[id(win)], step.inputs, step.outputs, step.release)
             self.steps[k] = step
             codes = list(self.codes)
             codes[k] = win
@@ -256,15 +253,19 @@ def _device_ready(a: Any) -> Any:
     return a
 
 
-def _scratch(code: KernelCode) -> Any:
-    """A zeroed scratch buffer per kernel and device; the kernel leaves it zeroed again."""
+def _scratch(code: KernelCode) -> tuple[Any, ...]:
+    """The kernel's scratch argument: a zeroed buffer per kernel, device and stream (the
+    kernel leaves it zeroed again). Launches on one stream run in order, so they may share
+    one; launches on two streams (threads with streams of their own, a Dask GPU worker with
+    several threads and per-thread default streams) may overlap, and each has its own."""
+    if not code.scratch_bytes:
+        return ()
     import cupy
-    key = (cupy.cuda.Device().id, code.source)
+    key = (cupy.cuda.Device().id, cupy.cuda.get_current_stream().ptr, code.source)
     buf = _SCRATCH.get(key)
     if buf is None:
-        buf = cupy.zeros(code.scratch_bytes, np.uint8)
-        _SCRATCH[key] = buf
-    return buf
+        buf = _SCRATCH[key] = cupy.zeros(code.scratch_bytes, np.uint8)
+    return (buf,)
 
 
 def synchronize(what: str) -> None:
