@@ -134,6 +134,13 @@ def _analyse(ctx: KernelContext) -> _Problem:
                     order)
 
 
+def _notes(p: _Problem, strategy: str) -> tuple[str, ...]:
+    """The strategy, and the memory order of the axes where it is not X's own."""
+    if p.order == tuple(range(len(p.shape))):
+        return (strategy,)
+    return (strategy, f"axes read in memory order {p.order} (the array reduced is a transposed view)")
+
+
 def _memory_order(ctx: KernelContext, shape: tuple[int, ...], axes: tuple[int, ...],
                   values: list[int]) -> tuple[int, ...]:
     """X's axes in the order the largest array the reduction reads lays them out, where
@@ -254,7 +261,7 @@ def _header(ctx: KernelContext, p: _Problem, strategy: str) -> list[str]:
     shape = g.nodes[g.nodes[p.reduces[0]].inputs[0]].aval
     return [f"{ctx.name}: reduction of {shape} over axes {tuple(p.axes)} "
             f"({p.kept} outputs x {p.reduced} elements, layout {p.layout or 'scalar'})",
-            *ctx.listing(), strategy]
+            *ctx.listing(), *_notes(p, strategy)]
 
 
 # ---------------------------------------------------------------------------
@@ -358,7 +365,8 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
             body += a.warp_allreduce(group)
         body += ["if (active && lane == 0) {", *indent(_epilogue(ctx, p, accs, o_var), 1), "}"]
         lines += indent(body, 1) + ["}"]
-        return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, threads, notes=(strategy,), config=cfg)
+        return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, threads, notes=_notes(p, strategy),
+                          config=cfg)
 
     # Block mode: block b reduces part b % S of output b / S.
     grid = K * splits if K else 0
@@ -409,7 +417,7 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
         fin += ["if (threadIdx.x == 0) {", *indent(_epilogue(ctx, p, accs, o_var), 1),
                 f"    {counter}[o] = 0;  // ready for the next launch", "}"]
         lines += indent(fin, 1) + ["}"]
-    return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, threads, notes=(strategy,), config=cfg)
+    return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, threads, notes=_notes(p, strategy), config=cfg)
 
 
 def _fold_rows(ctx: KernelContext, accs: list[Accumulator], tile: int, width: int, rows: int,
@@ -615,5 +623,5 @@ def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> Ker
                   "// ready for the next launch",
                   "}"]
     helpers = [f"typedef {index_t} index_t;", "", *fn.lines, ""]
-    return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, (32, cfg.rows, 1), notes=(strategy,),
+    return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, (32, cfg.rows, 1), notes=_notes(p, strategy),
                       config=cfg)

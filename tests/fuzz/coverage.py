@@ -209,6 +209,10 @@ def features_of(graph: Graph, plan: Plan, codes, inputs: dict[str, np.ndarray]) 
         if not isinstance(code, KernelCode):
             out.add("opaque kernel")
             continue
+        if any(n.startswith("transpose path") for n in code.notes):
+            out.add("pointwise transpose path (shared-memory tiles)")
+        if any(n.startswith("axes read in memory order") for n in code.notes):
+            out.add("reduction laid out in memory order")
         reds = [i for i in kern.nodes if graph.nodes[i].kind is Kind.REDUCE]
         rules = {(graph.nodes[i].op, graph.nodes[i].dtype.name) for i in reds}
         if len(reds) > 1:
