@@ -72,6 +72,12 @@ HAND = [
     Case("rebind input", "x = x * 2\ny = x + 1"),
     Case("inplace input", "x += 1\ny = x * 2"),
     Case("inplace alias", "w = x\nx += 1\ny = w * 2"),
+    # found by the random cells (fidelity_random.py)
+    Case("copy then inplace", "c = i32.copy()\ni32 *= 2\ny = c + i32"),
+    Case("integer round then inplace", "r = np.round(i32, 1)\ni32 *= 2"),
+    Case("copy of a view then inplace", "w = x[1:]\nc = w.copy()\nx += 1"),
+    Case("out= into a whole-array view", "w = i8.T\nnp.add(w, 1, out=w)\nv = x.view()\nv += 1"),
+    Case("big-endian view copied and rounded", "w = be[None]\nc = w.copy()\nr = np.round(be.T, 1)"),
     Case("alias of result", "y = x * 2\nw = y"),
     Case("alias of input", "y = x"),
     Case("pre-existing name rebound", "lst = x * 2\nq = lst + 1"),

@@ -7,6 +7,8 @@ plain Python raises under %%fuse too, with the namespace untouched and no intern
 The same corpus runs with CuPy arrays on a GPU (marked gpu)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -14,8 +16,12 @@ pytest.importorskip("IPython")
 
 from fidelity import FUSE_LINE, Harness, differences  # noqa: E402
 from fidelity_corpus import SETUP, cases  # noqa: E402
+from fidelity_random import random_cell  # noqa: E402
 
 CASES = cases()
+# random cells grown from the corpus's situations (fidelity_random.py); FIDELITY_RANDOM=N
+# runs more (long runs: `FIDELITY_RANDOM=2000 pytest tests/test_fidelity.py -k random`)
+RANDOM_SEEDS = range(int(os.environ.get("FIDELITY_RANDOM", "80")))
 
 
 @pytest.fixture(scope="module")
@@ -67,3 +73,14 @@ def test_printed_numbers_compare_within_the_reduction_tolerance_only_where_one_a
     assert not same_text_within("a 1.0\n", "b 1.0\n", rtol)
     assert not same_text_within("0.48649982\n", "0.4864998\n", 0.0)    # no tolerance: exact
 
+
+@pytest.mark.parametrize("seed", RANDOM_SEEDS)
+def test_random_cell_leaves_the_notebook_as_plain_execution(harness, seed):
+    _check(harness, random_cell(seed), SETUP)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("seed", RANDOM_SEEDS)
+def test_random_cell_with_cupy_arrays(harness, seed):
+    from fuselab.runtime.verify import RTOL
+    _check(harness, random_cell(seed), CUPY_SETUP, FUSE_LINE.replace(" --backend cpu", ""), RTOL)

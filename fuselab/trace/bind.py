@@ -134,8 +134,10 @@ class Binder:
         o = t._origin
         if o is None or self.ctx.versions.get(id(o[1]), 0) != o[2]:
             return None  # the source changed in place after: t keeps its own value
-        if o[0] == "copy":
-            return o[1] if isinstance(o[1], InputTracer) else None
+        if o[0] == "copy":   # of the user's array, or of a view of it (`be[1:].copy()` keeps '>f4')
+            src = o[1]
+            return src if isinstance(src, InputTracer) or id(src) in self.tracers or \
+                self._derivable_from(src) is not None else None
         if len(o) > 3:  # a view updated in place: its view ops are recorded
             src = o[1]
             ok = isinstance(src, InputTracer) or id(src) in self.tracers or self._derivable_from(src) is not None
@@ -167,9 +169,15 @@ class Binder:
         made: dict[int, Any] = {}
         handed: set[int] = set()
         inputs = list(self.ctx.input_objects.values())
-        for t in self.tracers.values():  # updates of the user's arrays first: views see them
-            if isinstance(t, InputTracer) and t.mutated:
-                t._array[...] = outputs[self.outputs[id(t)]]
+        mutated = [t for t in self.tracers.values() if isinstance(t, InputTracer) and t.mutated]
+        written = [t._array for t in mutated]
+        # A value read before the cell updated an array in place (`c = x.copy(); x *= 2`:
+        # c is x's input node, whose run output is x itself) is taken before the update.
+        outputs = {k: (v.copy() if not is_dask_array(v) and any(
+            type(a) is type(v) and _xp(v).may_share_memory(v, a) for a in written) and
+            k not in {self.outputs[id(t)] for t in mutated} else v) for k, v in outputs.items()}
+        for t in mutated:  # updates of the user's arrays first: views see them
+            t._array[...] = outputs[self.outputs[id(t)]]
 
         def obj(t: Tracer) -> Any:
             if id(t) in made:

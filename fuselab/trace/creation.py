@@ -91,8 +91,10 @@ def copy_of(ctx: TraceContext, x: Any, order: str = "K") -> Tracer:
     """A new array with x's values: bound as a real copy of whatever x is bound to
     (so byte order, layout and memory stay NumPy's), or as the run's value."""
     if isinstance(x, Tracer):
-        return Tracer(ctx, x._node, scalar=x._scalar,
-                      origin=("copy", x, ctx.versions.get(id(x), 0), lambda a: a.copy(order=order)))
+        t = Tracer(ctx, x._node, scalar=x._scalar,
+                   origin=("copy", x, ctx.versions.get(id(x), 0), lambda a: a.copy(order=order)))
+        t._dtype = x._dtype   # a copy keeps the byte order, also where the run gives the value
+        return t
     return wrap(ctx, node_of(ctx, x))
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .core import TraceContext
+from .creation import copy_of
 from .opaque import data_dependent
 from .operands import (RunForReal, Weak, cupy_decides_out_of_range_ints, materialise, node_of, operand,
                        resolution_dtypes, wrap)
@@ -79,8 +80,8 @@ def round_(ctx: TraceContext, x: Any, decimals: int = 0, out: Any = None):
         raise RunForReal(x)  # complex: the library; bool: NumPy's casting error
     if ctx.uses_cupy and dt == np.float16 and decimals != 0:
         raise RunForReal(x)  # NumPy scales in float16, CuPy not (np.round(3.05, 1): 3.0 / 3.1)
-    if dt.kind in "iu" and decimals >= 0:  # integers are already round: a copy
-        return wrap(ctx, n, scalar=True, dtype=getattr(x, "dtype", None))
+    if dt.kind in "iu" and decimals >= 0:  # integers are already round: a copy (never x itself)
+        return copy_of(ctx, x)
     if decimals == 0:  # np.rint (bool rounds to float16, as rint's loops say)
         return wrap(ctx, b.elemwise("rint", [n], loc), scalar=True)
     first, second = ("multiply", "true_divide") if decimals > 0 else ("true_divide", "multiply")

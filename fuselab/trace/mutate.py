@@ -153,7 +153,9 @@ def _write_through(ctx: TraceContext, base: Tracer, chain: tuple[Node, ...], val
     transposes of the whole value."""
     b, loc = ctx.builder, ctx.loc()
     ops = [n.op for n in chain]
-    if not chain or any(op not in ("slice", "reshape", "transpose") for op in ops):
+    if not chain:   # a view of the whole array in its own shape (`v.T` of 1-D, `x[...]`, `x.view()`)
+        return value
+    if any(op not in ("slice", "reshape", "transpose") for op in ops):
         return None
     if all(n.op != "reshape" or k == 0 or _unit_dims_only(b.aval(n.inputs[0]).shape, n.shape)
            for k, n in enumerate(chain)):

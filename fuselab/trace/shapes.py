@@ -21,6 +21,8 @@ def view_of(ctx: TraceContext, source: Any, node: int) -> Tracer:
     when nothing changes: x.reshape(x.shape) is not x)."""
     if isinstance(source, Tracer):
         t = Tracer(ctx, node, origin=("view", source, ctx.versions.get(id(source), 0)))
+        if source.dtype != t.aval.dtype:
+            t._dtype = source.dtype   # a view of a big-endian array is big-endian too
         add_view(source, t)
         return t
     return wrap(ctx, node)

@@ -1,0 +1,106 @@
+"""Random notebook cells for the fidelity harness: the hand-written corpus
+(fidelity_corpus.py) names the situations someone thought of; these cells combine them
+at random, the way a notebook does: new names, aliases, views and in-place updates of
+the set-up's arrays, containers and attributes filled with arrays, values read by Python
+(prints, `if` on a reduction, `float(...)`), loops, a shown last line, and now and then a
+line that raises. Each cell is grown statement by statement against a plain namespace
+(the statement is kept only if plain Python runs it, unless the cell is to end in an
+error), so the cells are valid NumPy code of every dtype the set-up holds.
+
+    random_cell(seed) -> Case        # deterministic in the seed
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import random
+import warnings
+from typing import Any
+
+import numpy as np
+
+from fidelity import Case
+from fidelity_corpus import SETUP
+
+UNARY = ["{a} + 1", "{a} * 2", "{a} - {a}.mean()", "{a} // 3", "{a} % 4", "-{a}", "abs({a})", "{a} ** 2",
+         "np.sqrt(np.abs({a}))", "np.exp(-abs({a}))", "{a} > 0", "np.where({a} > 0, {a}, 0)", "{a}.astype(np.float32)",
+         "np.maximum({a}, 1)", "np.clip({a}, -2, 2)", "{a}[::-1]", "{a}[1:]", "{a} * {a}", "np.tanh({a})",
+         "{a}.cumsum()", "np.sort({a})", "{a}.copy()", "{a} / 3", "~{a}", "{a} << 1", "np.round({a}, 1)"]
+BINARY = ["{a} + {b}", "{a} * {b}", "{a} - {b}", "np.maximum({a}, {b})", "np.where({a} > {b}, {a}, {b})",
+          "{a} / ({b} ** 2 + 1)", "{a} == {b}", "{a} & {b}"]
+REDUCE = ["{a}.sum()", "{a}.mean()", "{a}.max()", "{a}.argmin()", "{a}.std()", "np.count_nonzero({a})",
+          "{a}.sum(axis=0)", "{a}.mean(axis=-1, keepdims=True)", "{a}.any()", "{a}.var(ddof=1)", "{a}.min(axis=0)"]
+VIEWS = ["{a}[::2]", "{a}.T", "{a}[1]", "{a}.reshape(-1)", "{a}[..., :2]", "{a}[None]"]
+INPLACE = ["{a} += 1", "{a} *= 2", "{a}[{a} < 0] = 0", "{a}[:2] = 7", "np.add({a}, 1, out={a})", "{a} -= {a}.mean()",
+           "{a}[0] = {a}[-1]"]
+PYTHON = ["print({a}.shape, {a}.dtype)", "print({a})", "s{k} = float({a}.sum())", "n{k} = int({a}.size)",
+          "lst.append({a})", "d['k{k}'] = {a}", "obj.v{k} = {a}", "t{k} = ({a}, {a}.sum())",
+          "if {a}.sum() > 0:\n    y{k} = {a} * 2\nelse:\n    y{k} = {a} - 1",
+          "for j in range(2):\n    {a} = {a} * 0.5", "ok{k} = bool(({a} > 0).any())",
+          "del {a}"]
+LAST = ["{a}", "{a}.sum()", "{a}.shape", "{a}.min(), {a}.max()", "{a} * 2;"]
+ERRORS = ["{a} + np.ones(13)", "{a}.reshape(7, 11)", "{a}[100]", "np.linalg.inv({a})", "undefined_name + {a}"]
+
+
+def _namespace() -> dict[str, Any]:
+    ns: dict[str, Any] = {}
+    exec(SETUP, ns)  # noqa: S102 - the corpus's own set-up
+    return ns
+
+
+def _arrays(ns: dict[str, Any]) -> list[str]:
+    return sorted(k for k, v in ns.items() if isinstance(v, np.ndarray) and not k.startswith("_") and v.size)
+
+
+def _runs(ns: dict[str, Any], stmt: str) -> bool:
+    trial = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in ns.items()}
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            exec(stmt, trial)  # noqa: S102 - a generated statement, checked before it is kept
+    except Exception:  # noqa: BLE001 - a statement plain Python refuses is not kept
+        return False
+    return True
+
+
+def random_cell(seed: int, statements: int | None = None) -> Case:
+    rng = random.Random(seed)
+    ns = _namespace()
+    lines: list[str] = []
+    count = statements or rng.randint(2, 7)
+    for k in range(count * 4):
+        if len(lines) >= count:
+            break
+        names = _arrays(ns)
+        a, b = rng.choice(names), rng.choice(names)
+        kind = rng.choices(["new", "binary", "reduce", "view", "inplace", "python", "alias"],
+                           weights=[5, 4, 3, 2, 2, 3, 1])[0]
+        if kind == "new":
+            stmt = f"v{k} = " + rng.choice(UNARY).format(a=a)
+        elif kind == "binary":
+            stmt = f"v{k} = " + rng.choice(BINARY).format(a=a, b=b)
+        elif kind == "reduce":
+            stmt = f"r{k} = " + rng.choice(REDUCE).format(a=a)
+        elif kind == "view":
+            stmt = f"w{k} = " + rng.choice(VIEWS).format(a=a)
+        elif kind == "inplace":
+            stmt = rng.choice(INPLACE).format(a=a)
+        elif kind == "python":
+            stmt = rng.choice(PYTHON).format(a=a, k=k)
+        else:
+            stmt = f"al{k} = {a}"
+        if _runs(ns, stmt):
+            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                warnings.simplefilter("ignore")
+                exec(stmt, ns)  # noqa: S102
+            lines.append(stmt)
+    names = _arrays(ns)
+    tail = rng.random()
+    if tail < 0.1 and names:
+        lines.append(f"bad = " + rng.choice(ERRORS).format(a=rng.choice(names)))
+    elif tail < 0.35 and names:
+        lines.append(rng.choice(LAST).format(a=rng.choice(names)))
+    # a cell whose reductions plain NumPy and the CPU backend may add in another order
+    # compares their values to a relative 1e-6 (the corpus's documented tolerance)
+    tol = "reduction order" if any(r in "\n".join(lines) for r in ("mean", "std", "var", "sum")) else ""
+    return Case(f"random-{seed}", "\n".join(lines), tol=tol)
