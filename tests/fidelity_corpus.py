@@ -78,6 +78,8 @@ HAND = [
     Case("copy of a view then inplace", "w = x[1:]\nc = w.copy()\nx += 1"),
     Case("out= into a whole-array view", "w = i8.T\nnp.add(w, 1, out=w)\nv = x.view()\nv += 1"),
     Case("big-endian view copied and rounded", "w = be[None]\nc = w.copy()\nr = np.round(be.T, 1)"),
+    Case("view of a view, middle updated", "v = m[1:]\nw = v[0]\nu = w[::2]\nv += 1\nw -= 3"),
+    Case("unpacked rows, one updated", "a, c = sq[:2]\nc *= 2"),
     Case("alias of result", "y = x * 2\nw = y"),
     Case("alias of input", "y = x"),
     Case("pre-existing name rebound", "lst = x * 2\nq = lst + 1"),

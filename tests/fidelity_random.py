@@ -30,16 +30,31 @@ BINARY = ["{a} + {b}", "{a} * {b}", "{a} - {b}", "np.maximum({a}, {b})", "np.whe
           "{a} / ({b} ** 2 + 1)", "{a} == {b}", "{a} & {b}"]
 REDUCE = ["{a}.sum()", "{a}.mean()", "{a}.max()", "{a}.argmin()", "{a}.std()", "np.count_nonzero({a})",
           "{a}.sum(axis=0)", "{a}.mean(axis=-1, keepdims=True)", "{a}.any()", "{a}.var(ddof=1)", "{a}.min(axis=0)"]
-VIEWS = ["{a}[::2]", "{a}.T", "{a}[1]", "{a}.reshape(-1)", "{a}[..., :2]", "{a}[None]"]
+VIEWS = ["{a}[::2]", "{a}.T", "{a}[1]", "{a}.reshape(-1)", "{a}[..., :2]", "{a}[None]", "{a}[::-1]",
+         "{a}.ravel()", "np.squeeze({a})", "{a}.view()"]
+INDEXING = ["{a}[[0, 2]]", "{a}[{a} > 0]", "{a}[-1]", "{a}.item(0)", "{a}.tolist()", "np.concatenate([{a}, {a}])",
+            "np.stack([{a}, {a}])", "{a}.reshape(2, -1)", "np.nonzero({a} > 0)", "np.where({a} > 1)",
+            "{a}.astype(int)", "{a}.astype(bool)", "len({a})", "{a}.shape[0] * 2", "np.unique({a})",
+            "f'{{{a}.sum():.3f}}'", "[v * 2 for v in {a}[:3]]", "{a} @ {a}.T", "np.dot({a}, {a})"]
 INPLACE = ["{a} += 1", "{a} *= 2", "{a}[{a} < 0] = 0", "{a}[:2] = 7", "np.add({a}, 1, out={a})", "{a} -= {a}.mean()",
            "{a}[0] = {a}[-1]"]
-PYTHON = ["print({a}.shape, {a}.dtype)", "print({a})", "s{k} = float({a}.sum())", "n{k} = int({a}.size)",
+PYTHON = ["try:\n    q{k} = {a}[100]\nexcept IndexError:\n    q{k} = {a}[0]", "p{k} = q{k} = {a} * 2",
+          "a{k}, b{k} = {a}[:2]", "lst[0] += 1", "obj.u{k} = {a}\nobj.u{k} = obj.u{k} + 1",
+          "def f{k}(v):\n    return v * 3 + 1\ng{k} = f{k}({a})", "h{k} = (lambda v: v - 1)({a})",
+          "print({a}.shape, {a}.dtype)", "print({a})", "s{k} = float({a}.sum())", "n{k} = int({a}.size)",
           "lst.append({a})", "d['k{k}'] = {a}", "obj.v{k} = {a}", "t{k} = ({a}, {a}.sum())",
           "if {a}.sum() > 0:\n    y{k} = {a} * 2\nelse:\n    y{k} = {a} - 1",
           "for j in range(2):\n    {a} = {a} * 0.5", "ok{k} = bool(({a} > 0).any())",
           "del {a}"]
 LAST = ["{a}", "{a}.sum()", "{a}.shape", "{a}.min(), {a}.max()", "{a} * 2;"]
 ERRORS = ["{a} + np.ones(13)", "{a}.reshape(7, 11)", "{a}[100]", "np.linalg.inv({a})", "undefined_name + {a}"]
+
+
+# Statements that read only an array's shape: fuselab does not compute a new array that
+# nothing reads the values of (it is fused away, and listed), so NumPy's floating-point
+# warnings of computing it are not given (README, "Warnings"). They take set-up names.
+SHAPE_ONLY = {"len({a})", "{a}.shape[0] * 2", "print({a}.shape, {a}.dtype)", "{a}.shape"}
+SETUP_NAMES = frozenset({"x", "m", "i8", "u8", "i32", "b", "h", "be", "z", "e", "sq"})
 
 
 def _namespace() -> dict[str, Any]:
@@ -73,8 +88,9 @@ def random_cell(seed: int, statements: int | None = None) -> Case:
             break
         names = _arrays(ns)
         a, b = rng.choice(names), rng.choice(names)
-        kind = rng.choices(["new", "binary", "reduce", "view", "inplace", "python", "alias"],
-                           weights=[5, 4, 3, 2, 2, 3, 1])[0]
+        setup_names = [n for n in names if n in SETUP_NAMES] or names
+        kind = rng.choices(["new", "binary", "reduce", "view", "inplace", "python", "alias", "index"],
+                           weights=[5, 4, 3, 2, 2, 4, 1, 3])[0]
         if kind == "new":
             stmt = f"v{k} = " + rng.choice(UNARY).format(a=a)
         elif kind == "binary":
@@ -83,10 +99,14 @@ def random_cell(seed: int, statements: int | None = None) -> Case:
             stmt = f"r{k} = " + rng.choice(REDUCE).format(a=a)
         elif kind == "view":
             stmt = f"w{k} = " + rng.choice(VIEWS).format(a=a)
+        elif kind == "index":
+            tmpl = rng.choice(INDEXING)
+            stmt = f"i{k} = " + tmpl.format(a=rng.choice(setup_names) if tmpl in SHAPE_ONLY else a)
         elif kind == "inplace":
             stmt = rng.choice(INPLACE).format(a=a)
         elif kind == "python":
-            stmt = rng.choice(PYTHON).format(a=a, k=k)
+            tmpl = rng.choice(PYTHON)
+            stmt = tmpl.format(a=rng.choice(setup_names) if tmpl in SHAPE_ONLY else a, k=k)
         else:
             stmt = f"al{k} = {a}"
         if _runs(ns, stmt):
@@ -99,7 +119,9 @@ def random_cell(seed: int, statements: int | None = None) -> Case:
     if tail < 0.1 and names:
         lines.append(f"bad = " + rng.choice(ERRORS).format(a=rng.choice(names)))
     elif tail < 0.35 and names:
-        lines.append(rng.choice(LAST).format(a=rng.choice(names)))
+        tmpl = rng.choice(LAST)
+        pool = [n for n in names if n in SETUP_NAMES] or names
+        lines.append(tmpl.format(a=rng.choice(pool if tmpl in SHAPE_ONLY else names)))
     # a cell whose reductions plain NumPy and the CPU backend may add in another order
     # compares their values to a relative 1e-6 (the corpus's documented tolerance)
     tol = "reduction order" if any(r in "\n".join(lines) for r in ("mean", "std", "var", "sum")) else ""

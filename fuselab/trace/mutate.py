@@ -40,8 +40,13 @@ def update_in_place(ctx: TraceContext, t: Tracer, node: int, what: str, *, throu
             raise ctx.refuse(f"{what} writes into a view that fuselab cannot map back onto the array it "
                              "views (NumPy would change that array too)",
                              "update a copy (v = v.copy()), or the array itself with an index (x[1:3] += 1)")
+        # the view's own live views see the update too (`w = v[0]; v += 1`; and, where the
+        # view is updated through one of its views, that view's siblings: `a, b = x[:2]; b *= 2`)
+        stale = _live_views(ctx, t, skip=through)
         update_in_place(ctx, base, new_base, what, through=t)
         _refresh(ctx, t, base, chain)
+        for view, parent, ch in stale:   # parents come before their own views
+            _refresh(ctx, view, parent, ch)
         return
     stale = _live_views(ctx, t, skip=through)
     if isinstance(t, InputTracer):

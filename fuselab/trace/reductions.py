@@ -128,7 +128,10 @@ def _var_node(ctx, x, axis, dtype, keepdims, ddof) -> int:
         ctx.warn("Degrees of freedom <= 0 for slice")
     acc = _float_acc(a.dtype, dtype) if (dtype is not None or a.dtype.kind in "biu") else None
     if (acc or a.dtype) in (np.dtype(np.float32), np.dtype(np.float64)):
-        return b.reduce("var", n, axis, bool(keepdims), acc or a.dtype, loc, ddof=int(ddof))
+        v = b.reduce("var", n, axis, bool(keepdims), acc or a.dtype, loc, ddof=int(ddof))
+        if b.aval(v).ndim == 0 and np.can_cast(np.intp, b.aval(v).dtype, "safe"):
+            ctx.labels[v] = "scalar divide"   # a full float64 variance is divided as NumPy scalars
+        return v
     s = b.reduce("sum", n, axis, True, acc, loc)
     mean_ = _divide_by_count(ctx, s, count, False)
     d = b.elemwise("subtract", [n, mean_], loc)
