@@ -13,6 +13,7 @@ from fuselab.plan import unfused_plan
 from fuselab.plan.model import Template
 
 from graphs import layernorm, one_kernel, softmax
+from support.threads import run_in_threads
 
 pytestmark = pytest.mark.gpu
 
@@ -223,7 +224,6 @@ def test_split_reductions_on_two_streams_keep_their_own_scratch():
     """A full reduction's blocks meet in a scratch buffer (partials and an arrival
     counter). Two threads with streams of their own run one executable at once: each
     stream has its own buffer, so overlapping launches never mix partials."""
-    import threading
     import cupy
     from fuselab import runtime
     b = GraphBuilder()
@@ -233,23 +233,14 @@ def test_split_reductions_on_two_streams_keep_their_own_scratch():
     assert exe.codes[0].scratch_bytes > 0
     inputs = [cupy.full(1 << 22, float(k + 1) / 64, cupy.float32) for k in range(2)]
     got: dict[int, list[float]] = {0: [], 1: []}
-    errors: list[BaseException] = []
 
     def work(k: int) -> None:
-        try:
-            stream = cupy.cuda.Stream(non_blocking=True)
-            with stream:
-                outs = [exe.run({"x": inputs[k]})["s"] for _ in range(30)]
-                stream.synchronize()
-            got[k] = [float(o.get()) for o in outs]
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            outs = [exe.run({"x": inputs[k]})["s"] for _ in range(30)]
+            stream.synchronize()
+        got[k] = [float(o.get()) for o in outs]
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    run_in_threads(work, 2)
     for k in range(2):
         assert got[k] == [float((k + 1) / 64 * (1 << 22))] * 30, k

@@ -17,6 +17,7 @@ from fuselab.plan import make_plan
 from fuselab.runtime import tune
 
 from cuda_host import EMULATED, HostRunner, needs_cxx
+from support.threads import run_in_threads
 
 SOFTMAX = "m = x.max(axis=-1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(axis=-1, keepdims=True)"
 CELLS = [
@@ -132,26 +133,16 @@ def test_the_cache_is_shared_by_threads_and_keeps_other_processes_entries(tmp_pa
     """Dask's threaded scheduler tunes blocks' kernels side by side: saves from many threads
     while others read lose nothing and never fail; two caches on one file (two worker
     processes) keep each other's choices."""
-    import threading
     monkeypatch.setenv("FUSELAB_CACHE_DIR", str(tmp_path))
     shared, other = tune.TuneCache(), tune.TuneCache()
     other.put("from another process", PointwiseConfig(block=128, unroll=2), ())
-    errors: list[BaseException] = []
 
     def work(t: int) -> None:
-        try:
-            for i in range(40):
-                shared.put(f"t{t}-{i}", PointwiseConfig(block=256, unroll=1 + i % 4), ((f"c{i}", 1e-6 * i),))
-                assert shared.get(f"t{t}-{i}")[0].unroll == 1 + i % 4
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        for i in range(40):
+            shared.put(f"t{t}-{i}", PointwiseConfig(block=256, unroll=1 + i % 4), ((f"c{i}", 1e-6 * i),))
+            assert shared.get(f"t{t}-{i}")[0].unroll == 1 + i % 4
 
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(6)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert errors == []
+    run_in_threads(work, 6)
     on_disk = tune.TuneCache()
     assert len(on_disk.entries) == 6 * 40 + 1
     assert on_disk.get("from another process")[0] == PointwiseConfig(block=128, unroll=2)
@@ -187,7 +178,6 @@ def test_threads_sharing_an_executable_tune_once_and_all_compute(tmp_path, monke
     """Dask's threaded scheduler (or a GPU worker with several threads) runs one plan's
     executable for many blocks at once: one thread tunes each kernel, the others launch
     it as it stands, and every result is right."""
-    import threading
     import cupy
     from fuselab import runtime
     monkeypatch.setenv("FUSELAB_CACHE_DIR", str(tmp_path))
@@ -196,23 +186,12 @@ def test_threads_sharing_an_executable_tune_once_and_all_compute(tmp_path, monke
     plan = make_plan(traced.graph, "auto")
     exe = runtime.Executable(plan)
     results: dict[int, dict] = {}
-    errors: list[BaseException] = []
-    start = threading.Barrier(len(blocks))
 
     def work(k: int) -> None:
-        try:
-            start.wait()
-            results[k] = exe.run({"x": blocks[k]})
-            cupy.cuda.get_current_stream().synchronize()
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        results[k] = exe.run({"x": blocks[k]})
+        cupy.cuda.get_current_stream().synchronize()
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(blocks))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    run_in_threads(work, len(blocks))
     assert exe.tuning[0].source == "tuned" and not exe._pending
     for k, x in enumerate(blocks):
         assert runtime.compare(results[k], run_graph(plan.graph, {"x": x}, cupy), 1e-5).ok, k
