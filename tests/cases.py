@@ -81,6 +81,12 @@ TRANSPOSED_REDUCTIONS = [((33, 650), (1, 0), 1), ((3000, 64), (1, 0), 1), ((64, 
                          ((5, 6, 7, 8), (0, 2, 1, 3), (1, 3))]
 
 
+def _transposed_view(dt, shape, perm) -> tuple[GraphBuilder, int]:
+    """A graph builder with input x of `shape` and the view x.transpose(perm)."""
+    b = GraphBuilder()
+    return b, b.transpose(b.input("x", shape, dt), perm)
+
+
 def transposed_reduction_cases(seed=12) -> list[Case]:
     """Reductions over transposed views: every op and dtype, arg reductions along one
     axis, a keepdims result broadcast back over the view (prologue and epilogue)."""
@@ -88,9 +94,7 @@ def transposed_reduction_cases(seed=12) -> list[Case]:
     for dt in ALL_DTYPES:
         for shape, perm, axis in TRANSPOSED_REDUCTIONS:
             rng = np.random.default_rng(seed)
-            b = GraphBuilder()
-            x = b.input("x", shape, dt)
-            t = b.transpose(x, perm)
+            b, t = _transposed_view(dt, shape, perm)
             single = not isinstance(axis, tuple) or len(axis) == 1
             ops = ["sum", "max", "min", "any"] + (["argmax", "argmin"] if single else [])
             outs = [(op, b.reduce(op, t, axis=axis)) for op in ops]
@@ -119,9 +123,7 @@ def transposed_pointwise_cases(seed=13) -> list[Case]:
     for dt in ALL_DTYPES:
         for shape, perm, cut in TRANSPOSED_POINTWISE:
             rng = np.random.default_rng(seed)
-            b = GraphBuilder()
-            x = b.input("x", shape, dt)
-            t = b.transpose(x, perm)
+            b, t = _transposed_view(dt, shape, perm)
             if cut is not None:
                 t = b.slice(t, *cut)
             tshape = tuple(b.aval(t).shape)
