@@ -80,6 +80,7 @@ HAND = [
     Case("big-endian view copied and rounded", "w = be[None]\nc = w.copy()\nr = np.round(be.T, 1)"),
     Case("view of a view, middle updated", "v = m[1:]\nw = v[0]\nu = w[::2]\nv += 1\nw -= 3"),
     Case("unpacked rows, one updated", "a, c = sq[:2]\nc *= 2"),
+    Case("update through a view of a reshaped view", "w = u8[None]\nw[0] = w[-1]"),
     Case("alias of result", "y = x * 2\nw = y"),
     Case("alias of input", "y = x"),
     Case("pre-existing name rebound", "lst = x * 2\nq = lst + 1"),

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..interp import eval_node
-from ..ir import Node
+from ..ir import Args, Node
 from ..ops import OpaqueFn
 from .core import InputTracer, TraceContext, Tracer
 from .operands import RunForReal
@@ -67,7 +67,21 @@ def view_ops(ctx: TraceContext, view: Tracer, base: Tracer) -> tuple[Node, ...] 
     if o is not None and len(o) > 3 and o[1] is base:
         return o[3]
     chain = _chain(ctx, view._node, base._node)
+    if chain is None and _folded_reshape(ctx, view._node, base._node):
+        # the builder folded a reshape of a reshape (`w = u8[None]; w[-1]` is u8's node
+        # again): relative to its parent the view is that reshape
+        return (Node("reshape", (base._node,), Args.of(shape=view.aval.shape), view.aval),)
     return None if chain is None else tuple(ctx.builder.nodes[i] for i in chain)
+
+
+def _folded_reshape(ctx: TraceContext, node: int, base: int) -> bool:
+    """Whether `node` and `base` are reshapes of one same array (a node, or a reshape of
+    it), which the builder folds into one."""
+    nodes = ctx.builder.nodes
+
+    def root(i: int) -> int:
+        return nodes[i].inputs[0] if nodes[i].op == "reshape" else i
+    return root(node) == root(base) and nodes[node].aval.size == nodes[base].aval.size
 
 
 def _refresh(ctx: TraceContext, view: Tracer, base: Tracer, chain: tuple[Node, ...]) -> None:
