@@ -170,12 +170,16 @@ class Binder:
         handed: set[int] = set()
         inputs = list(self.ctx.input_objects.values())
         mutated = [t for t in self.tracers.values() if isinstance(t, InputTracer) and t.mutated]
-        written = [t._array for t in mutated]
-        # A value read before the cell updated an array in place (`c = x.copy(); x *= 2`:
-        # c is x's input node, whose run output is x itself) is taken before the update.
-        outputs = {k: (v.copy() if not is_dask_array(v) and any(
-            type(a) is type(v) and _xp(v).may_share_memory(v, a) for a in written) and
-            k not in {self.outputs[id(t)] for t in mutated} else v) for k, v in outputs.items()}
+        written, updates = [t._array for t in mutated], {self.outputs[id(t)] for t in mutated}
+
+        def before_update(name: str, v: Any) -> Any:
+            """A value read before the cell updated an array in place (`c = x.copy(); x *= 2`:
+            c is x's input node, whose run output is x itself) is taken before the update."""
+            shared = not is_dask_array(v) and any(type(a) is type(v) and _xp(v).may_share_memory(v, a)
+                                                  for a in written)
+            return v.copy() if shared and name not in updates else v
+
+        outputs = {k: before_update(k, v) for k, v in outputs.items()}
         for t in mutated:  # updates of the user's arrays first: views see them
             t._array[...] = outputs[self.outputs[id(t)]]
 
