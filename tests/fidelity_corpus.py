@@ -81,6 +81,8 @@ HAND = [
     Case("view of a view, middle updated", "v = m[1:]\nw = v[0]\nu = w[::2]\nv += 1\nw -= 3"),
     Case("unpacked rows, one updated", "a, c = sq[:2]\nc *= 2"),
     Case("update through a view of a reshaped view", "w = u8[None]\nw[0] = w[-1]"),
+    Case("ravel copies what is not contiguous", "r = i32[::-1].ravel()\ns = m[1:3].ravel()\nt = m[:, 1:].ravel()\n"
+                                                "u = m.T.T.ravel()\ns[0] = 9\nt[0] = 8\nr[0] = 7\nu[1] = 6"),
     Case("alias of result", "y = x * 2\nw = y"),
     Case("alias of input", "y = x"),
     Case("pre-existing name rebound", "lst = x * 2\nq = lst + 1"),

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..ops import Aval, OpaqueFn, ShapeError, broadcast_shapes, normalize_axes
-from .core import TraceContext, Tracer, is_array
+from .core import InputTracer, TraceContext, Tracer, is_array
 from .mutate import add_view, update_in_place
 from .opaque import Slot, data_dependent, fill
 from .operands import RunForReal, Weak, check_fits, node_of, operand, wrap
@@ -57,7 +57,100 @@ def reshape(ctx, x, *shape, newshape=None, order="C", copy=None, **kw):
 
 @handles("ravel")
 def ravel(ctx, x, order="C"):
-    return reshape(ctx, x, -1, order=order)
+    """A view of a C-contiguous array, else a copy: NumPy's ravel copies where a reshape
+    could still view (`x[::-1].ravel()` is a new array, `x[::-1].reshape(-1)` a view)."""
+    t = reshape(ctx, x, -1, order=order)
+    if order != "C" or not isinstance(t, Tracer) or not isinstance(x, Tracer) or _c_contiguous(ctx, x):
+        return t
+    out = Tracer(ctx, t._node, origin=("copy", x, ctx.versions.get(id(x), 0), lambda a: a.ravel(order)))
+    out._dtype = t._dtype
+    return out
+
+
+def _c_contiguous(ctx: TraceContext, x: Tracer) -> bool:
+    """Whether the array NumPy has for `x` is C-contiguous, from the strides its view ops
+    give the user's array's own (a computed value is a new C-ordered array). Views whose
+    ops cannot be read count as contiguous (a view, as before)."""
+    layout = _layout(ctx, x)
+    if layout is None:
+        return True
+    shape, strides = layout
+    want = 1
+    for d, st in zip(reversed(shape), reversed(strides)):
+        if d == 1:
+            continue
+        if st != want:
+            return False
+        want *= d
+    return True
+
+
+def _layout(ctx: TraceContext, x: Tracer) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(shape, strides in elements) of the array NumPy has for `x`, or None if unknown."""
+    from .mutate import view_ops
+    if isinstance(x, InputTracer):
+        a = x._array
+        if not hasattr(a, "strides") or not getattr(a, "itemsize", 0):
+            return None
+        return tuple(a.shape), tuple(s // a.itemsize for s in a.strides)
+    o = x._origin
+    if o is None or o[0] != "view":
+        return tuple(x.shape), _c_strides(tuple(x.shape))
+    chain = view_ops(ctx, x, o[1])
+    base = _layout(ctx, o[1]) if chain is not None else None
+    if base is None:
+        return None
+    shape, strides = base
+    for n in chain:
+        if n.op == "transpose":
+            strides = tuple(strides[a] for a in n.args["perm"])
+        elif n.op == "slice":
+            strides = tuple(st * step for st, step in zip(strides, n.args["step"]))
+        elif n.op == "reshape":
+            strides = _reshaped_strides(shape, strides, n.shape) or _c_strides(n.shape)   # else NumPy copies
+        else:
+            return None
+        shape = tuple(n.shape)
+    return shape, strides
+
+
+def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= max(d, 1)
+    return tuple(reversed(out))
+
+
+def _reshaped_strides(shape: tuple[int, ...], strides: tuple[int, ...],
+                      new: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The strides of a reshape that views, or None where NumPy must copy (after NumPy's
+    _attempt_nocopy_reshape: each run of old axes that becomes a run of new ones must be
+    contiguous within itself)."""
+    old = [(d, st) for d, st in zip(shape, strides) if d != 1]
+    if any(d == 0 for d in new) or not old:
+        return _c_strides(tuple(new))
+    dims = [d for d in new]
+    out = [0] * len(dims)
+    oi, oj, ni, nj = 0, 1, 0, 1
+    while ni < len(dims) and oi < len(old):
+        np_, op = dims[ni], old[oi][0]
+        while np_ != op:
+            if np_ < op:
+                np_ *= dims[nj]
+                nj += 1
+            else:
+                op *= old[oj][0]
+                oj += 1
+        if any(old[k][1] != old[k + 1][0] * old[k + 1][1] for k in range(oi, oj - 1)):
+            return None
+        out[nj - 1] = old[oj - 1][1]
+        for k in range(nj - 1, ni, -1):
+            out[k - 1] = out[k] * dims[k]
+        ni, nj, oi, oj = nj, nj + 1, oj, oj + 1
+    for k in range(ni, len(dims)):   # trailing new axes of length 1
+        out[k] = 1
+    return tuple(out)
 
 
 @handles("transpose", "permute_dims")
