@@ -240,8 +240,16 @@ def unary(b: CellBuilder, op: str, x: Value) -> Value | None:
         # an inexact result must not come from finite inputs overflowing
         if (np.isinf(f64(o)) & np.isfinite(np.broadcast_to(f64(x.arr), o.shape))).any():
             return None
+    substitute = None
+    if op == "sqrt" and "** 0.5" in expr and x.dtype.kind == "f":   # the documented x ** 0.5
+        xa = np.broadcast_to(x.arr, o.shape)
+        odd = (xa == 0) & np.signbit(xa) | (xa == -np.inf)
+        if odd.any():
+            b.deviations.add(POW_HALF)
+            with np.errstate(all="ignore"):
+                substitute = np.where(odd, np.sqrt(xa.astype(o.dtype)), o)
     bound = C.unary_bound(op, o, np.broadcast_to(x.arr, o.shape), x.bound, o.dtype)
-    return b.bind(expr, out, bound, approx=spec.kind == C.APPROX, zero_sign=zs)
+    return b.bind(expr, out, bound, approx=spec.kind == C.APPROX, zero_sign=zs, substitute=substitute)
 
 
 def binary(b: CellBuilder, op: str, x: Value, y: Value | None, literal: str | None = None) -> Value | None:
