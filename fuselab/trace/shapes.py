@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..codegen.index import strides as c_strides
 from ..ops import Aval, OpaqueFn, ShapeError, broadcast_shapes, normalize_axes
 from .core import InputTracer, TraceContext, Tracer, is_array
 from .mutate import add_view, update_in_place
@@ -95,7 +96,7 @@ def _layout(ctx: TraceContext, x: Tracer) -> tuple[tuple[int, ...], tuple[int, .
         return tuple(a.shape), tuple(s // a.itemsize for s in a.strides)
     o = x._origin
     if o is None or o[0] != "view":
-        return tuple(x.shape), _c_strides(tuple(x.shape))
+        return tuple(x.shape), c_strides(tuple(x.shape))
     chain = view_ops(ctx, x, o[1])
     base = _layout(ctx, o[1]) if chain is not None else None
     if base is None:
@@ -107,19 +108,11 @@ def _layout(ctx: TraceContext, x: Tracer) -> tuple[tuple[int, ...], tuple[int, .
         elif n.op == "slice":
             strides = tuple(st * step for st, step in zip(strides, n.args["step"]))
         elif n.op == "reshape":
-            strides = _reshaped_strides(shape, strides, n.shape) or _c_strides(n.shape)   # else NumPy copies
+            strides = _reshaped_strides(shape, strides, n.shape) or c_strides(n.shape)   # else NumPy copies
         else:
             return None
         shape = tuple(n.shape)
     return shape, strides
-
-
-def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out, acc = [], 1
-    for d in reversed(shape):
-        out.append(acc)
-        acc *= max(d, 1)
-    return tuple(reversed(out))
 
 
 def _reshaped_strides(shape: tuple[int, ...], strides: tuple[int, ...],
@@ -129,7 +122,7 @@ def _reshaped_strides(shape: tuple[int, ...], strides: tuple[int, ...],
     contiguous within itself)."""
     old = [(d, st) for d, st in zip(shape, strides) if d != 1]
     if any(d == 0 for d in new) or not old:
-        return _c_strides(tuple(new))
+        return c_strides(tuple(new))
     dims = [d for d in new]
     out = [0] * len(dims)
     oi, oj, ni, nj = 0, 1, 0, 1
