@@ -2,7 +2,7 @@
 # One GPU check-and-benchmark run on the device machine (see TESTING.md), within one
 # 600-second command: the shape sweep against torch.compile alone (quiet timings, optional),
 # then side by side the GPU differential fuzzer, the GPU tests and the fidelity corpus with
-# CuPy, then the Dask GPU benchmark alone. Logs under $OUT, packed into one
+# CuPy, then the Dask GPU benchmark alone (threaded scheduler, then distributed). Logs under $OUT, packed into one
 # device_check.tgz (the device tool brings back at most 8 files).
 # Usage (from the repository root, on the device):
 #   OUT=... bash scripts/device_check.sh [sweep_s=0] [parallel_s=400] [dask_s=90] [dask_threads="1"]
@@ -28,7 +28,7 @@ if [ "$SWEEP_S" -gt 0 ]; then
 fi
 # The fuzzer's coverage accumulates on the repository's (copy it back to keep it).
 cp tests/fuzz/coverage-gpu.json "$LOGS/gpu_cov.json"
-(cd tests && timeout $((PARALLEL_S + 20)) python3 -m fuzz run -n 1000000 --gpu --workers 8 --batch 16 \
+(cd tests && timeout $((PARALLEL_S + 20)) python3 -m fuzz run -n 1000000 --gpu --workers ${FUZZ_WORKERS:-8} --batch 16 \
    --time-limit $((PARALLEL_S - 30)) --failures "$LOGS/gpu_fail.json" --digests "$LOGS/gpu_digests.json" \
    --coverage "$LOGS/gpu_cov.json" --report "$LOGS/gpu_cov.md" > "$LOGS/fuzz.log" 2>&1; note fuzz $?) &
 (timeout "$PARALLEL_S" python3 -m pytest -q -p no:cacheprovider -rfE $XDIST tests/test_gpu_cell.py \
@@ -41,7 +41,10 @@ cp tests/fuzz/coverage-gpu.json "$LOGS/gpu_cov.json"
  note numba_interop $?) &
 wait
 if python3 -c "import distributed" 2> /dev/null && [ "$DASK_S" -gt 0 ]; then
-  for t in $DASK_THREADS; do   # threads of the one GPU worker
+  timeout "$DASK_S" python3 benchmarks/bench_dask.py --gpu --gib 32 --chunk-mib 2048 --repeats 3 \
+    --scheduler threads --threads 4 --json "$LOGS/dask-gpu-threaded.json" > "$LOGS/dask_gpu_threaded.log" 2>&1
+  note "dask threaded scheduler" $?
+  for t in $DASK_THREADS; do   # threads of the one distributed GPU worker
     timeout "$DASK_S" python3 benchmarks/bench_dask.py --gpu --gib 32 --chunk-mib 2048 --repeats 3 \
       --gpu-threads "$t" --json "$LOGS/dask-gpu-t$t.json" > "$LOGS/dask_gpu_t$t.log" 2>&1
     note "dask threads=$t" $?

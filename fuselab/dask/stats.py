@@ -80,15 +80,25 @@ def grids(arrays: Mapping[str, Any]) -> tuple[Grid, ...]:
 
 
 def task_count(arrays: Sequence[Any]) -> int:
-    """Tasks Dask runs for these arrays, after its own optimisation (blockwise fusion)."""
+    """Tasks Dask runs for these arrays, after its own optimisation (blockwise fusion):
+    neither blocks already computed (persisted in this process) nor renamed keys count."""
     import dask
     lazy = [a for a in arrays if is_dask_array(a)]
     if not lazy:
         return 0
-    keys: set = set()
+    not_tasks = _data_and_alias_types()
+    tasks: set = set()
     for o in dask.optimize(*lazy):
-        keys.update(o.__dask_graph__().keys())
-    return len(keys)
+        tasks.update(k for k, v in o.__dask_graph__().items() if not isinstance(v, not_tasks))
+    return len(tasks)
+
+
+def _data_and_alias_types() -> tuple[type, ...]:
+    try:  # Dask's task spec (2024.12 on); older graphs hold plain tuples and values
+        from dask._task_spec import Alias, DataNode
+    except ImportError:
+        return ()
+    return (Alias, DataNode)
 
 
 def plain_dask(graph: Graph, inputs: Mapping[str, Any]) -> dict[str, Any]:
