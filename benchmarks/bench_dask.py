@@ -10,6 +10,9 @@ results are checked against plain Dask's where they live (only counts come back)
 first two blocks and the last. On the GPU a round ends when every worker's device has
 finished (a task returns once its kernels are queued), and the last column holds the
 fused Dask time against the same plan on one CuPy array (`--single-gib`, no Dask), per byte.
+`--scheduler threads` runs both on Dask's threaded scheduler in this process instead of a
+LocalCluster; the "empty round" column is a round of as many tasks that do nothing, the
+scheduler's own cost.
 
 CPU (NumPy chunks, a LocalCluster of one single-threaded worker process per core):
 
@@ -99,6 +102,8 @@ class Row:
     fused_tasks: int
     plain_tasks: int
     equal: bool
+    # a round of as many tasks that each return their block: the scheduler's own cost
+    floor_s: float = 0.0
     # GPU: fuselab on one CuPy array (no Dask), its time scaled to this row's bytes
     single_s: float | None = None
 
@@ -167,49 +172,81 @@ def _sync_device() -> None:
     cupy.cuda.Device().synchronize()
 
 
-def bench(client: Any, name: str, args: argparse.Namespace) -> Row:
-    from distributed import wait
+class Rounds:
+    """One timed round: persist `arr` on the chosen scheduler and wait until its blocks are
+    computed, on the GPU until every device involved has finished (a task returns once
+    its kernels are queued)."""
 
+    def __init__(self, client: Any, gpu: bool) -> None:
+        self.client, self.gpu = client, gpu
+
+    def persist(self, arr: Any) -> Any:
+        if self.client is None:  # Dask's threaded scheduler, in this process
+            out = arr.persist()
+            if self.gpu:
+                _sync_device()
+            return out
+        from distributed import wait
+        out = arr.persist()
+        wait(out)
+        if self.gpu:
+            self.client.run(_sync_device)
+        return out
+
+    def seconds(self, arr: Any) -> float:
+        t0 = time.perf_counter()
+        p = self.persist(arr)
+        dt = time.perf_counter() - t0
+        del p
+        return dt
+
+
+def _same_block(block: Any) -> Any:
+    return block
+
+
+def bench(rounds: Rounds, name: str, args: argparse.Namespace) -> Row:
     from fuselab.cell import run_cell
     from fuselab.dask.stats import check_lazily, task_count
 
-    x = make_input(name, args.gib, args.chunk_mib, args.gpu).persist()
-    wait(x)
-    if args.gpu:
-        client.run(_sync_device)
+    x = rounds.persist(make_input(name, args.gib, args.chunk_mib, args.gpu))
     ns: dict[str, Any] = {"np": np, "x": x}
     plain_ns = dict(ns)
     exec(CELLS[name], plain_ns)
     session = run_cell(ns, CELLS[name], quiet=True, time=False, backend=args.backend)
     fused, plain = ns["y"], plain_ns["y"]
+    # the scheduler's own cost of a round of as many tasks, doing nothing: a block each
+    floor = x.map_blocks(_same_block, dtype=x.dtype)
 
-    def timed(arr: Any) -> float:
-        t0 = time.perf_counter()
-        p = arr.persist()
-        wait(p)
-        if args.gpu:  # a task ends when its kernels are queued: wait for the GPUs too
-            client.run(_sync_device)
-        dt = time.perf_counter() - t0
-        del p
-        return dt
-
-    first = (timed(fused), timed(plain))  # compiles kernels on every worker
-    ft, pt = [], []
+    first = (rounds.seconds(fused), rounds.seconds(plain))  # compiles kernels on every worker
+    ft, pt, lt = [], [], []
     for _ in range(args.repeats):
-        ft.append(timed(fused))
-        pt.append(timed(plain))
+        ft.append(rounds.seconds(fused))
+        pt.append(rounds.seconds(plain))
+        lt.append(rounds.seconds(floor))
     # equal on a sample of blocks (the first two and the last): both whole results at once
     # held 64 GiB more on the H200 at the GPU target's 32 GiB and ran out of memory
     last = fused.numblocks[0] - 1
     sample = sorted({0, min(1, last), last})
     ok = check_lazily({"y": fused.blocks[sample]}, {"y": plain.blocks[sample]}).ok
-    info = client.scheduler_info()["workers"]
-    workers = f"{len(info)} x {sum(w['nthreads'] for w in info.values()) // max(len(info), 1)} thread(s)"
-    row = Row(name, tuple(x.shape), tuple(x.chunksize), round(x.nbytes / 2**30, 3), workers,
+    row = Row(name, tuple(x.shape), tuple(x.chunksize), round(x.nbytes / 2**30, 3), workers(rounds.client, args),
               session.dask_run.runner, statistics.median(ft), statistics.median(pt), first[0], first[1],
-              task_count([fused]), task_count([plain]), ok)
-    del x, fused, plain, ns, plain_ns
+              task_count([fused]), task_count([plain]), ok, floor_s=statistics.median(lt))
+    del x, fused, plain, floor, ns, plain_ns
     return row
+
+
+def workers(client: Any, args: argparse.Namespace) -> str:
+    if client is None:
+        return f"threaded scheduler, {args.threads} thread(s)"
+    info = client.scheduler_info()["workers"]
+    return f"{len(info)} x {sum(w['nthreads'] for w in info.values()) // max(len(info), 1)} thread(s)"
+
+
+def _free_gpu_memory(gpu: bool) -> None:
+    if gpu:
+        import cupy
+        cupy.get_default_memory_pool().free_all_blocks()
 
 
 def single_array_seconds(name: str, gib: float, chunk_mib: float) -> float:
@@ -230,19 +267,19 @@ def single_array_seconds(name: str, gib: float, chunk_mib: float) -> float:
     t = time_gpu(lambda: exe.run(env=env), name, repeats=10, warmup=2)
     seconds = t.median_s / (arr.nbytes / 2**30)
     del arr, env, exe, ns, session
-    cupy.get_default_memory_pool().free_all_blocks()
+    _free_gpu_memory(True)
     return seconds
 
 
 def table(rows: list[Row]) -> str:
     head = ("| cell | array | block | workers | runner | fused (s) | plain Dask (s) | speed-up | tasks fused / plain "
-            "| first round fused / plain (s) | equal | fused / one-array time per byte |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|---|")
+            "| first round fused / plain (s) | empty round (s) | equal | fused / one-array time per byte |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     lines = [head]
     for r in rows:
         lines.append(f"| {r.cell} | {r.gib:g} GiB {list(r.shape)} | {list(r.block)} | {r.workers} | {r.runner} | "
                      f"{r.fused_s:.2f} | {r.plain_s:.2f} | **{r.speedup:.2f}x** | {r.fused_tasks} / {r.plain_tasks} | "
-                     f"{r.fused_first_s:.2f} / {r.plain_first_s:.2f} | {'yes' if r.equal else 'NO'} | "
+                     f"{r.fused_first_s:.2f} / {r.plain_first_s:.2f} | {r.floor_s:.3f} | {'yes' if r.equal else 'NO'} | "
                      f"{f'{r.vs_single:.2f}x' if r.vs_single else '-'} |")
     return "\n".join(lines)
 
@@ -256,6 +293,10 @@ def main() -> None:
     ap.add_argument("--gpus", type=int, default=1, help="GPUs (workers) with --gpu")
     ap.add_argument("--gpu-threads", type=int, default=1,
                     help="GPU: threads per worker (tasks in flight on each GPU; dask_cuda's default is 1)")
+    ap.add_argument("--scheduler", choices=("distributed", "threads"), default="distributed",
+                    help="distributed: a LocalCluster (one worker per GPU with --gpu); threads: Dask's threaded "
+                         "scheduler in this process (Dask's default without a client), --threads at a time")
+    ap.add_argument("--threads", type=int, default=4, help="threads of the threaded scheduler")
     ap.add_argument("--backend", choices=("auto", "cpu"), default="auto",
                     help="block runner: auto (CUDA for CuPy chunks; Numba for NumPy chunks where installed, "
                          "else the NumPy interpreter) or cpu (the NumPy interpreter)")
@@ -266,14 +307,22 @@ def main() -> None:
                     help="GPU: size of the one CuPy array the per-byte reference runs on")
     args = ap.parse_args()
 
-    from distributed import Client
-    cluster = make_cluster(args)
     rows = []
-    with Client(cluster) as client:
-        for name in args.cells.split(","):
-            rows.append(bench(client, name.strip(), args))
-            print(table(rows[-1:]).splitlines()[-1], flush=True)
-    cluster.close()
+    if args.scheduler == "threads":
+        import dask
+        with dask.config.set(scheduler="threads", num_workers=args.threads):
+            for name in args.cells.split(","):
+                rows.append(bench(Rounds(None, args.gpu), name.strip(), args))
+                print(table(rows[-1:]).splitlines()[-1], flush=True)
+                _free_gpu_memory(args.gpu)
+    else:
+        from distributed import Client
+        cluster = make_cluster(args)
+        with Client(cluster) as client:
+            for name in args.cells.split(","):
+                rows.append(bench(Rounds(client, args.gpu), name.strip(), args))
+                print(table(rows[-1:]).splitlines()[-1], flush=True)
+        cluster.close()
     if args.gpu:  # after the cluster is gone: its memory is free again
         for r in rows:
             r.single_s = single_array_seconds(r.cell, args.single_gib, args.chunk_mib) * r.gib

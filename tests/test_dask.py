@@ -156,6 +156,16 @@ def test_kernels_run_per_block_with_fewer_tasks():
     assert rows.fused_tasks * 3 < rows.plain_tasks   # its reductions and broadcasts are tasks
 
 
+def test_task_count_leaves_out_computed_blocks_and_renames():
+    from fuselab.dask.stats import task_count
+    x = da.from_array(X, chunks=(23, 17))                 # 4 x 5 blocks
+    with dask.config.set(scheduler="threads"):
+        held = x.persist()                                # its blocks are data now, not tasks
+    assert task_count([x + 1]) == 20                      # from_array and add fused per block
+    assert task_count([held + 1]) == 20
+    assert task_count([held]) == 0
+
+
 def test_row_kernel_rechunks_to_whole_rows_and_says_so():
     s = check(CELLS["softmax"])
     (r,) = s.dask_run.rechunks
