@@ -14,6 +14,10 @@ from .ops import Kind  # noqa: E402
 def load_ipython_extension(ipython) -> None:
     from .magic import FuseMagics
     ipython.register_magics(FuseMagics)
+    import importlib.util
+    if importlib.util.find_spec("cupy") is None:   # no GPU stack: cells will run on Numba if it is here
+        from .numba_backend import warm_up
+        warm_up()
 
 
 def unload_ipython_extension(ipython) -> None:  # pragma: no cover - IPython keeps magics

@@ -89,8 +89,11 @@ def cuda_status() -> tuple[bool, str]:
 
 def numba_status() -> tuple[bool, str]:
     """Can the Numba CPU backend run here? (available, reason if not)."""
-    from .numba_backend import available
-    return available()
+    from .numba_backend import available, warm_up
+    ok = available()
+    if ok[0]:
+        warm_up()     # Numba's own set-up overlaps tracing and planning
+    return ok
 
 
 def resolve_backend(requested: str, array_module: str) -> tuple[str, str]:

@@ -148,6 +148,33 @@ def test_parallel_kernels_give_the_same_bits_on_any_number_of_threads(k):
         numba.set_num_threads(threads)
 
 
+def test_warm_up_sets_numba_up_once_on_a_background_thread():
+    script = textwrap.dedent("""
+        import sys
+        from fuselab.numba_backend import warm_up
+        assert "numba.np.arraymath" not in sys.modules        # Numba's lazily loaded registries
+        t = warm_up()
+        assert warm_up() is t and t.daemon
+        t.join(120)
+        assert not t.is_alive() and "numba.np.arraymath" in sys.modules
+        assert "fuselab.numba_backend.scalar" in sys.modules
+        print("warm")
+    """)
+    started_by_a_cell = textwrap.dedent("""
+        from fuselab import numba_backend
+        from fuselab.session import resolve_backend
+        assert not numba_backend._WARM_UP
+        assert resolve_backend("numba", "numpy")[0] == "numba"
+        numba_backend._WARM_UP[0].join(120)
+        print("warm")
+    """)
+    import os
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for code in (script, started_by_a_cell):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        assert out.returncode == 0 and out.stdout.strip() == "warm", out.stderr[-2000:]
+
+
 # -- the compile cache -----------------------------------------------------------------
 
 def test_compiled_once_per_process_and_loaded_from_disk_by_the_next(tmp_path, monkeypatch):

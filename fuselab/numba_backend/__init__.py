@@ -14,6 +14,7 @@ kernels run through NumPy. Semantics are NumPy's, as the CUDA backend's are.
 """
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 
 from .codegen import generate, generate_kernel
@@ -31,4 +32,30 @@ def available() -> tuple[bool, str]:
     return True, ""
 
 
-__all__ = ["available", "generate", "generate_kernel", "CodegenError", "NumbaOptions", "PyKernel"]
+_WARM_UP: list[threading.Thread] = []
+_WARM_UP_LOCK = threading.Lock()
+
+
+def warm_up() -> threading.Thread | None:
+    """Start Numba's one-time set-up on a background thread (once per process), so that
+    the first kernel does not pay it: loading its typing and lowering registries takes
+    0.4-0.8 s in a new process (most of the time a kernel takes from Numba's disk cache
+    otherwise). Compiles wait for it through Numba's compiler lock. None without Numba."""
+    if not available()[0]:
+        return None
+    with _WARM_UP_LOCK:
+        if not _WARM_UP:
+            _WARM_UP.append(threading.Thread(target=_set_up_numba, name="fuselab-numba-warm-up", daemon=True))
+            _WARM_UP[0].start()
+        return _WARM_UP[0]
+
+
+def _set_up_numba() -> None:
+    from . import pointwise, reduction, row, run, scalar  # noqa: F401 - the modules a first kernel needs
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.registry import cpu_target
+    with global_compiler_lock:
+        cpu_target.target_context.refresh()
+
+
+__all__ = ["available", "warm_up", "generate", "generate_kernel", "CodegenError", "NumbaOptions", "PyKernel"]
