@@ -21,7 +21,9 @@ from fidelity_random import random_cell  # noqa: E402
 CASES = cases()
 # random cells grown from the corpus's situations (fidelity_random.py); FIDELITY_RANDOM=N
 # runs more (long runs: `FIDELITY_RANDOM=2000 pytest tests/test_fidelity.py -k random`)
-RANDOM_SEEDS = range(int(os.environ.get("FIDELITY_RANDOM", "80")))
+# (FIDELITY_RANDOM_FROM=S starts at seed S: a long run past the seeds already tried)
+RANDOM_SEEDS = range(int(os.environ.get("FIDELITY_RANDOM_FROM", "0")),
+                     int(os.environ.get("FIDELITY_RANDOM_FROM", "0")) + int(os.environ.get("FIDELITY_RANDOM", "80")))
 
 
 @pytest.fixture(scope="module")
