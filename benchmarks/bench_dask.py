@@ -181,13 +181,12 @@ class Rounds:
         self.client, self.gpu = client, gpu
 
     def persist(self, arr: Any) -> Any:
-        if self.client is None:  # Dask's threaded scheduler, in this process
-            out = arr.persist()
+        out = arr.persist()
+        if self.client is None:  # Dask's threaded scheduler, in this process: computed by now
             if self.gpu:
                 _sync_device()
             return out
         from distributed import wait
-        out = arr.persist()
         wait(out)
         if self.gpu:
             self.client.run(_sync_device)
