@@ -78,6 +78,9 @@ HAND = [
     Case("copy of a view then inplace", "w = x[1:]\nc = w.copy()\nx += 1"),
     Case("out= into a whole-array view", "w = i8.T\nnp.add(w, 1, out=w)\nv = x.view()\nv += 1"),
     Case("big-endian view copied and rounded", "w = be[None]\nc = w.copy()\nr = np.round(be.T, 1)"),
+    Case("*_like of a big-endian array keeps its byte order",
+         "e = np.empty_like(be)\ne[...] = be\nz = np.zeros_like(be)\nf = np.full_like(be, 2)\n"
+         "o = np.ones_like(be, dtype=np.int16)"),
     Case("view of a view, middle updated", "v = m[1:]\nw = v[0]\nu = w[::2]\nv += 1\nw -= 3"),
     Case("unpacked rows, one updated", "a, c = sq[:2]\nc *= 2"),
     Case("update through a view of a reshaped view", "w = u8[None]\nw[0] = w[-1]"),

@@ -46,6 +46,22 @@ PYTHON = ["try:\n    q{k} = {a}[100]\nexcept IndexError:\n    q{k} = {a}[0]", "p
           "if {a}.sum() > 0:\n    y{k} = {a} * 2\nelse:\n    y{k} = {a} - 1",
           "for j in range(2):\n    {a} = {a} * 0.5", "ok{k} = bool(({a} > 0).any())",
           "del {a}"]
+# Edges of NumPy's and Python's semantics: overlapping in-place updates (NumPy buffers
+# them: the result is as if the right side were copied first), repeated fancy indices
+# (no accumulation), NEP 50 scalars, integer wrap, casting errors, the walrus,
+# comprehensions, class bodies, errstate blocks, loops on values.
+EDGES = ["{a}[1:] += {a}[:-1]", "{a}[::-1] += {a}", "{a}[...] = {a}[::-1]", "{a}[[0, 0, 1]] += 1",
+         "np.add({a}[:-1], {a}[1:], out={a}[1:])", "np.multiply({a}, 2, out={a}[::-1])", "{a} **= 2",
+         "{a} //= 2", "{a} += 0.5", "{a} += True", "ee{k} = np.float32(2) * {a}", "ee{k} = np.int8(100) + {a}",
+         "ee{k} = {a} + 200", "ee{k} = {a} % -3", "ee{k} = np.fmod({a}, 3)", "ee{k} = np.floor_divide({a}, -2)",
+         "ee{k} = np.hypot({a}, 1)", "ee{k} = np.diff({a}, axis=0)", "ee{k} = {a}.astype(np.float16) * 3",
+         "ee{k} = np.nan_to_num({a} / 0)", "ee{k} = np.sign({a})", "ee{k} = {a}.round()", "ee{k} = {a}.clip(0)",
+         "(ww{k} := {a} * 2)", "cc{k} = [{a} * i for i in range(2)]", "gg{k} = sum(v.sum() for v in [{a}, {a}])",
+         "{a}, tt{k} = {a} * 2, {a}", "zz{k} = {a}\nzz{k} += 1",
+         "with np.errstate(all='ignore'):\n    es{k} = {a} / 0",
+         "for _ in range(3):\n    if abs({a}).sum() > 100:\n        {a} = {a} / 2", "em{k} = np.empty_like({a})\nem{k}[...] = {a}",
+         "class C{k}:\n    val = {a} * 2\ncv{k} = C{k}.val", "ii{k} = {a}\n{a} = {a} + 1\nii{k} *= 2",
+         "vv{k} = {a}[::2]\nvv{k} += vv{k}[::-1]"]
 LAST = ["{a}", "{a}.sum()", "{a}.shape", "{a}.min(), {a}.max()", "{a} * 2;"]
 ERRORS = ["{a} + np.ones(13)", "{a}.reshape(7, 11)", "{a}[100]", "np.linalg.inv({a})", "undefined_name + {a}"]
 
@@ -89,8 +105,8 @@ def random_cell(seed: int, statements: int | None = None) -> Case:
         names = _arrays(ns)
         a, b = rng.choice(names), rng.choice(names)
         setup_names = [n for n in names if n in SETUP_NAMES] or names
-        kind = rng.choices(["new", "binary", "reduce", "view", "inplace", "python", "alias", "index"],
-                           weights=[5, 4, 3, 2, 2, 4, 1, 3])[0]
+        kind = rng.choices(["new", "binary", "reduce", "view", "inplace", "python", "alias", "index", "edge"],
+                           weights=[5, 4, 3, 2, 2, 4, 1, 3, 3])[0]
         if kind == "new":
             stmt = f"v{k} = " + rng.choice(UNARY).format(a=a)
         elif kind == "binary":
@@ -104,6 +120,8 @@ def random_cell(seed: int, statements: int | None = None) -> Case:
             stmt = f"i{k} = " + tmpl.format(a=rng.choice(setup_names) if tmpl in SHAPE_ONLY else a)
         elif kind == "inplace":
             stmt = rng.choice(INPLACE).format(a=a)
+        elif kind == "edge":
+            stmt = rng.choice(EDGES).format(a=a, k=k)
         elif kind == "python":
             tmpl = rng.choice(PYTHON)
             stmt = tmpl.format(a=rng.choice(setup_names) if tmpl in SHAPE_ONLY else a, k=k)

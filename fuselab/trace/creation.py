@@ -47,11 +47,24 @@ def full(ctx, shape, fill_value, dtype=None, order="C", *, like=None, device=Non
     return wrap(ctx, ctx.builder.full(_shape_arg(shape), fill_value, dt, ctx.loc()))
 
 
+def _like_dtype(x: Any, dtype: Any) -> np.dtype:
+    """A *_like array's dtype: the prototype's, byte order included (np.empty_like of a
+    big-endian array is big-endian), unless `dtype` is given."""
+    if dtype is None and isinstance(x, Tracer):
+        return x.dtype
+    return np.dtype(dtype) if dtype is not None else np.asarray(x).dtype
+
+
+def _like_full(ctx: TraceContext, x: Any, fill_value: Any, dtype: Any, shape: Any) -> Tracer:
+    a = ctx.builder.aval(node_of(ctx, x))
+    dt = _like_dtype(x, dtype)
+    return wrap(ctx, ctx.builder.full(_shape_arg(shape) if shape is not None else a.shape, fill_value,
+                                      _dtype(native(dt), a.dtype), ctx.loc()), dtype=dt)
+
+
 def _like(value: int):
     def h(ctx, x, dtype=None, order="K", subok=True, shape=None, *, device=None):
-        a = ctx.builder.aval(node_of(ctx, x))
-        return wrap(ctx, ctx.builder.full(_shape_arg(shape) if shape is not None else a.shape, value,
-                                          _dtype(dtype, a.dtype), ctx.loc()))
+        return _like_full(ctx, x, value, dtype, shape)
     return h
 
 
@@ -63,9 +76,7 @@ handles("ones_like")(_like(1))
 def full_like(ctx, x, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
     if isinstance(fill_value, Tracer) or is_array(fill_value):
         raise RunForReal(fill_value)
-    a = ctx.builder.aval(node_of(ctx, x))
-    return wrap(ctx, ctx.builder.full(_shape_arg(shape) if shape is not None else a.shape, fill_value,
-                                      _dtype(dtype, a.dtype), ctx.loc()))
+    return _like_full(ctx, x, fill_value, dtype, shape)
 
 
 @handles("arange")
