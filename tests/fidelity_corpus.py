@@ -216,6 +216,8 @@ HAND = [
     Case("cast nan", "y = np.array([np.nan, 1.0]).astype(np.int32)"),
     Case("warning in loop", "acc = 0\nfor k in range(3):\n    acc = acc + np.log(z + k)"),
     Case("errstate ignore", "with np.errstate(divide='ignore'):\n    y = np.log(z)"),
+    Case("a graph break's warnings come before the later lines' own",
+         "e = np.nan_to_num(x / 0)\ne -= e.mean()"),
     Case("warning from an untraced function", "y = x * np.nan\nz2 = np.nanmean(y)\nw = np.nanmax(y)"),
     Case("untraced function warns between traced ones", "a = np.log(z)\nc = np.nanmedian(a * np.nan)\nd = a / 0"),
     Case("errstate raise", "try:\n    with np.errstate(divide='raise'):\n        y = x / 0\nexcept FloatingPointError:\n    y = None"),

@@ -252,7 +252,11 @@ class TraceContext:
         what = f"`{expr}`" if expr else "a traced array"
         reason = f"Python needs the value of {what} here ({use or why})"
         self.graph_break(node, reason, hint)
-        return self.evaluator.value(node)
+        value = self.evaluator.value(node)
+        # what ran so far warns now: the value goes back to Python, whose later lines
+        # (plain NumPy on it) give their own warnings as they run, after these
+        self.warnings.flush()
+        return value
 
     def graph_break(self, node: int | None, reason: str, hint: str = "") -> None:
         loc = self.loc()

@@ -3,7 +3,9 @@ wording ("divide by zero encountered in log"), at the user's line, once per node
 Python's warning machinery (so filters and the once-per-line registry apply as usual).
 
 Nodes are evaluated at graph breaks and in the final run, not when their line runs, so
-warnings are collected and emitted in program order when the cell finishes.
+warnings are collected and emitted in program order: at each graph break (what ran so far,
+before later lines, running plain NumPy on the value, give their own) and when the cell
+finishes.
 """
 from __future__ import annotations
 
