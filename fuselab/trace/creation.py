@@ -9,7 +9,7 @@ import numpy as np
 
 from ..ops import SUPPORTED_DTYPES
 from .core import InputTracer, TraceContext, Tracer, is_array, native
-from .operands import RunForReal, node_of, wrap
+from .operands import RunForReal, copy_as, node_of, wrap
 from .registry import handles
 from .shapes import broadcast_to
 
@@ -102,10 +102,7 @@ def copy_of(ctx: TraceContext, x: Any, order: str = "K") -> Tracer:
     """A new array with x's values: bound as a real copy of whatever x is bound to
     (so byte order, layout and memory stay NumPy's), or as the run's value."""
     if isinstance(x, Tracer):
-        t = Tracer(ctx, x._node, scalar=x._scalar,
-                   origin=("copy", x, ctx.versions.get(id(x), 0), lambda a: a.copy(order=order)))
-        t._dtype = x._dtype   # a copy keeps the byte order, also where the run gives the value
-        return t
+        return copy_as(ctx, x, x._node, lambda a: a.copy(order=order), x._scalar)
     return wrap(ctx, node_of(ctx, x))
 
 

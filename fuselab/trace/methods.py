@@ -13,7 +13,7 @@ from . import elementwise as _where_clip_round, opaque as _opaque_rules, reducti
 from .core import TraceContext, Tracer, register_method
 from .creation import astype, copy_of
 from .mutate import update_for_real, update_in_place
-from .operands import RunForReal, node_of, wrap
+from .operands import RunForReal, copy_as, node_of, wrap
 from .realrun import plain_values, run_for_real
 from .registry import call_function, qualname
 from .shapes import getitem, setitem, swapaxes, transpose, view_of
@@ -125,8 +125,7 @@ def _flatten(self: Tracer, order: str = "C") -> Any:
     t = call_function(self._ctx, "reshape", np.reshape, (self, -1), {})
     if not isinstance(t, Tracer):
         return t
-    return Tracer(self._ctx, t._node, origin=("copy", self, self._ctx.versions.get(id(self), 0),
-                                               lambda a: a.flatten(order)))
+    return copy_as(self._ctx, self, t._node, lambda a: a.flatten(order))
 
 
 def _copy_method(self: Tracer, order: str = "C") -> Tracer:

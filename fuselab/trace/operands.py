@@ -36,6 +36,15 @@ def wrap(ctx: TraceContext, node: int, *, scalar: bool = False, origin: tuple | 
     return t
 
 
+def copy_as(ctx: TraceContext, source: Tracer, node: int, make: Any, scalar: bool = False) -> Tracer:
+    """A new array of `node`'s values, bound as `make(the array NumPy has for source)`
+    (`a.copy()`, `a.ravel()`: byte order, layout and memory stay NumPy's), or as the
+    run's value, in source's byte order."""
+    t = Tracer(ctx, node, scalar=scalar, origin=("copy", source, ctx.versions.get(id(source), 0), make))
+    t._dtype = source._dtype
+    return t
+
+
 def cupy_decides_out_of_range_ints(ctx: TraceContext, ops: Sequence[int | Weak]) -> None:
     """In a CuPy cell, a Python int outside an integer operand's dtype (`u8 > -2`,
     `np.clip(u8, -3, 7)`) runs for real: CuPy 14 raises OverflowError there, where NumPy 2

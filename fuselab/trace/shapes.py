@@ -13,7 +13,7 @@ from ..ops import Aval, OpaqueFn, ShapeError, broadcast_shapes, normalize_axes
 from .core import InputTracer, TraceContext, Tracer, is_array
 from .mutate import add_view, update_in_place
 from .opaque import Slot, data_dependent, fill
-from .operands import RunForReal, Weak, check_fits, node_of, operand, wrap
+from .operands import RunForReal, Weak, check_fits, copy_as, node_of, operand, wrap
 from .registry import handles
 
 
@@ -63,9 +63,7 @@ def ravel(ctx, x, order="C"):
     t = reshape(ctx, x, -1, order=order)
     if order != "C" or not isinstance(t, Tracer) or not isinstance(x, Tracer) or _c_contiguous(ctx, x):
         return t
-    out = Tracer(ctx, t._node, origin=("copy", x, ctx.versions.get(id(x), 0), lambda a: a.ravel(order)))
-    out._dtype = t._dtype
-    return out
+    return copy_as(ctx, x, t._node, lambda a: a.ravel(order))
 
 
 def _c_contiguous(ctx: TraceContext, x: Tracer) -> bool:
@@ -123,7 +121,7 @@ def _reshaped_strides(shape: tuple[int, ...], strides: tuple[int, ...],
     old = [(d, st) for d, st in zip(shape, strides) if d != 1]
     if any(d == 0 for d in new) or not old:
         return c_strides(tuple(new))
-    dims = [d for d in new]
+    dims = list(new)
     out = [0] * len(dims)
     oi, oj, ni, nj = 0, 1, 0, 1
     while ni < len(dims) and oi < len(old):
