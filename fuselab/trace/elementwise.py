@@ -44,9 +44,14 @@ def clip(ctx: TraceContext, a: Any, a_min: Any = np._NoValue, a_max: Any = np._N
         raise RunForReal((out, kwargs))
     lo = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)
     hi = a_max if a_max is not np._NoValue else (None if max is np._NoValue else max)
+    dt = ctx.builder.aval(node_of(ctx, a)).dtype
     if ctx.uses_cupy:
         cupy_decides_out_of_range_ints(ctx, [operand(ctx, v) for v in (a, lo, hi) if v is not None])
-    dt = ctx.builder.aval(node_of(ctx, a)).dtype
+        # cupy/_core/_routines_math.pyx _ndarray_clip: a missing bound is filled in for
+        # float and integer arrays only (bool and complex pass None to the ufunc: TypeError),
+        # and no bound at all is a ValueError where NumPy 2 copies
+        if (lo is None or hi is None) and (dt.kind not in "fiu" or (lo is None and hi is None)):
+            raise RunForReal((a, lo, hi))
     if dt.kind in "iu":  # numpy/_core/_methods.py _clip: out-of-range Python ints mean "no bound"
         info = np.iinfo(dt)
         if type(lo) is int and lo <= info.min:
