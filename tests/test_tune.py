@@ -195,3 +195,20 @@ def test_threads_sharing_an_executable_tune_once_and_all_compute(tmp_path, monke
     assert exe.tuning[0].source == "tuned" and not exe._pending
     for k, x in enumerate(blocks):
         assert runtime.compare(results[k], run_graph(plan.graph, {"x": x}, cupy), 1e-5).ok, k
+
+
+def test_kernels_to_compile_are_spread_evenly_over_the_compile_threads():
+    # A kernel and its tuning candidates: one NVRTC module each on a machine with as many
+    # threads (a module of several compiles far slower), grouped on a machine with few.
+    from fuselab.runtime.compile import BATCH, _batches
+    plan, _ = _plan("y = x.sum(axis=0)", (600, 64), np.random.default_rng(0))
+    codes = [generate_kernel(plan, 0, None, c) for c in launch_candidates(plan, 0)]
+    n = len(codes)
+    assert n >= 3
+    for threads in (1, 2, n, 64):
+        per = -(-n // threads)
+        batches = _batches(codes, per)
+        assert sorted(id(c) for b in batches for c in b) == sorted(id(c) for c in codes)
+        assert max(len(b) for b in batches) <= min(per, BATCH)
+        assert all(len({c.name for c in b}) == len(b) for b in batches)   # names stay distinct in a module
+    assert len(_batches(codes, 1)) == n

@@ -6,8 +6,12 @@ subnormals to zero (NumPy keeps them), and fuselab's kernels must compute what N
 does. CodegenOptions.nvrtc_options names every IEEE flag explicitly.
 
 Kernels not yet compiled are compiled together: each in its own C++ namespace inside one
-translation unit (their `extern "C"` names stay distinct), a few modules in parallel.
-One NVRTC call for a whole plan costs far less than one per kernel. The cubins are
+translation unit (their `extern "C"` names stay distinct), modules in parallel threads.
+The kernels are spread evenly over the threads, at most BATCH a module: on a machine with
+many cores no thread compiles a module of several kernels while others idle (a module's
+compile is serial), and on one with few cores a module of several still parses the
+prelude once. Cold, NVRTC takes 0.4-0.9 s for a large kernel (a column variance with its
+rows unrolled, H200 machine, 2026-12-02), which is most of a new cell's first run. The cubins are
 cached on disk (FUSELAB_CACHE_DIR, by default ~/.cache/fuselab/cubin), so a new Python
 process compiles nothing it has compiled before; `compile_s` reports what compiling cost
 when it happened.
@@ -54,8 +58,9 @@ def compile_kernels(codes: Sequence[KernelCode]) -> list[Compiled]:
         if k not in _CACHE:
             missing.setdefault(k, c)
     if missing:
-        batches = _batches(list(missing.values()))
-        workers = min(len(batches), int(os.environ.get("FUSELAB_COMPILE_THREADS", os.cpu_count() or 1)))
+        threads = max(1, int(os.environ.get("FUSELAB_COMPILE_THREADS", os.cpu_count() or 1)))
+        batches = _batches(list(missing.values()), -(-len(missing) // threads))
+        workers = min(len(batches), threads)
         arch = _arch()
 
         def work(batch: list[KernelCode]) -> list[Compiled]:
@@ -107,12 +112,13 @@ def _cubin(source: str, name: str, options: tuple[str, ...], arch: str) -> bytes
     return cubin
 
 
-def _batches(codes: list[KernelCode]) -> list[list[KernelCode]]:
-    """Groups of at most BATCH kernels with distinct names and the same options."""
+def _batches(codes: list[KernelCode], per: int = BATCH) -> list[list[KernelCode]]:
+    """Groups of at most `per` (and BATCH) kernels with distinct names and the same options."""
+    size = max(1, min(per, BATCH))
     batches: list[list[KernelCode]] = []
     for c in codes:
         for b in batches:
-            if len(b) < BATCH and b[0].nvrtc_options == c.nvrtc_options and all(x.name != c.name for x in b):
+            if len(b) < size and b[0].nvrtc_options == c.nvrtc_options and all(x.name != c.name for x in b):
                 b.append(c)
                 break
         else:
