@@ -156,8 +156,8 @@ STENCILS = [c for c in CASES if c.id.startswith("stencil-")]
 def test_stencil_rows_per_thread_give_the_same_bits(case):
     """The stencil path at 1, 2, 3, 5 and 8 rows a thread (blocks of rows that do not
     divide the marched axis start early and overlap) gives the same bits at every count,
-    NumPy's bits where NumPy computes in the array's type, and loads each aligned vector
-    once a thread."""
+    NumPy's bits where NumPy computes in the array's type, loads each aligned vector
+    once a thread, and, marching, loads in each row only what no earlier row loaded."""
     from fuselab.codegen import PointwiseConfig, generate_kernel
     (plan,) = case.plans
     code = generate_kernel(plan, 0, EMULATED)
@@ -175,3 +175,9 @@ def test_stencil_rows_per_thread_give_the_same_bits(case):
         src = codes[u].source
         loads = [l.split("fl_load_vec<")[1] for l in src.splitlines() if "= fl_load_vec<" in l]
         assert len(loads) == len(set(loads)), "an aligned vector loaded twice by one thread"
+        if u > 1 and "for (int k = 0;" in src:
+            march = src.split("for (int k = 0;")[1].split("\n        }")[0]
+            per_row = sum("= fl_load_vec<" in l for l in march.splitlines())
+            one_row = sum("= fl_load_vec<" in l for l in codes[1].source.splitlines())
+            # the stencil path is taken only where rows share loads
+            assert per_row < one_row, f"{u} rows a thread: {per_row} loads a row, as many as one row alone"

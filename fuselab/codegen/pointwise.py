@@ -8,7 +8,7 @@ strided offset. Grid-stride loops over a grid sized from the SM count.
 
 Where the flat index cannot take vectors but each row can, loads are vectors of columns
 along rows: a stencil of shifted slices whose rows share loads takes the stencil path
-(stencil.py: a few rows a thread, every aligned vector loaded once), other kernels the
+(stencil.py: a thread marches through several rows, every aligned vector loaded once), other kernels the
 row-vector path below.
 
 Where an input is read through a transpose (`x.T * 2 + z`: contiguous along another axis
@@ -67,7 +67,7 @@ def candidates(ctx: KernelContext) -> list[PointwiseConfig]:
     if tr is not None:
         return [base]
     if sten is not None:
-        alts = [(1, base.block), (2 * stencil.ROWS, base.block), (stencil.ROWS, 2 * base.block)]
+        alts = [(2, base.block), (2 * stencil.ROWS, base.block), (stencil.ROWS, 2 * base.block)]
         return [base] + [PointwiseConfig(block=b, unroll=sten.rows_for(r), why="candidate")
                          for r, b in dict.fromkeys(alts) if r >= 1 and (sten.rows_for(r), b) != (base.unroll, base.block)]
     if width > 1 or rows is not None:

@@ -6,14 +6,16 @@ output row r, the centre of row r + 1 and the `x[:-2]` term of row r + 2. The ro
 path (pointwise.py) gives each thread one vector of columns of one row and loads each
 shifted window as its own pair of aligned vectors.
 
-Here each thread takes a vector of columns in `rows` consecutive rows along one outer
-axis (the marched axis) and loads every aligned vector it needs once: the loads of all
-its rows are keyed by (array, offset of the aligned vector), and a load shared by two
-rows, or by two windows of one row (x[1:-1, :-2], x[1:-1, 1:-1] and x[1:-1, 2:] read the
-same two aligned vectors), is one register vector. Shifted windows pick their elements
-from the two aligned vectors around them. Rows whose length keeps only part of a vector
-aligned (8190 float32 columns: two) are stored in parts of that many elements rather
-than element by element.
+Here each thread takes a vector of columns and marches through `rows` consecutive rows
+along one outer axis (the marched axis). The aligned vectors a row reads are keyed by
+(array, offset), so a load shared by two windows of one row (x[1:-1, :-2], x[1:-1, 1:-1]
+and x[1:-1, 2:] read the same two aligned vectors) is one register vector; vectors of one
+array a whole number of rows apart form a chain (x[:-2, 1:-1], x[1:-1, 1:-1], x[2:, 1:-1]),
+kept in registers that pass their values down a step after each row, so that each row
+loads only the top of each chain: every input vector comes from memory once per march,
+not once per row that reads it. Shifted windows pick their elements from the two aligned
+vectors around them. Rows whose length keeps only part of a vector aligned (8190 float32
+columns: two) are stored in parts of that many elements rather than element by element.
 
 The last block of rows along the marched axis starts `rows` before the axis's end, so
 that every thread computes whole blocks with no bounds checks; the few rows computed by
@@ -21,18 +23,15 @@ two threads are written twice with the same values. Each output element is compu
 the element function from the same operands as on the other paths, so the results are
 the same bits.
 
-Measured on the H200 (2026-12-01, CUDA-event timings of back-to-back launches, % of a
-copy of the same bytes in the same run; every variant's output equal to CuPy's bits):
-- (8192, 8192) float32, 5 points: the row-vector path 78.5%; this path at 1 row a
-  thread 82.6%, 2 rows 85.3%, 4 rows 75.9%, 8 rows 71.9%, 16 rows 57.9% (blocks of 512:
-  76.3% at 4, 72.5% at 8; of 1024 at 8 rows: 81.5%);
-- (512, 512, 256) float32, 7 points: the row-vector path 63.7%; 1 row 67.8%, 2 rows
-  70.4%, 4 rows 59.2%, 8 rows 52.8%; marching the middle axis instead: 52.6% at 4 rows;
-  tiles of rows along both outer axes (4x2, 4x4, 8x2, 8x4): 47-58%.
-More rows a thread cut the loads but lose: the guess is that the second aligned vector
-of each shifted window, which the neighbouring lane loads too, stops hitting L1 once
-each thread keeps many vectors in flight. Hence 2 rows by default and 1, 4, and 2 in
-blocks of 512 as the autotuner's other candidates.
+Measured on the H200 (2026-12-02 09:12 UTC, CUDA-event medians, % of a copy of the same
+bytes in the same run, every variant's output equal to CuPy's): a hand-written march of 8
+rows a thread in a rolled loop reached 88% of copy on the (8192, 8192) 5-point stencil
+(16 rows 85%, 32 rows 82%), 92% on (5000, 7000), 90% on (16384, 4096), 93% on
+(2048, 32768), against 84-87% for the earlier path (2 rows a thread, unrolled: every row's
+loads issued at once, so more rows a thread ran slower: 4 rows 76%, 8 rows 72% on
+(8192, 8192)). In 3-D, (512, 512, 256) 7 points: marching 8 planes 83%, as the earlier
+path's 84%; 2.5-D tiles through shared memory 77-84%. Hence 8 rows by default, and 2,
+16, and 8 in blocks of 512 as the autotuner's other candidates.
 """
 from __future__ import annotations
 
@@ -46,8 +45,8 @@ from .context import KernelContext
 from .emit import array_name
 from .types import storage_type
 
-ROWS = 2                # rows a thread by the heuristic (measurements above)
-THREADS_PER_SM = 1024   # one row a thread where two would not give each SM this many threads
+ROWS = 8                # rows a thread marches through, by the heuristic (measurements above)
+THREADS_PER_SM = 1024   # one row a thread where ROWS would not give each SM this many threads
 
 
 @dataclass(frozen=True)
@@ -156,25 +155,64 @@ def helpers(st: "Stencil") -> list[str]:
 
 
 def rows_heuristic(st: Stencil, sm_count: int) -> int:
-    """ROWS rows a thread where that still leaves every SM THREADS_PER_SM threads of
-    work; 1 for arrays too small for that."""
-    if work_items(st, st.tile(ROWS)) >= sm_count * THREADS_PER_SM:
-        return st.rows_for(ROWS)
-    return 1
+    """The most rows a thread, up to ROWS (halving), that still leave every SM
+    THREADS_PER_SM threads of work; 1 for arrays too small for two."""
+    rows = ROWS
+    while rows > 1 and work_items(st, st.tile(rows)) < sm_count * THREADS_PER_SM:
+        rows //= 2
+    return st.rows_for(rows)
 
 
 def work_items(st: Stencil, tile: tuple[int, ...]) -> int:
     return ix.prod(ix.ceil_div(d, t) for d, t in zip(st.shape, tile)) * st.groups
 
 
+@dataclass(frozen=True)
+class _Chain:
+    """Aligned vectors of one array a whole number of marched rows apart: the vector at
+    offset `base + m * step` for m in lo..hi (`step`: the array's stride along the marched
+    axis). Row k + 1 reads at m what row k read at m + 1, so a thread marching along the
+    axis keeps one register per m, passes each down a step after a row and loads only the
+    top one anew. `step` 0: the same vector in every row, loaded once."""
+    node: int
+    base: ix.Affine
+    step: int
+    lo: int
+    hi: int
+
+    def offset(self, m: int) -> ix.Affine:
+        return self.base + m * self.step
+
+
+def _chains(st: Stencil) -> tuple[list[_Chain], dict[tuple[int, ix.Affine], tuple[int, int]]]:
+    """The chains of the aligned vectors that one row reads, and where each of its vectors
+    sits: (chain number, m)."""
+    axis = st.outer[st.axis]
+    members: dict[tuple[int, ix.Affine, int], set[int]] = {}
+    where: dict[tuple[int, ix.Affine], tuple[tuple[int, ix.Affine, int], int]] = {}
+    for key in dict.fromkeys(_raw_keys(st, (0,) * len(st.outer))):
+        node, off = key
+        step = off.coef(axis)
+        m = off.const // step if step else 0
+        chain = (node, off + (-m * step), step)
+        members.setdefault(chain, set()).add(m)
+        where[key] = (chain, m)
+    order = list(members)
+    chains = [_Chain(n, b, s, min(members[(n, b, s)]), max(members[(n, b, s)])) for n, b, s in order]
+    return chains, {key: (order.index(chain), m) for key, (chain, m) in where.items()}
+
+
 def loops(ctx: KernelContext, st: Stencil, tile: tuple[int, ...], first: str, step: str) -> list[str]:
-    """The kernel body: thread steps over (tile of rows, vector of columns), then each
-    row's last columns one by one."""
+    """The kernel body: thread steps over (block of rows along the marched axis, vector of
+    columns), marching through the block's rows with its aligned vectors in registers;
+    then each row's last columns one by one."""
     g, W, G = ctx.graph, st.width, st.groups
     n_outer = len(st.outer)
+    R = tile[st.axis]
+    axis = st.outer[st.axis]
     items = work_items(st, tile)
     body = [f"const index_t c = j % groups * {W};"]
-    # outer coordinates from the item index, innermost first; tiled axes in blocks
+    # outer coordinates from the item index, innermost first; the marched axis in blocks
     div = "j / groups"
     for d in range(n_outer - 1, -1, -1):
         v, rows = st.outer[d], tile[d]
@@ -182,50 +220,61 @@ def loops(ctx: KernelContext, st: Stencil, tile: tuple[int, ...], first: str, st
         q = f"{div} % {ext}u" if d > 0 else div
         if rows > 1:
             q = f"min(({q}) * {rows}u, index_t({v.extent - rows}))" if v.extent % rows else f"({q}) * {rows}u"
-        body.append(f"const index_t {v.name} = {q};")
+        body.append(f"{'index_t' if v is axis and R > 1 else 'const index_t'} {v.name} = {q};")
         div = f"{div} / {ext}u"
-    raw: dict[tuple[int, ix.Affine], str] = {}
-    scalar: dict[tuple[int, ix.Affine, bool], str] = {}
+    chains, where = _chains(st)
+    reg = {(i, m): ctx.names.fresh(f"{array_name(g, ch.node)}_v") for i, ch in enumerate(chains)
+           for m in range(ch.lo, ch.hi + 1)}
+
+    def vec(i: int, m: int, const: bool) -> str:
+        ch = chains[i]
+        return (f"{'const ' if const else ''}fl_vec<{storage_type(g.nodes[ch.node].dtype)}, {W}> {reg[i, m]} = "
+                f"fl_load_vec<{W}>({ctx.in_ptr[ch.node]} + {ix.render(ch.offset(m))});")
+    # before the march: the vectors every row reads, and all but the top of each chain
+    for i, ch in enumerate(chains):
+        body += [vec(i, m, ch.step == 0 or R == 1) for m in range(ch.lo, ch.hi + (ch.step == 0 or R == 1))]
+    row = [vec(i, ch.hi, True).replace(reg[i, ch.hi], f"{reg[i, ch.hi]}_row") if R > 1 else None
+           for i, ch in enumerate(chains) if ch.step != 0]
+    row = [r for r in row if r]
+    top = {i: f"{reg[i, ch.hi]}_row" if R > 1 and ch.step != 0 else reg[i, ch.hi] for i, ch in enumerate(chains)}
+
+    def name(key: tuple[int, ix.Affine]) -> str:
+        i, m = where[key]
+        return top[i] if m == chains[i].hi else reg[i, m]
+    args, scalar = [], {}
+    for l in st.fn.loads:
+        if l.from_index or l.access in ("", "uniform"):
+            key = (l.node, l.offset, l.from_index)
+            if key not in scalar:
+                scalar[key] = ctx.names.fresh(l.param)
+                row.append(f"const {l.ctype(g)} {scalar[key]} = {l.scalar(ctx)};")
+            args.append(scalar[key])
+            continue
+        names = [name(key) for key in _raw(st, l, (0,) * len(st.outer))]
+        args.append(f"{names[0]}.v[e]" if l.access == "vector" else f"fl_window<{l.access[5:]}>({names[0]}, {names[1]}, e)")
     out_strides = ix.strides(st.shape)
     out_off = ix.Affine.of(_C_of(st))
     for d, v in enumerate(st.outer):
         out_off = out_off + ix.Affine.of(v, out_strides[d])
-    for at in itertools.product(*(range(t) for t in tile)):
-        args = []
-        for l in st.fn.loads:
-            if l.from_index or l.access in ("", "uniform"):
-                lk = replace(l, offset=_at_row(st, l.offset, at))
-                key = (l.node, lk.offset, l.from_index)
-                if key not in scalar:
-                    scalar[key] = ctx.names.fresh(l.param)
-                    body.append(f"const {l.ctype(g)} {scalar[key]} = {lk.scalar(ctx)};")
-                args.append(scalar[key])
-                continue
-            names = []
-            for key in _raw(st, l, at):
-                if key not in raw:
-                    raw[key] = ctx.names.fresh(f"{array_name(g, l.node)}_v")
-                    body.append(f"const fl_vec<{storage_type(g.nodes[l.node].dtype)}, {W}> {raw[key]} = "
-                                f"fl_load_vec<{W}>({ctx.in_ptr[l.node]} + {ix.render(key[1])});")
-                names.append(raw[key])
-            if l.access == "vector":
-                args.append(f"{names[0]}.v[e]")
-            else:
-                args.append(f"fl_window<{l.access[5:]}>({names[0]}, {names[1]}, e)")
-        row_off = ix.render(out_off + sum(k * out_strides[d] for d, k in enumerate(at)))
-        stores, row = [], ["// row " + ", ".join(f"{v.name} + {k}" for v, k in zip(st.outer, at) if k or tile[st.outer.index(v)] > 1)]
-        S = st.store_width
-        for out in ctx.kernel.outputs:
-            ptr = f"{ctx.out_ptr[out]} + {row_off}"
-            if S > 1:
-                name = ctx.names.fresh(f"{array_name(g, out)}_vec")
-                row.append(f"fl_vec<{storage_type(g.nodes[out].dtype)}, {W}> {name};")
-                args.append(f"{name}.v[e]")
-                stores += ([f"fl_store_vec<{W}>({ptr}, {name});"] if S == W else
-                           [f"fl_store_part<{S}>({ptr}, {name}, {h});" for h in range(W // S)])
-            else:
-                args.append(f"({ptr})[e]")
-        row += ["#pragma unroll", f"for (int e = 0; e < {W}; ++e) {st.fn.name}({', '.join(args)});", *stores]
+    stores, S = [], st.store_width
+    for out in ctx.kernel.outputs:
+        ptr = f"{ctx.out_ptr[out]} + {ix.render(out_off)}"
+        if S > 1:
+            vname = ctx.names.fresh(f"{array_name(g, out)}_vec")
+            row.append(f"fl_vec<{storage_type(g.nodes[out].dtype)}, {W}> {vname};")
+            args.append(f"{vname}.v[e]")
+            stores += ([f"fl_store_vec<{W}>({ptr}, {vname});"] if S == W else
+                       [f"fl_store_part<{S}>({ptr}, {vname}, {h});" for h in range(W // S)])
+        else:
+            args.append(f"({ptr})[e]")
+    row += ["#pragma unroll", f"for (int e = 0; e < {W}; ++e) {st.fn.name}({', '.join(args)});", *stores]
+    if R > 1:
+        # each register takes the value of the one a row above it; the top its new load
+        row += [f"{reg[i, m]} = {reg[i, m + 1] if m + 1 < ch.hi else top[i]};"
+                for i, ch in enumerate(chains) if ch.step != 0 for m in range(ch.lo, ch.hi)]
+        body += [f"#pragma unroll 1   // marching: unrolled, every row's loads would be live at once",
+                 f"for (int k = 0; k < {R}; ++k, ++{axis.name}) {{", *("    " + r for r in row), "}"]
+    else:
         body += row
     lines = [f"const index_t groups = {G};   // vectors a row takes whole",
              f"const index_t items = {items}{'ull' if items > 2**32 else 'u'};",
