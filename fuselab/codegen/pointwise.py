@@ -67,7 +67,7 @@ def candidates(ctx: KernelContext) -> list[PointwiseConfig]:
     if tr is not None:
         return [base]
     if sten is not None:
-        alts = [(2, base.block), (2 * stencil.ROWS, base.block), (stencil.ROWS, 2 * base.block)]
+        alts = [(2 * stencil.ROWS, base.block), (4 * stencil.ROWS, base.block), (stencil.ROWS, 2 * base.block)]
         return [base] + [PointwiseConfig(block=b, unroll=sten.rows_for(r), why="candidate")
                          for r, b in dict.fromkeys(alts) if r >= 1 and (sten.rows_for(r), b) != (base.unroll, base.block)]
     if width > 1 or rows is not None:

@@ -23,15 +23,16 @@ two threads are written twice with the same values. Each output element is compu
 the element function from the same operands as on the other paths, so the results are
 the same bits.
 
-Measured on the H200 (2026-12-02 09:12 UTC, CUDA-event medians, % of a copy of the same
-bytes in the same run, every variant's output equal to CuPy's): a hand-written march of 8
-rows a thread in a rolled loop reached 88% of copy on the (8192, 8192) 5-point stencil
-(16 rows 85%, 32 rows 82%), 92% on (5000, 7000), 90% on (16384, 4096), 93% on
-(2048, 32768), against 84-87% for the earlier path (2 rows a thread, unrolled: every row's
-loads issued at once, so more rows a thread ran slower: 4 rows 76%, 8 rows 72% on
-(8192, 8192)). In 3-D, (512, 512, 256) 7 points: marching 8 planes 83%, as the earlier
-path's 84%; 2.5-D tiles through shared memory 77-84%. Hence 8 rows by default, and 2,
-16, and 8 in blocks of 512 as the autotuner's other candidates.
+Measured on the H200 (2026-12-02, CUDA-event medians, % of a copy of the same bytes in
+the same run, every variant's output equal to CuPy's):
+- the earlier path (rows of a thread unrolled, every row's loads issued at once): 2 rows
+  84-87% on 2-D 5-point stencils, and more rows ran slower (8 rows 72% on (8192, 8192));
+- a hand-written march in a rolled loop, 8 rows: 88-93% on (8192, 8192), (5000, 7000),
+  (16384, 4096), (2048, 32768); 3-D (512, 512, 256) 7 points 83% (2.5-D tiles through
+  shared memory: 77-84%);
+- this path, tuned (09:27 UTC): 2 rows a thread won everywhere, 2-D (8192, 8192) 91% of
+  copy (8 rows: 8% slower), (5000, 7000) 92%; 3-D (512, 512, 256) 74%, (300, 300, 300) 76%.
+Hence 2 rows by default, and 4, 8, and 2 in blocks of 512 as the autotuner's candidates.
 """
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ from .context import KernelContext
 from .emit import array_name
 from .types import storage_type
 
-ROWS = 8                # rows a thread marches through, by the heuristic (measurements above)
+ROWS = 2                # rows a thread marches through, by the heuristic (measurements above)
 THREADS_PER_SM = 1024   # one row a thread where ROWS would not give each SM this many threads
 
 
