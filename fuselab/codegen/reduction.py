@@ -81,9 +81,11 @@ def candidates(ctx: KernelContext) -> list[InnerConfig | ColumnConfig]:
     if _is_column(p):
         h = _column_heuristic(ctx, p, _column_setup(ctx, p)[2])
         top = max(1, R // (h.rows * 16))
-        # (four times the heuristic's splits never won in the shape sweep; each candidate
-        # is one more compile on a cell's first run)
-        splits = sorted({h.splits, max(1, h.splits // 2), min(top, h.splits * 2)})
+        # four times as many too, but not for a variance: it never won there in the shape
+        # sweep, and its Welford merges make each candidate a long compile on a cell's
+        # first run (0.25 s, against about 0.1 s for a sum's)
+        more = () if _welford(ctx, p) else (min(top, h.splits * 4),)
+        splits = sorted({h.splits, max(1, h.splits // 2), min(top, h.splits * 2), *more})
         out = [h] + [replace(h, splits=s, why="candidate") for s in splits if s != h.splits]
         # few reduced rows: fewer rows of threads (8 rows of threads over 4 rows idle half)
         out += [replace(h, rows=r, splits=1, why="candidate") for r in (1, 2, 4) if r < h.rows and R <= 16 * r]
@@ -448,9 +450,12 @@ def _fold_rows(ctx: KernelContext, accs: list[Accumulator], tile: int, width: in
         if si:
             body.append(f"{a.idx}[e] = {si}[{lane} * {width} + e];")
         other_i = f"{si}[y * {tile} + {lane} * {width} + e]" if si else None
-        # rolled: once a block, from shared memory; unrolled, a variance's Welford merges
-        # (a division each) made NVRTC take 0.64 s rather than 0.25 s for `x.std(axis=0)`
-        body.append("#pragma unroll 1")
+        if a.rule.combine == "welford":
+            # rolled: unrolled, its merges (a division each) made NVRTC take 0.64 s rather
+            # than 0.25 s for `x.std(axis=0)`; a sum's fold stays unrolled, its shared
+            # memory loads in flight together (rolled, 256 rows of threads folding one
+            # lane's columns ran 1.5x slower on the H200)
+            body.append("#pragma unroll 1")
         body.append(f"for (int y = 1; y < {rows}; ++y) "
                     + a.merge(f"{sv}[y * {tile} + {lane} * {width} + e]", other_i, "[e]"))
         lines += [f"if ({ry} == 0) {{", f"    for (int e = 0; e < {width}; ++e) {{",
