@@ -269,6 +269,15 @@ def loops(ctx: KernelContext, st: Stencil, tile: tuple[int, ...], first: str, st
         else:
             args.append(f"({ptr})[e]")
     row += ["#pragma unroll", f"for (int e = 0; e < {W}; ++e) {st.fn.name}({', '.join(args)});", *stores]
+    tail = st.cols - G * W
+    if tail:
+        # The row's last columns, by the thread of its last whole vector: their loads hit
+        # the lines it has just read. (In a loop of their own, one element a thread, they
+        # read lines scattered over all rows: for a 3-D stencil's rows of 254 columns,
+        # 7 scattered loads for every 254 elements.)
+        sargs = element.scalar_args(ctx, st.fn) + [f"{ctx.out_ptr[o]}[{ix.render(out_off)}]" for o in ctx.kernel.outputs]
+        row += [f"if (c == {(G - 1) * W}u) {{",
+                f"    for (index_t c = {G * W}u; c < {st.cols}u; ++c) {st.fn.name}({', '.join(sargs)});", "}"]
     if R > 1:
         # each register takes the value of the one a row above it; the top its new load
         row += [f"{reg[i, m]} = {reg[i, m + 1] if m + 1 < ch.hi else top[i]};"
@@ -280,19 +289,6 @@ def loops(ctx: KernelContext, st: Stencil, tile: tuple[int, ...], first: str, st
     lines = [f"const index_t groups = {G};   // vectors a row takes whole",
              f"const index_t items = {items}{'ull' if items > 2**32 else 'u'};",
              f"for (index_t j = {first}; j < items; j += {step}) {{", *("    " + b for b in body), "}"]
-    tail = st.cols - G * W
-    if tail:
-        n_rows = ix.prod(st.shape[:-1])
-        head = [f"const index_t c = {G * W}u + t % {tail}u;"]
-        div = f"t / {tail}u"
-        for d in range(n_outer - 1, -1, -1):
-            v = st.outer[d]
-            head.append(f"const index_t {v.name} = {div}{f' % {v.extent}u' if d > 0 else ''};")
-            div = f"{div} / {v.extent}u"
-        sargs = element.scalar_args(ctx, st.fn) + [f"{ctx.out_ptr[o]}[{ix.render(out_off)}]" for o in ctx.kernel.outputs]
-        lines += [f"// The last {tail} column{'s' if tail > 1 else ''} of each row, one per thread.",
-                  f"for (index_t t = {first}; t < {n_rows * tail}u; t += {step}) {{",
-                  *("    " + h for h in head), f"    {st.fn.name}({', '.join(sargs)});", "}"]
     return lines
 
 
