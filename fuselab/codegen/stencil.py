@@ -31,7 +31,9 @@ the same run, every variant's output equal to CuPy's):
   (16384, 4096), (2048, 32768); 3-D (512, 512, 256) 7 points 83% (2.5-D tiles through
   shared memory: 77-84%);
 - this path, tuned (09:27 UTC): 2 rows a thread won everywhere, 2-D (8192, 8192) 91% of
-  copy (8 rows: 8% slower), (5000, 7000) 92%; 3-D (512, 512, 256) 74%, (300, 300, 300) 76%.
+  copy (8 rows: 8% slower), (5000, 7000) 92%; 3-D (512, 512, 256) 74%, (300, 300, 300) 76%;
+- with a row's last columns computed inside the march (10:01 UTC): 2-D 92%, (5000, 7000)
+  94%, 3-D (512, 512, 256) 82% (sweep timings: a whole `Executable.run`).
 Hence 2 rows by default, and 4, 8, and 2 in blocks of 512 as the autotuner's candidates.
 """
 from __future__ import annotations
