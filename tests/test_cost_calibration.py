@@ -78,12 +78,15 @@ def test_the_known_misses_are_still_misses():
 
 def test_each_fitted_term_carries_its_cases():
     """Without the term its family falls outside 25%: the fixed cost of a run for
-    launch-bound cells, L2 re-reads for stencils across rows and planes, and few rows per
-    SM for rows kept in shared memory."""
+    launch-bound cells and few rows per SM for rows kept in shared memory. L2 re-reads
+    for stencils across rows and planes: since the stencil path marches (2026-12-02) they
+    are a smaller share, but the 3-D stencil (re-reads across planes and rows) still sits
+    low without them, and charged at DRAM's bandwidth they would be far too slow."""
     for c in ("launch-bound chain 1k", "launch-bound softmax 64k"):
         assert ratio(c, run_s=0.0) < 0.75
+    assert ratio("stencil 3-D 7-point", l2_bandwidth=1e30) < 0.9
     for c in ("stencil 2-D 5-point", "stencil 3-D 7-point"):
-        assert ratio(c, l2_bandwidth=1e30) < 0.85 and ratio(c, l2_bandwidth=4e12) > 1.25
+        assert ratio(c, l2_bandwidth=1e30) < ratio(c) and ratio(c, l2_bandwidth=4e12) > 1.25
     assert ratio("softmax float32 32k", chip_exp=0.0) < 0.75
     # the rows a warp or a block holds at full bandwidth stay there
     assert ratio("softmax float32 2k", chip_exp=1.0) == pytest.approx(ratio("softmax float32 2k"))
@@ -98,6 +101,10 @@ def test_tiers_and_l2_bytes_in_the_kernel_costs():
     assert k.tier == "row:looped" and k.extra_bytes == 2 * 512 * 131072 * 4
     (k,) = report(plan_of("stencil 2-D 5-point"), params_of("stencil 2-D 5-point")).kernels
     n = 8190 * 8192 * 4          # rows 0..8189 and 2..8191 of x, each a slice of 8190 rows
-    assert k.bytes_read == 8192 * 8192 * 4 and k.l2_bytes == pytest.approx(2 * n, rel=0.01)
+    # slices 0, 1 and 2 rows down, marched 2 rows a thread: (3 - 1) / 2 slices re-read
+    assert k.bytes_read == 8192 * 8192 * 4 and k.l2_bytes == pytest.approx(n, rel=0.01)
+    (k,) = report(plan_of("stencil 3-D 7-point"), params_of("stencil 3-D 7-point")).kernels
+    plane = 510 * 510 * 254 * 4  # a slice: 510 planes of 510 rows of 254
+    assert k.l2_bytes == pytest.approx(3 * plane, rel=0.02)   # (3 - 1) / 2 along the planes, 2 along rows
     (k,) = report(plan_of("stencil 1-D 5-point"), params_of("stencil 1-D 5-point")).kernels
     assert k.l2_bytes == 0       # shifts along the last axis share cache lines

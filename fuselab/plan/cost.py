@@ -78,6 +78,9 @@ class KernelCost:
         return "compute" if self.compute_s > self.memory_s else "memory"
 
 
+MARCH_ROWS = 2   # codegen/stencil.py's ROWS: rows a stencil thread marches through by default
+
+
 def read_bytes(an: Analysis, mask: int) -> dict[int, int]:
     """Bytes a kernel of `mask` reads of each materialised value: the whole array, or only
     the slices it takes when every read goes through a slice."""
@@ -88,7 +91,10 @@ def _reads(an: Analysis, mask: int) -> dict[int, tuple[int, int]]:
     """Per materialised value a kernel reads: (DRAM bytes, L2 bytes). A value read through
     several slices that start at different offsets along an axis other than the last
     (a stencil's rows above and below) comes from DRAM once; each further such group of
-    slices reads other cache lines, which L2 serves again."""
+    slices reads other cache lines, which L2 serves again. Along the first axis the
+    stencil path marches (codegen/stencil.py): a thread carries the rows it shares in
+    registers through MARCH_ROWS rows, so slices L rows apart there cost (L - 1) /
+    MARCH_ROWS further reads, not L - 1."""
     whole: set[int] = set()
     slices: dict[int, dict[int, None]] = {}
     for v in bits(mask):
@@ -105,12 +111,15 @@ def _reads(an: Analysis, mask: int) -> dict[int, tuple[int, int]]:
     for u, ss in slices.items():
         if u in out:
             continue
-        groups: dict[tuple, int] = {}
+        groups: dict[tuple, tuple[int, int, int]] = {}    # offsets past the first axis -> (bytes, lo, hi)
         for s in ss:
             start = tuple(g.nodes[s].args.get("start", ()) or ())
-            groups[start[:-1]] = max(groups.get(start[:-1], 0), an.nbytes[s])
+            key, first = start[1:-1], start[0] if len(start) > 1 else 0
+            b, lo, hi = groups.get(key, (0, first, first))
+            groups[key] = (max(b, an.nbytes[s]), min(lo, first), max(hi, first))
         dram = min(an.nbytes[u], sum(an.nbytes[s] for s in ss))
-        l2 = sum(sorted(groups.values())[:-1]) if len(groups) > 1 else 0
+        sizes = sorted(b for b, _, _ in groups.values())
+        l2 = sum(sizes[:-1]) + sum(b * (hi - lo) // MARCH_ROWS for b, lo, hi in groups.values())
         out[u] = (dram, l2)
     return out
 

@@ -68,7 +68,7 @@ class DeviceParams:
     chip_rows: float = 12.0
     chip_exp: float = 0.2
     smem_per_sm: int = 228 * 1024
-    l2_bandwidth: float = 15.8e12
+    l2_bandwidth: float = 34e12
     source: str = "defaults"
 
     @classmethod
