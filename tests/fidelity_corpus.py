@@ -218,6 +218,18 @@ HAND = [
     Case("cast nan", "y = np.array([np.nan, 1.0]).astype(np.int32)"),
     Case("warning in loop", "acc = 0\nfor k in range(3):\n    acc = acc + np.log(z + k)"),
     Case("errstate ignore", "with np.errstate(divide='ignore'):\n    y = np.log(z)"),
+    # one node two lines ask for (hash-consed): each line warns, under its own errstate;
+    # NumPy's internal steps (np.mean's division) warn once, from NumPy's file
+    Case("shared node warns at each line", "a = i8 / 0\nb = i8 / 0"),
+    Case("shared node, errstate ignore first",
+         "with np.errstate(all='ignore'):\n    a = i8 / 0\nfor j in range(2):\n    z = z * 0.5\nb = np.nan_to_num(i8 / 0)"),
+    Case("shared node, errstate ignore second", "a = x / 0\nwith np.errstate(all='ignore'):\n    b = x / 0"),
+    Case("shared node, errstate raise second",
+         "a = x / 0\ntry:\n    with np.errstate(divide='raise'):\n        b = x / 0\nexcept FloatingPointError:\n    b = None"),
+    Case("shared mean warns its division once", "a = e.mean()\nb = e.mean()"),
+    # warnings held at a graph break behind a node not computed yet (line 1's log)
+    Case("warnings wait for an earlier node", "a = np.log(x - x)\nb = np.log(x - x)\n"
+         "c = np.nanmax(np.full(3, np.nan))\nd = np.nanmax(np.full(3, np.nan))"),
     Case("a graph break's warnings come before the later lines' own",
          "e = np.nan_to_num(x / 0)\ne -= e.mean()"),
     Case("warning from an untraced function", "y = x * np.nan\nz2 = np.nanmean(y)\nw = np.nanmax(y)"),

@@ -27,9 +27,9 @@ from ..dask.xp import is_dask_array
 from ..errors import TraceError
 from ..interp import PythonWarning
 from ..ir import GraphBuilder, SourceLoc
-from ..ops import SUPPORTED_DTYPES, Aval
+from ..ops import OPS, SUPPORTED_DTYPES, Aval, Kind
 from .concrete import Evaluator
-from .warn import CellWarnings, Origin, fp_label
+from .warn import CellWarnings, Origin, Site, fp_label
 
 _CTX: contextvars.ContextVar["TraceContext | None"] = contextvars.ContextVar("fuselab_trace", default=None)
 
@@ -111,7 +111,14 @@ class TraceContext:
         self._lazy: list[bool] = []                  # node -> its value is a Dask array
         self.tracers: list[weakref.ref] = []          # every tracer made (for the escape check)
         self.labels: dict[int, str] = {}             # node -> NumPy's word for it in a warning
-        self.modes: dict[int, dict[str, str]] = {}   # node -> np.errstate when not the default
+        # node -> the places its value was asked for, each with its np.errstate: a node
+        # shared by two lines (`i8 / 0` twice: one node) warns at each, as NumPy does
+        self.sites: dict[int, list[Site]] = {}
+        self.fp_errors: dict[int, list[str | PythonWarning]] = {}   # node -> errors its values gave
+        # nodes NumPy computes inside its own Python code (np.mean's division, np.var's
+        # steps): their warnings come from NumPy's file, whose line Python's registry shows once
+        self.internal: set[int] = set()
+        self._seq = 0
         self.versions: dict[int, int] = {}           # id(tracer) -> in-place updates so far
         self.warnings = CellWarnings(origin, namespace)
         self.evaluator = Evaluator(self.builder.nodes, self._input_value, self._fp_error, self.lazy)
@@ -223,24 +230,65 @@ class TraceContext:
         return self._lazy[node]
 
     # -- nodes ---------------------------------------------------------------
+    def here(self) -> tuple[int, int, int]:
+        """The current point of the program, ordered among the nodes: after those traced
+        so far, before the next (warn.CellWarnings sorts by it)."""
+        self._seq += 1
+        return (len(self.builder.nodes), 0, self._seq)
+
     def made(self, node: int) -> None:
-        """A tracer for `node` was made at the current line: remember the errstate its
-        warnings follow, and evaluate it now if NumPy is set to raise there."""
+        """A tracer for `node` was made at the current line: a place whose warnings the
+        node's floating-point errors give, under the errstate there (the node's own line
+        the first time; a later line asking for a shared node, a place of its own); and
+        evaluate it now if NumPy is set to raise there."""
         modes = np.geterr()
-        if modes != self.warnings.default_modes:
-            self.modes.setdefault(node, modes)
-            if "raise" in modes.values() and self.builder.nodes[node].op not in ("input", "const"):
-                self.evaluator.value(node)
+        custom = None if modes == self.warnings.default_modes else modes
+        sites = self.sites.setdefault(node, [])
+        if not sites:
+            sites.append(Site((node, 1, 0), None, custom))
+        else:
+            loc = self.loc()
+            if any(s.modes == custom and (s.loc or self.builder.nodes[node].loc) == loc for s in sites):
+                return
+            site = Site(self.here(), loc, custom)
+            sites.append(site)
+            for kind in self.fp_errors.get(node, ()):   # computed already: its errors are known
+                if self._warns_per_line(node, kind) or not any(
+                        self.warnings.warned(s.position, kind) for s in sites[:-1]):
+                    self._report(node, site, kind)
+        if custom and "raise" in custom.values() and self.builder.nodes[node].op not in ("input", "const"):
+            self.evaluator.value(node)
 
     def _fp_error(self, node: int, kind: "str | PythonWarning") -> None:
+        self.fp_errors.setdefault(node, []).append(kind)
+        for site in self.sites.get(node) or [Site((node, 1, 0), None, None)]:
+            if self._report(node, site, kind) and not self._warns_per_line(node, kind):
+                break
+
+    def _warns_per_line(self, node: int, kind: "str | PythonWarning") -> bool:
+        """Whether NumPy gives this error's warning at each line that computes the node:
+        an element-wise ufunc's, at the user's line. Reductions and NumPy's functions
+        written in Python (np.mean's division) warn from NumPy's own file, whose line
+        Python's registry shows once."""
         n = self.builder.nodes[node]
+        return not isinstance(kind, PythonWarning) and node not in self.internal and \
+            (n.op == "astype" or OPS[n.op].kind is Kind.ELEMWISE)
+
+    def numpy_internal(self, since: int) -> None:
+        """The nodes traced since node number `since` are NumPy's internal steps."""
+        self.internal.update(range(since, len(self.builder.nodes)))
+
+    def _report(self, node: int, site: "Site", kind: "str | PythonWarning") -> bool:
+        """Report one error of `node` at one of its places; whether it warned there."""
+        n = self.builder.nodes[node]
+        loc = site.loc or n.loc
         if isinstance(kind, PythonWarning):
-            self.warnings.python(node, kind.message, n.loc, kind.category)
-            return
+            self.warnings.python(site.position, kind.message, loc, kind.category)
+            return True
         label = self.labels.get(node) or fp_label(n)
         if n.dtype.kind in "iu" and kind == "overflow" and not label.startswith("scalar"):
-            return  # integer arrays wrap around silently; NumPy's integer scalars warn
-        self.warnings.fp(node, kind, label, n.loc, self.modes.get(node))
+            return False  # integer arrays wrap around silently; NumPy's integer scalars warn
+        return self.warnings.fp(site.position, kind, label, loc, site.modes)
 
     # -- graph breaks --------------------------------------------------------
     def need(self, node: int, why: str, hint: str = "") -> Any:
@@ -254,8 +302,12 @@ class TraceContext:
         self.graph_break(node, reason, hint)
         value = self.evaluator.value(node)
         # what ran so far warns now: the value goes back to Python, whose later lines
-        # (plain NumPy on it) give their own warnings as they run, after these
-        self.warnings.flush()
+        # (plain NumPy on it) give their own warnings as they run, after these; but not
+        # past a node traced and not computed yet, whose warnings come before the rest
+        nodes = self.builder.nodes
+        first = next((i for i in range(len(nodes)) if nodes[i].op not in ("input", "const")
+                      and not self.evaluator.has(i)), None)
+        self.warnings.flush(before=None if first is None else (first, 1, 0))
         return value
 
     def graph_break(self, node: int | None, reason: str, hint: str = "") -> None:
@@ -279,13 +331,13 @@ class TraceContext:
         there (a mean of nothing is NaN, silently, on CuPy 14: the GPU fidelity corpus)."""
         if self.uses_cupy:
             return
-        self.warnings.python(len(self.builder.nodes), message, self.loc(), category)
+        self.warnings.python(self.here(), message, self.loc(), category)
 
     def library_warning(self, message: str, category: type = RuntimeWarning) -> None:
         """A warning the library itself gave while a function ran for real (NumPy's or
         CuPy's own code: cupy.nanmax's `All-NaN slice encountered`): given as it is, at
         the current line, in NumPy and in CuPy cells alike."""
-        self.warnings.python(len(self.builder.nodes), message, self.loc(), category)
+        self.warnings.python(self.here(), message, self.loc(), category)
 
 
 # ---------------------------------------------------------------------------

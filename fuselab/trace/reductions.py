@@ -107,6 +107,7 @@ def mean(ctx, x, axis=None, dtype=None, out=None, keepdims=False, *, where=True)
     _plain_args(out, where)
     b, loc = ctx.builder, ctx.loc()
     n, a, count = _counted(ctx, x, axis)
+    since = len(b.nodes)
     if count == 0:
         ctx.warn("Mean of empty slice")
     half = dtype is None and a.dtype == np.float16  # float16 is summed in float32
@@ -115,6 +116,7 @@ def mean(ctx, x, axis=None, dtype=None, out=None, keepdims=False, *, where=True)
     m = _divide_by_count(ctx, s, count, b.aval(s).ndim == 0)
     if half:
         m = b.astype(m, np.float16, loc)
+    ctx.numpy_internal(since)   # numpy/_core/_methods.py _mean
     return wrap(ctx, m, scalar=True)
 
 
@@ -145,7 +147,10 @@ def var(ctx, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, wher
         correction=np._NoValue):
     _plain_args(out, where, mean if mean is not None else np._NoValue)
     ddof = ddof if correction is np._NoValue else correction
-    return wrap(ctx, _var_node(ctx, x, axis, dtype, keepdims, ddof), scalar=True)
+    since = len(ctx.builder.nodes)
+    v = _var_node(ctx, x, axis, dtype, keepdims, ddof)
+    ctx.numpy_internal(since)   # numpy/_core/_methods.py _var
+    return wrap(ctx, v, scalar=True)
 
 
 @handles("std")
@@ -153,8 +158,10 @@ def std(ctx, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, wher
         correction=np._NoValue):
     _plain_args(out, where, mean if mean is not None else np._NoValue)
     ddof = ddof if correction is np._NoValue else correction
-    v = _var_node(ctx, x, axis, dtype, keepdims, ddof)
-    return wrap(ctx, ctx.builder.elemwise("sqrt", [v], ctx.loc()), scalar=True)
+    since = len(ctx.builder.nodes)
+    v = ctx.builder.elemwise("sqrt", [_var_node(ctx, x, axis, dtype, keepdims, ddof)], ctx.loc())
+    ctx.numpy_internal(since)   # numpy/_core/_methods.py _std
+    return wrap(ctx, v, scalar=True)
 
 
 @handles("count_nonzero")

@@ -1,5 +1,6 @@
 """NumPy's RuntimeWarnings for a traced cell, as plain execution gives them: NumPy's own
-wording ("divide by zero encountered in log"), at the user's line, once per node, through
+wording ("divide by zero encountered in log"), at the user's line, once per place a node's
+value was asked for (a node two lines share warns at both, each under its errstate), through
 Python's warning machinery (so filters and the once-per-line registry apply as usual).
 
 Nodes are evaluated at graph breaks and in the final run, not when their line runs, so
@@ -49,6 +50,19 @@ def fp_label(node: Node) -> str:
     return node.op
 
 
+Position = tuple[int, int, int]   # (node, 1, 0) at a node; (next node, 0, sequence) between nodes
+
+
+@dataclass(frozen=True)
+class Site:
+    """A place a node's value was asked for, whose warnings its errors give: its position
+    in program order, its line (None: the node's own) and np.errstate (None: the default)."""
+
+    position: Position
+    loc: SourceLoc | None
+    modes: Mapping[str, str] | None
+
+
 @dataclass
 class CellWarnings:
     """Warnings collected while a cell is traced and run, emitted in program order."""
@@ -56,30 +70,42 @@ class CellWarnings:
     origin: Origin
     namespace: MutableMapping[str, Any]
     default_modes: Mapping[str, str] = field(default_factory=np.geterr)
-    pending: list[tuple[tuple[int, int], str, type, SourceLoc | None]] = field(default_factory=list)
-    seen: set[tuple[int, str]] = field(default_factory=set)
+    pending: list[tuple[tuple[Position, int], str, type, SourceLoc | None]] = field(default_factory=list)
+    seen: set[tuple[Position, str]] = field(default_factory=set)
 
-    def python(self, position: int, message: str, loc: SourceLoc | None,
+    def python(self, position: Position, message: str, loc: SourceLoc | None,
                category: type = RuntimeWarning) -> None:
         """A warning NumPy's Python code gives (`Mean of empty slice`)."""
         self.pending.append(((position, len(self.pending)), message, category, loc))
 
-    def fp(self, node: int, kind: str, label: str, loc: SourceLoc | None,
-           modes: Mapping[str, str] | None = None) -> None:
-        """A floating-point error of one node, under the errstate its line ran with."""
-        if (node, kind) in self.seen:
-            return
-        self.seen.add((node, kind))
+    def warned(self, position: Position, kind: str) -> bool:
+        """Whether the error `kind` warned (or was ignored) at `position` already."""
+        return (position, kind) in self.seen
+
+    def fp(self, position: Position, kind: str, label: str, loc: SourceLoc | None,
+           modes: Mapping[str, str] | None = None) -> bool:
+        """A floating-point error of the node asked for at `position`, under the errstate
+        its line ran with; once there. Whether it warns."""
+        if (position, kind) in self.seen:
+            return False
+        self.seen.add((position, kind))
         mode = (modes or self.default_modes).get(_ERRSTATE_KEY.get(kind, "invalid"), "ignore")
         if mode == "raise":
             raise FloatingPointError(f"{kind} encountered in {label}")
         if mode == "warn":
-            self.pending.append(((node, len(self.pending)), f"{kind} encountered in {label}",
+            self.pending.append(((position, len(self.pending)), f"{kind} encountered in {label}",
                                  RuntimeWarning, loc))
+        return mode == "warn"
 
-    def flush(self) -> None:
-        """Emit everything collected, in program order; each once."""
-        pending, self.pending = sorted(self.pending, key=lambda p: p[0]), []
+    def flush(self, before: Position | None = None) -> None:
+        """Emit what was collected, in program order; each once. With `before`, only what
+        comes before that point: a node traced there, not yet computed, may still warn."""
+        pending = sorted(self.pending, key=lambda p: p[0])
+        if before is not None:
+            self.pending = [p for p in pending if p[0][0] >= before]
+            pending = [p for p in pending if p[0][0] < before]
+        else:
+            self.pending = []
         registry = self.namespace.setdefault("__warningregistry__", {})
         module = str(self.namespace.get("__name__", "__main__"))
         for _, message, category, loc in pending:
