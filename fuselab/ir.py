@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -239,6 +239,7 @@ class GraphBuilder:
     def __init__(self, source: str = "") -> None:
         self.nodes: list[Node] = []
         self._memo: dict[tuple, int] = {}
+        self.on_shared: Callable[[int], None] | None = None   # told when an op gives an existing node
         self.source = source
         self.breaks: list[GraphBreak] = []
 
@@ -261,6 +262,8 @@ class GraphBuilder:
             except TypeError:  # unhashable argument: never shared
                 hit, key = None, None
             if hit is not None:
+                if self.on_shared is not None:
+                    self.on_shared(hit)
                 return hit
         self.nodes.append(Node(opname, tuple(inputs), args, aval, loc))
         idx = len(self.nodes) - 1

@@ -227,9 +227,11 @@ HAND = [
     Case("shared node, errstate raise second",
          "a = x / 0\ntry:\n    with np.errstate(divide='raise'):\n        b = x / 0\nexcept FloatingPointError:\n    b = None"),
     Case("shared mean warns its division once", "a = e.mean()\nb = e.mean()"),
-    # warnings held at a graph break behind a node not computed yet (line 1's log)
-    Case("warnings wait for an earlier node", "a = np.log(x - x)\nb = np.log(x - x)\n"
-         "c = np.nanmax(np.full(3, np.nan))\nd = np.nanmax(np.full(3, np.nan))"),
+    # a line that uses a value again, not computing it, gives no warning of its own
+    Case("in-place update of a value computed under errstate",
+         "with np.errstate(all='ignore'):\n    a = u8 / 0\nb = np.sort(x)\na[:2] = 7"),
+    Case("overflow in a cumulative sum", "c = (i32 * i32).cumsum()\nd = np.cumprod(m * 1e300)"),
+    Case("copy of a value computed under errstate", "with np.errstate(all='ignore'):\n    a = m / 0\nc = a.copy()"),
     Case("a graph break's warnings come before the later lines' own",
          "e = np.nan_to_num(x / 0)\ne -= e.mean()"),
     Case("warning from an untraced function", "y = x * np.nan\nz2 = np.nanmean(y)\nw = np.nanmax(y)"),

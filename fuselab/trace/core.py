@@ -122,6 +122,7 @@ class TraceContext:
         self.versions: dict[int, int] = {}           # id(tracer) -> in-place updates so far
         self.warnings = CellWarnings(origin, namespace)
         self.evaluator = Evaluator(self.builder.nodes, self._input_value, self._fp_error, self.lazy)
+        self.builder.on_shared = self.asked_again
         self.originals: dict[int, Any] = {}          # id(re-bound helper) -> the user's function
         # id(CuPy array adopted from a torch tensor, a Numba device array...) -> (the user's
         # object, its foreign.Kind): bound back as the user's object, results as its kind
@@ -246,17 +247,28 @@ class TraceContext:
         sites = self.sites.setdefault(node, [])
         if not sites:
             sites.append(Site((node, 1, 0), None, custom))
-        else:
-            loc = self.loc()
-            if any(s.modes == custom and (s.loc or self.builder.nodes[node].loc) == loc for s in sites):
-                return
-            site = Site(self.here(), loc, custom)
-            sites.append(site)
-            for kind in self.fp_errors.get(node, ()):   # computed already: its errors are known
-                if self._warns_per_line(node, kind) or not any(
-                        self.warnings.warned(s.position, kind) for s in sites[:-1]):
-                    self._report(node, site, kind)
-        if custom and "raise" in custom.values() and self.builder.nodes[node].op not in ("input", "const"):
+        self._raise_now(node, custom)
+
+    def asked_again(self, node: int) -> None:
+        """An operation traced at the current line gave `node` again (the builder shares
+        identical nodes): a place of its own for the node's warnings."""
+        modes = np.geterr()
+        custom = None if modes == self.warnings.default_modes else modes
+        sites = self.sites.setdefault(node, [])
+        loc = self.loc()
+        if any(s.modes == custom and (s.loc or self.builder.nodes[node].loc) == loc for s in sites):
+            return
+        site = Site(self.here(), loc, custom)
+        sites.append(site)
+        for kind in self.fp_errors.get(node, ()):   # computed already: its errors are known
+            if self._warns_per_line(node, kind) or not any(
+                    self.warnings.warned(s.position, kind) for s in sites[:-1]):
+                self._report(node, site, kind)
+        self._raise_now(node, custom)
+
+    def _raise_now(self, node: int, modes: Mapping[str, str] | None) -> None:
+        """Where NumPy is set to raise, compute the node now: its error raises here."""
+        if modes and "raise" in modes.values() and self.builder.nodes[node].op not in ("input", "const"):
             self.evaluator.value(node)
 
     def _fp_error(self, node: int, kind: "str | PythonWarning") -> None:
@@ -302,12 +314,8 @@ class TraceContext:
         self.graph_break(node, reason, hint)
         value = self.evaluator.value(node)
         # what ran so far warns now: the value goes back to Python, whose later lines
-        # (plain NumPy on it) give their own warnings as they run, after these; but not
-        # past a node traced and not computed yet, whose warnings come before the rest
-        nodes = self.builder.nodes
-        first = next((i for i in range(len(nodes)) if nodes[i].op not in ("input", "const")
-                      and not self.evaluator.has(i)), None)
-        self.warnings.flush(before=None if first is None else (first, 1, 0))
+        # (plain NumPy on it) give their own warnings as they run, after these
+        self.warnings.flush()
         return value
 
     def graph_break(self, node: int | None, reason: str, hint: str = "") -> None:

@@ -34,6 +34,9 @@ class Origin:
     line_offset: int = 0
 
 
+_ACCUMULATES = frozenset({"cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "nancumsum", "nancumprod"})
+
+
 def fp_label(node: Node) -> str:
     """How NumPy names the operation in a floating-point warning."""
     if node.op == "astype":
@@ -46,7 +49,9 @@ def fp_label(node: Node) -> str:
     if d.kind is Kind.ELEMWISE and d.xp_name:
         return getattr(np, d.xp_name).__name__
     if node.op == "opaque":
-        return str(node.args["fn"].name).rpartition(".")[2]
+        name = str(node.args["fn"].name).rpartition(".")[2]
+        # cumulative sums and products run a ufunc's accumulate, which names the warning
+        return "accumulate" if name in _ACCUMULATES else name
     return node.op
 
 
@@ -97,15 +102,9 @@ class CellWarnings:
                                  RuntimeWarning, loc))
         return mode == "warn"
 
-    def flush(self, before: Position | None = None) -> None:
-        """Emit what was collected, in program order; each once. With `before`, only what
-        comes before that point: a node traced there, not yet computed, may still warn."""
-        pending = sorted(self.pending, key=lambda p: p[0])
-        if before is not None:
-            self.pending = [p for p in pending if p[0][0] >= before]
-            pending = [p for p in pending if p[0][0] < before]
-        else:
-            self.pending = []
+    def flush(self) -> None:
+        """Emit everything collected, in program order; each once."""
+        pending, self.pending = sorted(self.pending, key=lambda p: p[0]), []
         registry = self.namespace.setdefault("__warningregistry__", {})
         module = str(self.namespace.get("__name__", "__main__"))
         for _, message, category, loc in pending:
