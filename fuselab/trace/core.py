@@ -237,23 +237,31 @@ class TraceContext:
         self._seq += 1
         return (len(self.builder.nodes), 0, self._seq)
 
-    def made(self, node: int) -> None:
-        """A tracer for `node` was made at the current line: a place whose warnings the
-        node's floating-point errors give, under the errstate there (the node's own line
-        the first time; a later line asking for a shared node, a place of its own); and
-        evaluate it now if NumPy is set to raise there."""
+    def _errstate(self) -> Mapping[str, str] | None:
+        """np.errstate here, or None where it is the cell's default."""
         modes = np.geterr()
-        custom = None if modes == self.warnings.default_modes else modes
+        return None if modes == self.warnings.default_modes else modes
+
+    @staticmethod
+    def _own_site(node: int, modes: Mapping[str, str] | None = None) -> Site:
+        """The place of the line that traced `node` first."""
+        return Site((node, 1, 0), None, modes)
+
+    def made(self, node: int) -> None:
+        """A tracer for `node` was made at the current line. The first time, this is the
+        node's own place for its warnings, under the errstate here (a later line whose
+        operation gives the node again gets a place of its own: asked_again); and the
+        node is computed now if NumPy is set to raise here."""
+        custom = self._errstate()
         sites = self.sites.setdefault(node, [])
         if not sites:
-            sites.append(Site((node, 1, 0), None, custom))
+            sites.append(self._own_site(node, custom))
         self._raise_now(node, custom)
 
     def asked_again(self, node: int) -> None:
         """An operation traced at the current line gave `node` again (the builder shares
         identical nodes): a place of its own for the node's warnings."""
-        modes = np.geterr()
-        custom = None if modes == self.warnings.default_modes else modes
+        custom = self._errstate()
         sites = self.sites.setdefault(node, [])
         loc = self.loc()
         if any(s.modes == custom and (s.loc or self.builder.nodes[node].loc) == loc for s in sites):
@@ -273,7 +281,7 @@ class TraceContext:
 
     def _fp_error(self, node: int, kind: "str | PythonWarning") -> None:
         self.fp_errors.setdefault(node, []).append(kind)
-        for site in self.sites.get(node) or [Site((node, 1, 0), None, None)]:
+        for site in self.sites.get(node) or [self._own_site(node)]:
             if self._report(node, site, kind) and not self._warns_per_line(node, kind):
                 break
 
