@@ -38,9 +38,8 @@ Hence 2 rows by default, and 4, 8, and 2 in blocks of 512 as the autotuner's can
 """
 from __future__ import annotations
 
-import itertools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from . import element
 from . import index as ix
@@ -208,7 +207,7 @@ def _chains(st: Stencil) -> tuple[list[_Chain], dict[tuple[int, ix.Affine], tupl
 def loops(ctx: KernelContext, st: Stencil, tile: tuple[int, ...], first: str, step: str) -> list[str]:
     """The kernel body: thread steps over (block of rows along the marched axis, vector of
     columns), marching through the block's rows with its aligned vectors in registers;
-    then each row's last columns one by one."""
+    the thread of a row's last whole vector also computes the row's last columns."""
     g, W, G = ctx.graph, st.width, st.groups
     n_outer = len(st.outer)
     R = tile[st.axis]
@@ -229,21 +228,19 @@ def loops(ctx: KernelContext, st: Stencil, tile: tuple[int, ...], first: str, st
     reg = {(i, m): ctx.names.fresh(f"{array_name(g, ch.node)}_v") for i, ch in enumerate(chains)
            for m in range(ch.lo, ch.hi + 1)}
 
-    def vec(i: int, m: int, const: bool) -> str:
+    def carried(ch: _Chain) -> bool:
+        """Whether the chain's registers pass their values down through the march."""
+        return R > 1 and ch.step != 0
+
+    def load(i: int, m: int, const: bool) -> str:
         ch = chains[i]
         return (f"{'const ' if const else ''}fl_vec<{storage_type(g.nodes[ch.node].dtype)}, {W}> {reg[i, m]} = "
                 f"fl_load_vec<{W}>({ctx.in_ptr[ch.node]} + {ix.render(ch.offset(m))});")
-    # before the march: the vectors every row reads, and all but the top of each chain
+    # before the march: the vectors every row reads, and all but the top of each carried
+    # chain; in each row, the tops
     for i, ch in enumerate(chains):
-        body += [vec(i, m, ch.step == 0 or R == 1) for m in range(ch.lo, ch.hi + (ch.step == 0 or R == 1))]
-    row = [vec(i, ch.hi, True).replace(reg[i, ch.hi], f"{reg[i, ch.hi]}_row") if R > 1 else None
-           for i, ch in enumerate(chains) if ch.step != 0]
-    row = [r for r in row if r]
-    top = {i: f"{reg[i, ch.hi]}_row" if R > 1 and ch.step != 0 else reg[i, ch.hi] for i, ch in enumerate(chains)}
-
-    def name(key: tuple[int, ix.Affine]) -> str:
-        i, m = where[key]
-        return top[i] if m == chains[i].hi else reg[i, m]
+        body += [load(i, m, not carried(ch)) for m in range(ch.lo, ch.hi + (not carried(ch)))]
+    row = [load(i, ch.hi, True) for i, ch in enumerate(chains) if carried(ch)]
     args, scalar = [], {}
     for l in st.fn.loads:
         if l.from_index or l.access in ("", "uniform"):
@@ -253,7 +250,7 @@ def loops(ctx: KernelContext, st: Stencil, tile: tuple[int, ...], first: str, st
                 row.append(f"const {l.ctype(g)} {scalar[key]} = {l.scalar(ctx)};")
             args.append(scalar[key])
             continue
-        names = [name(key) for key in _raw(st, l, (0,) * len(st.outer))]
+        names = [reg[where[key]] for key in _raw(st, l, (0,) * len(st.outer))]
         args.append(f"{names[0]}.v[e]" if l.access == "vector" else f"fl_window<{l.access[5:]}>({names[0]}, {names[1]}, e)")
     out_strides = ix.strides(st.shape)
     out_off = ix.Affine.of(_C_of(st))
@@ -282,9 +279,9 @@ def loops(ctx: KernelContext, st: Stencil, tile: tuple[int, ...], first: str, st
                 f"    for (index_t c = {G * W}u; c < {st.cols}u; ++c) {st.fn.name}({', '.join(sargs)});", "}"]
     if R > 1:
         # each register takes the value of the one a row above it; the top its new load
-        row += [f"{reg[i, m]} = {reg[i, m + 1] if m + 1 < ch.hi else top[i]};"
-                for i, ch in enumerate(chains) if ch.step != 0 for m in range(ch.lo, ch.hi)]
-        body += [f"#pragma unroll 1   // marching: unrolled, every row's loads would be live at once",
+        row += [f"{reg[i, m]} = {reg[i, m + 1]};" for i, ch in enumerate(chains) if carried(ch)
+                for m in range(ch.lo, ch.hi)]
+        body += ["#pragma unroll 1   // marching: unrolled, every row's loads would be live at once",
                  f"for (int k = 0; k < {R}; ++k, ++{axis.name}) {{", *("    " + r for r in row), "}"]
     else:
         body += row

@@ -261,6 +261,8 @@ class TraceContext:
     def asked_again(self, node: int) -> None:
         """An operation traced at the current line gave `node` again (the builder shares
         identical nodes): a place of its own for the node's warnings."""
+        if self.builder.nodes[node].op in ("input", "const"):
+            return   # nothing to warn about; constants are shared often (no frame walk for them)
         custom = self._errstate()
         sites = self.sites.setdefault(node, [])
         loc = self.loc()
