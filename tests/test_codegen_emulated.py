@@ -181,3 +181,40 @@ def test_stencil_rows_per_thread_give_the_same_bits(case):
             one_row = sum("= fl_load_vec<" in l for l in codes[1].source.splitlines())
             # the stencil path is taken only where rows share loads
             assert per_row < one_row, f"{u} rows a thread: {per_row} loads a row, as many as one row alone"
+
+
+GROUP_EDGES = (2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 33, 64, 65, 132)
+
+
+@pytest.mark.parametrize("length", GROUP_EDGES)
+def test_reductions_fold_each_element_once_around_read_groups(length):
+    """Reductions read their elements in groups of UNROLL steps (the next group while
+    one folds), then the steps left: integer sums and arg-maxima (exact in any order)
+    over lengths around the group edges, in every column and inner strategy and split,
+    are NumPy's, so no element is skipped or folded twice."""
+    from fuselab.codegen import ColumnConfig, InnerConfig, generate_kernel
+    from fuselab.plan import make_plan
+    from fuselab import trace_cell
+    rng = np.random.default_rng(length)
+    inputs = {"x": rng.integers(-1000, 1000, (length, 6)).astype(np.int64),
+              "t": rng.integers(-5, 5, (6, length)).astype(np.int32)}
+    wide = 4 if length % 4 == 0 else 1   # rows of t in 16-byte vectors where they divide
+    configs = {
+        "a = x.sum(axis=0)": [ColumnConfig(width=w, rows=r, splits=s, lanes=l)
+                              for w, r, s, l in ((1, 1, 1, 8), (2, 1, 1, 4), (1, 2, 2, 8), (2, 8, 3, 4), (1, 1, 1, 1))],
+        "b = t.sum(axis=1)\nc = t.argmax(axis=1)": [
+            InnerConfig(mode=m, group=g, block=64, splits=s, width=w)
+            for m, g, s, w in (("lanes", 1, 1, 1), ("lanes", 4, 1, wide), ("lanes", 32, 1, 1), ("block", 32, 1, 1),
+                               ("block", 32, 3, wide))]}
+    for source, cfgs in configs.items():
+        traced = trace_cell(source, {"np": np, **inputs})
+        plan = make_plan(traced.graph, "max")
+        (k,) = [i for i, kern in enumerate(plan.kernels) if kern.template.value == "reduction"]
+        codes = [generate_kernel(plan, k, EMULATED, cfg) for cfg in cfgs]
+        assert all(c.config == cfg for c, cfg in zip(codes, cfgs)), "a configuration was not taken"
+        runner = HostRunner([], generated=[(plan, (c,)) for c in codes])
+        want = run_graph(plan.graph, traced.inputs)
+        for code in codes:
+            got = runner.run_codes(plan, (code,), traced.inputs)
+            for name in got:
+                np.testing.assert_array_equal(got[name], want[name], err_msg=f"{source!r} {code.config}")

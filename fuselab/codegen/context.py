@@ -29,8 +29,14 @@ SPLIT_BLOCKS_PER_SM = 64   # grid of the block-per-row row kernels (rows looped 
 # The shape sweep (2026-12-01, 2^26 float32, the autotuner timing 8 and 16 per SM among
 # others) found 8 per SM as fast or faster at every shape: a sum of 2^26, 73.8 against
 # 76.5 us; rows of 128k, 72.4 against 77.8 us; var over axes 0 and 2, 72.8 against 81.8.
-REDUCE_SPLIT_BLOCKS_PER_SM = 8
-COLUMN_BLOCKS_PER_SM = 8
+# Since reductions read a group of steps ahead (reduction.strided_loop: about 60 registers,
+# so 4 blocks of 256 threads fit an SM), one wave of 4 per SM is fastest (H200, 2026-12-02,
+# kernels timed side by side, % of copy, 4 per SM against 8): column sums keeping 4k
+# columns 101 against 92, keeping 256 94 against 85; the middle axis of (64, 4096, 256) 97
+# against 90; a sum of 2^26 101 against 97; rows of 128k 107 against 100. The split count
+# rounds down, so that the grid never spills into a second, nearly empty wave.
+REDUCE_SPLIT_BLOCKS_PER_SM = 4
+COLUMN_BLOCKS_PER_SM = 4
 
 
 def kernel_space(graph: Graph, kernel: Kernel, name: str) -> Space:

@@ -176,31 +176,60 @@ def vector_width(ctx: KernelContext, loads: Sequence[Load], stored: Sequence[int
     return 1
 
 
-def vector_loads(ctx: KernelContext, fn: ElementFunction, width: int) -> tuple[list[str], list[str]]:
-    """Declarations loading this vector's inputs, and the element call's input arguments
-    (which use the loop variable `e` for the element within the vector)."""
+@dataclass(frozen=True)
+class Decl:
+    """`const ctype name = expr;`: one input of an element call, read before the call
+    (`nbytes` read from memory; 0 for a value computed from the index)."""
+
+    ctype: str
+    name: str
+    expr: str
+    nbytes: int = 0
+
+    def __str__(self) -> str:
+        return f"const {self.ctype} {self.name} = {self.expr};"
+
+
+def vector_load_decls(ctx: KernelContext, fn: ElementFunction, width: int) -> tuple[list[Decl], list[str]]:
+    """The reads of this vector's inputs, and the element call's input arguments (which
+    use the loop variable `e` for the element within the vector)."""
     g = ctx.graph
     decls, args = [], []
     for l in fn.loads:
         st = storage_type(g.nodes[l.node].dtype)
+        size = g.nodes[l.node].dtype.itemsize
         off = ix.render(l.offset)
         if l.from_index:
-            decls.append(f"const {l.ctype(g)} {l.param} = {l.scalar(ctx)};")
+            decls.append(Decl(l.ctype(g), l.param, l.scalar(ctx)))
             args.append(l.param)
             continue
         ptr = ctx.in_ptr[l.node]
         if l.access == "vector":
-            decls.append(f"const fl_vec<{st}, {width}> {l.param} = fl_load_vec<{width}>({ptr} + {off});")
+            decls.append(Decl(f"fl_vec<{st}, {width}>", l.param, f"fl_load_vec<{width}>({ptr} + {off})", size * width))
             args.append(f"{l.param}.v[e]")
         elif l.access.startswith("shift"):
             shift = int(l.access[5:])
-            decls.append(f"const fl_vec<{st}, {width}> {l.param} = fl_load_vec_shift<{width}, {shift}>({ptr} + "
-                         f"{ix.render(l.offset + (-shift))});")
+            decls.append(Decl(f"fl_vec<{st}, {width}>", l.param,
+                              f"fl_load_vec_shift<{width}, {shift}>({ptr} + {ix.render(l.offset + (-shift))})",
+                              2 * size * width))
             args.append(f"{l.param}.v[e]")
         else:
-            decls.append(f"const {st} {l.param} = {ptr}[{off}];")
+            decls.append(Decl(st, l.param, f"{ptr}[{off}]", size))
             args.append(l.param)
     return decls, args
+
+
+def vector_loads(ctx: KernelContext, fn: ElementFunction, width: int) -> tuple[list[str], list[str]]:
+    """As vector_load_decls, the declarations as lines."""
+    decls, args = vector_load_decls(ctx, fn, width)
+    return [str(d) for d in decls], args
+
+
+def scalar_load_decls(ctx: KernelContext, fn: ElementFunction) -> tuple[list[Decl], list[str]]:
+    """The reads of one element's inputs, and the element call's input arguments."""
+    decls = [Decl(l.ctype(ctx.graph), l.param, l.scalar(ctx), 0 if l.from_index else ctx.graph.nodes[l.node].dtype.itemsize)
+             for l in fn.loads]
+    return decls, [d.name for d in decls]
 
 
 def scalar_args(ctx: KernelContext, fn: ElementFunction) -> list[str]:

@@ -33,6 +33,43 @@ from .types import register_type, storage_type
 BLOCK = 256
 MIN_PER_BLOCK = 4096   # elements a split block should at least reduce
 
+UNROLL = 4            # steps of the reduced axis a thread reads before it folds any, at most
+GROUP_READ_BYTES = 64  # ... and bytes a group reads at most (two groups live at once)
+
+
+def strided_loop(var: str, lo: str, hi: str, step: str, reads: list[element.Decl], body: list[str],
+                 guard: str = "", setup: tuple[str, ...] = ()) -> list[str]:
+    """`for (var = lo; var < hi; var += step) {reads; body}`, folding in the same order, in
+    groups of UNROLL steps whose reads are all issued before the group folds (the next
+    group's reads, while this one folds), then the steps left one at a time.
+
+    Why: under `#pragma unroll` a plain loop keeps its exit test after every step, and
+    ptxas issued each read only after the step before had folded; reads hoisted by hand
+    into the same group it spread out again. One read in flight a thread left a column
+    variance at 56% of DRAM bandwidth, its warps stalled on loads 68% of the time (H200,
+    ncu, 2026-12-02). Reads kept for the next group stay grouped. `setup` lines (derived
+    from `var`) precede a step's reads. Groups are smaller where a step reads more than
+    GROUP_READ_BYTES / UNROLL bytes, so that the registers holding them stay few."""
+    U = max(1, min(UNROLL, GROUP_READ_BYTES // max(1, sum(d.nbytes for d in reads))))
+    first = f"{var}_0"
+    at = lambda u: [f"const index_t {var} = {first} + {u} * ({step});", *setup]  # noqa: E731
+    read_group = lambda u0: ["#pragma unroll", f"for (int u = 0; u < {U}; ++u) {{",  # noqa: E731
+                             *indent([*at(f"({u0} + u)" if u0 else "u"), *(f"{d.name}_u[u] = {d.expr};" for d in reads)], 1), "}"]
+    fold = ["#pragma unroll", f"for (int u = 0; u < {U}; ++u) {{",
+            *indent([*at("u"), *(f"const {d.ctype} {d.name} = {d.name}_c[u];" for d in reads), *body], 1), "}"]
+    whole = [f"for (; {first} + {U - 1} * ({step}) < {hi}; {first} += {U} * ({step})) {{",
+             *indent([*(f"{d.ctype} {d.name}_c[{U}];" for d in reads),
+                      "#pragma unroll", f"for (int u = 0; u < {U}; ++u) {{",
+                      *(f"    {d.name}_c[u] = {d.name}_u[u];" for d in reads), "}",
+                      f"if ({first} + {2 * U - 1} * ({step}) < {hi}) {{", *indent(read_group(U), 1), "}",
+                      *fold], 1), "}"]
+    rest = [f"for (; {first} < {hi}; {first} += {step}) {{",
+            *indent([f"const index_t {var} = {first};", *setup, *(str(d) for d in reads), *body], 1), "}"]
+    loops = [f"index_t {first} = {lo};", *(f"{d.ctype} {d.name}_u[{U}];" for d in reads),
+             f"if ({first} + {U - 1} * ({step}) < {hi}) {{", *indent(read_group(0), 1), "}",
+             *whole, *rest] if U > 1 else [f"index_t {first} = {lo};", *rest]
+    return [f"if ({guard}) {{", *indent(loops, 1), "}"] if guard else ["{", *indent(loops, 1), "}"]
+
 
 @dataclass
 class _Problem:
@@ -295,7 +332,7 @@ def _inner_heuristic(ctx: KernelContext, p: _Problem, width: int) -> InnerConfig
     if not (group == 32 and K * 32 < ctx.options.sm_count * 1024):
         return InnerConfig(mode="lanes", group=group, block=BLOCK, splits=1, width=width,
                            why=f"heuristic: {group} lane(s) for ~8 vectors each, {K} outputs fill the GPU")
-    splits = max(1, min(ix.ceil_div(ctx.reduce_split_target(), max(K, 1)), R // MIN_PER_BLOCK))
+    splits = max(1, min(ctx.reduce_split_target() // max(K, 1), R // MIN_PER_BLOCK))
     return InnerConfig(mode="block", group=32, block=BLOCK, splits=splits, width=width,
                        why=f"heuristic: {K} outputs are too few for lanes: a block per output"
                            + (f", split {splits} ways (>= {MIN_PER_BLOCK} elements each)" if splits > 1 else ""))
@@ -325,27 +362,23 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
         out_vals = {c: ctx.names.fresh(f"v{c}") for c in values}
         elem_args: list[str]
         if width > 1:
-            decls, elem_args = element.vector_loads(ctx, fn, width)
+            reads, elem_args = element.vector_load_decls(ctx, fn, width)
             stored_vecs = {o: ctx.names.fresh(f"{array_name(g, o)}_vec") for o in p.prologue_out}
-            body = [f"const index_t r = rv * {width};", *decls]
-            body += [f"fl_vec<{storage_type(g.nodes[o].dtype)}, {width}> {v};" for o, v in stored_vecs.items()]
+            body = [f"fl_vec<{storage_type(g.nodes[o].dtype)}, {width}> {v};" for o, v in stored_vecs.items()]
             inner = [f"{register_type(g.nodes[c].dtype)} {v};" for c, v in out_vals.items()]
             inner.append(f"{fn.name}({', '.join(elem_args + [f'{v}.v[e]' for v in stored_vecs.values()] + list(out_vals.values()))});")
             inner += [a.step(out_vals[g.nodes[a.node].inputs[0]], "r + e") for a in accs]
             body += ["#pragma unroll", f"for (int e = 0; e < {width}; ++e) {{", *indent(inner, 1), "}"]
             off = ix.render(store_offsets[0]) if store_offsets else ""
             body += [f"fl_store_vec<{width}>({ctx.out_ptr[o]} + {off}, {v});" for o, v in stored_vecs.items()]
-            cond = f"{guard} && rv < {hi}" if guard else f"rv < {hi}"
-            return ["#pragma unroll 4",
-                    f"for (index_t rv = {lo}; {cond}; rv += {step}) {{", *indent(body, 1), "}"]
-        args = element.scalar_args(ctx, fn)
+            return strided_loop("rv", lo, hi, step, reads, body, guard, setup=(f"const index_t r = rv * {width};",))
+        reads, args = element.scalar_load_decls(ctx, fn)
         if store_offsets:
             args += [f"{ctx.out_ptr[o]}[{ix.render(store_offsets[0])}]" for o in p.prologue_out]
         body = [f"{register_type(g.nodes[c].dtype)} {v};" for c, v in out_vals.items()]
         body.append(f"{fn.name}({', '.join(args + list(out_vals.values()))});")
         body += [a.step(out_vals[g.nodes[a.node].inputs[0]], "r") for a in accs]
-        cond = f"{guard} && r < {hi}" if guard else f"r < {hi}"
-        return ["#pragma unroll 4", f"for (index_t r = {lo}; {cond}; r += {step}) {{", *indent(body, 1), "}"]
+        return strided_loop("r", lo, hi, step, reads, body, guard)
 
     per = f" ({width}-element vectors)" if width > 1 else ""
     lines: list[str] = []
@@ -509,11 +542,11 @@ def _column_heuristic(ctx: KernelContext, p: _Problem, width: int) -> ColumnConf
     lanes = min(32, _pow2_at_least(ix.ceil_div(K2, width)))
     rows_of_threads = ROWS * (32 // lanes)
     base_blocks = (p.kept // K2 if K2 else 0) * ix.ceil_div(K2, lanes * width)
-    # a variance's Welford state (5 words a lane element, not 1) takes the registers of
-    # about two blocks: half as many fit an SM, so half as many fill the GPU (shape sweep,
-    # H200: var/std over axis 0 fastest at half the sums' split count, 10-25% faster)
+    # a variance (Welford's state: 5 words a lane element, not 1) is fastest at half the
+    # sums' split count (H200: var over axis 0 of (16384, 4096) 78% of copy at 2 blocks
+    # per SM, 66% at 4; std over axis 0 of (65536, 1024) 76% against 64%; 2026-12-02)
     target = ctx.column_split_target() // (2 if _welford(ctx, p) else 1)
-    splits = max(1, min(ix.ceil_div(target, max(base_blocks, 1)), p.reduced // (rows_of_threads * 16)))
+    splits = max(1, min(target // max(base_blocks, 1), p.reduced // (rows_of_threads * 16)))
     return ColumnConfig(width=width, rows=ROWS, splits=splits, lanes=lanes,
                         why=f"heuristic: {base_blocks} block(s) of columns"
                             + (f", {32 // lanes} rows per warp" if lanes < 32 else "")
@@ -569,10 +602,9 @@ def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> Ker
         lines += a.declare(f"[{width}]")
     out_vals = {c: ctx.names.fresh(f"v{c}") for c in values}
     if width > 1:
-        decls, args = element.vector_loads(ctx, fn, width)
+        reads, args = element.vector_load_decls(ctx, fn, width)
         stored_vecs = {o: ctx.names.fresh(f"{array_name(g, o)}_vec") for o in p.prologue_out}
-        body = list(decls)
-        body += [f"fl_vec<{storage_type(g.nodes[o].dtype)}, {width}> {v};" for o, v in stored_vecs.items()]
+        body = [f"fl_vec<{storage_type(g.nodes[o].dtype)}, {width}> {v};" for o, v in stored_vecs.items()]
         inner = [f"{register_type(g.nodes[c].dtype)} {v};" for c, v in out_vals.items()]
         inner.append(f"{fn.name}({', '.join(args + [f'{v}.v[e]' for v in stored_vecs.values()] + list(out_vals.values()))});")
         inner += [a.step(out_vals[g.nodes[a.node].inputs[0]], "r", at) for a in accs]
@@ -580,7 +612,7 @@ def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> Ker
         off = ix.render(store_offsets[0]) if store_offsets else ""
         body += [f"fl_store_vec<{width}>({ctx.out_ptr[o]} + {off}, {v});" for o, v in stored_vecs.items()]
     else:
-        args = element.scalar_args(ctx, fn)
+        reads, args = element.scalar_load_decls(ctx, fn)
         if store_offsets:
             args += [f"{ctx.out_ptr[o]}[{ix.render(store_offsets[0])}]" for o in p.prologue_out]
         body = [f"{register_type(g.nodes[c].dtype)} {v};" for c, v in out_vals.items()]
@@ -588,9 +620,7 @@ def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> Ker
         body += [a.step(out_vals[g.nodes[a.node].inputs[0]], "r", "[0]") for a in accs]
     r_lo = f"part * {chunk}" if splits > 1 else "0"
     r_hi = f"min(index_t({R}), (part + 1) * {chunk})" if splits > 1 else f"{R}"
-    lines += ["#pragma unroll 4",
-              f"for (index_t r = {r_lo} + {ry}; active && r < {r_hi}; r += {rows}) {{",
-              *indent(body, 1), "}"]
+    lines += strided_loop("r", f"{r_lo} + {ry}", r_hi, f"{rows}", reads, body, guard="active")
     if rows > 1:   # room for the widest accumulator (and an argmax's index after the values)
         per = max(16, max(a.nbytes + (8 if a.is_arg else 0) for a in accs))
         lines.append(f"__shared__ __align__(16) unsigned char fold[{rows * tile * per}];")

@@ -120,14 +120,50 @@ extern "C" __global__ void __launch_bounds__(256) k0_sum_mul(const float* __rest
     const bool active = k2 < 256;
     float acc1[4];
     for (int e = 0; e < 4; ++e) { acc1[e] = 0.0f; }
-    #pragma unroll 4
-    for (index_t r = part * 128 + threadIdx.y; active && r < min(index_t(4096), (part + 1) * 128); r += 8) {
-        const fl_vec<float, 4> x = fl_load_vec<4>(in_x + r * 256 + k2);
-        #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            float v0;
-            k0_sum_mul_element(x.v[e], v0);
-            acc1[e] = fl_add_op<float>()(acc1[e], v0);
+    if (active) {
+        index_t r_0 = part * 128 + threadIdx.y;
+        fl_vec<float, 4> x_u[4];
+        if (r_0 + 3 * (8) < min(index_t(4096), (part + 1) * 128)) {
+            #pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                const index_t r = r_0 + u * (8);
+                x_u[u] = fl_load_vec<4>(in_x + r * 256 + k2);
+            }
+        }
+        for (; r_0 + 3 * (8) < min(index_t(4096), (part + 1) * 128); r_0 += 4 * (8)) {
+            fl_vec<float, 4> x_c[4];
+            #pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                x_c[u] = x_u[u];
+            }
+            if (r_0 + 7 * (8) < min(index_t(4096), (part + 1) * 128)) {
+                #pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    const index_t r = r_0 + (4 + u) * (8);
+                    x_u[u] = fl_load_vec<4>(in_x + r * 256 + k2);
+                }
+            }
+            #pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                const index_t r = r_0 + u * (8);
+                const fl_vec<float, 4> x = x_c[u];
+                #pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    float v0;
+                    k0_sum_mul_element(x.v[e], v0);
+                    acc1[e] = fl_add_op<float>()(acc1[e], v0);
+                }
+            }
+        }
+        for (; r_0 < min(index_t(4096), (part + 1) * 128); r_0 += 8) {
+            const index_t r = r_0;
+            const fl_vec<float, 4> x = fl_load_vec<4>(in_x + r * 256 + k2);
+            #pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                float v0;
+                k0_sum_mul_element(x.v[e], v0);
+                acc1[e] = fl_add_op<float>()(acc1[e], v0);
+            }
         }
     }
     __shared__ __align__(16) unsigned char fold[16384];

@@ -149,12 +149,47 @@ extern "C" __global__ void __launch_bounds__(256) k0_argmax_max(const int* __res
         int acc1 = 0;
         long long acc1_index = -1;  // no element seen yet
         int acc2 = (-2147483647 - 1);
-        #pragma unroll 4
-        for (index_t r = lane; active && r < 77; r += 16) {
-            int v0;
-            k0_argmax_max_element(in_x[o * 77 + r], v0);
-            fl_arg_combine<true>(acc1, acc1_index, v0, static_cast<long long>(r));
-            acc2 = fl_maximum_op<int>()(acc2, v0);
+        if (active) {
+            index_t r_0 = lane;
+            int x_u[4];
+            if (r_0 + 3 * (16) < 77) {
+                #pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    const index_t r = r_0 + u * (16);
+                    x_u[u] = in_x[o * 77 + r];
+                }
+            }
+            for (; r_0 + 3 * (16) < 77; r_0 += 4 * (16)) {
+                int x_c[4];
+                #pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    x_c[u] = x_u[u];
+                }
+                if (r_0 + 7 * (16) < 77) {
+                    #pragma unroll
+                    for (int u = 0; u < 4; ++u) {
+                        const index_t r = r_0 + (4 + u) * (16);
+                        x_u[u] = in_x[o * 77 + r];
+                    }
+                }
+                #pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    const index_t r = r_0 + u * (16);
+                    const int x = x_c[u];
+                    int v0;
+                    k0_argmax_max_element(x, v0);
+                    fl_arg_combine<true>(acc1, acc1_index, v0, static_cast<long long>(r));
+                    acc2 = fl_maximum_op<int>()(acc2, v0);
+                }
+            }
+            for (; r_0 < 77; r_0 += 16) {
+                const index_t r = r_0;
+                const int x = in_x[o * 77 + r];
+                int v0;
+                k0_argmax_max_element(x, v0);
+                fl_arg_combine<true>(acc1, acc1_index, v0, static_cast<long long>(r));
+                acc2 = fl_maximum_op<int>()(acc2, v0);
+            }
         }
         fl_warp_allreduce_arg<true>(acc1, acc1_index, 16);
         acc2 = fl_warp_allreduce(acc2, fl_maximum_op<int>(), 16);

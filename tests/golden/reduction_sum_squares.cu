@@ -142,15 +142,54 @@ extern "C" __global__ void __launch_bounds__(256) k0_mul_sum(const float* __rest
     const index_t o = blockIdx.x / 256;
     const index_t part = blockIdx.x % 256;
     float acc2 = 0.0f;
-    #pragma unroll 4
-    for (index_t rv = part * 1024 + threadIdx.x; rv < min(index_t(262144), (part + 1) * 1024); rv += blockDim.x) {
-        const index_t r = rv * 4;
-        const fl_vec<float, 4> x = fl_load_vec<4>(in_x + r);
-        #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            float v1_1;
-            k0_mul_sum_element(x.v[e], v1_1);
-            acc2 = fl_add_op<float>()(acc2, v1_1);
+    {
+        index_t rv_0 = part * 1024 + threadIdx.x;
+        fl_vec<float, 4> x_u[4];
+        if (rv_0 + 3 * (blockDim.x) < min(index_t(262144), (part + 1) * 1024)) {
+            #pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                const index_t rv = rv_0 + u * (blockDim.x);
+                const index_t r = rv * 4;
+                x_u[u] = fl_load_vec<4>(in_x + r);
+            }
+        }
+        for (; rv_0 + 3 * (blockDim.x) < min(index_t(262144), (part + 1) * 1024); rv_0 += 4 * (blockDim.x)) {
+            fl_vec<float, 4> x_c[4];
+            #pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                x_c[u] = x_u[u];
+            }
+            if (rv_0 + 7 * (blockDim.x) < min(index_t(262144), (part + 1) * 1024)) {
+                #pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    const index_t rv = rv_0 + (4 + u) * (blockDim.x);
+                    const index_t r = rv * 4;
+                    x_u[u] = fl_load_vec<4>(in_x + r);
+                }
+            }
+            #pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                const index_t rv = rv_0 + u * (blockDim.x);
+                const index_t r = rv * 4;
+                const fl_vec<float, 4> x = x_c[u];
+                #pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    float v1_1;
+                    k0_mul_sum_element(x.v[e], v1_1);
+                    acc2 = fl_add_op<float>()(acc2, v1_1);
+                }
+            }
+        }
+        for (; rv_0 < min(index_t(262144), (part + 1) * 1024); rv_0 += blockDim.x) {
+            const index_t rv = rv_0;
+            const index_t r = rv * 4;
+            const fl_vec<float, 4> x = fl_load_vec<4>(in_x + r);
+            #pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                float v1_1;
+                k0_mul_sum_element(x.v[e], v1_1);
+                acc2 = fl_add_op<float>()(acc2, v1_1);
+            }
         }
     }
     __shared__ float smem_acc2[32];
