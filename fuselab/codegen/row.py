@@ -269,7 +269,8 @@ class _RowCode:
         self.cache_name = {n: ctx.names.fresh(f"{array_name(g, n)}_row") for n in layout.row_cached}
         self.col_name = {n: ctx.names.fresh(f"{array_name(g, n)}_cols") for n in layout.col_cached}
         self.pack_name: dict[int, str] = {}
-        self.fixed: dict[int, str] = {}
+        self.fixed: dict[int, str] = {}        # node -> the row's value, computed once a row
+        self.fixed_half: dict[int, str] = {}   # ... and its float16 bits, for float16 nodes
         # values computed in one pass and read again in a later one, kept in registers:
         # node -> (array name, the pass that computes them, held as float16 bits)
         self.carry: dict[int, tuple[str, int | None, bool]] = self._plan_carry() if self.registers else {}
@@ -378,7 +379,7 @@ class _RowCode:
                 seen[key] = name
             return seen[key]
 
-        fixed, fixed_half = dict(self.fixed), {}
+        fixed, fixed_half = dict(self.fixed), dict(self.fixed_half)
         passes = self._passes()
         here = passes.index(level) if level in passes else -1
         for n, (_, born, half) in self.carry.items():
@@ -507,6 +508,36 @@ class _RowCode:
             out.append(f"const {register_type(a.out_dtype)} {name} = {a.result()};"
                        f"  // %{r} {self.ctx.graph.nodes[r].op} of the row")
             self.fixed[r] = name
+            if is_half(a.out_dtype) and self.ctx.options.fp16_math == "numpy":   # its bits, once a row too
+                self.fixed_half[r] = self.ctx.names.fresh(f"{name}_h")
+                out.append(f"const fl_half {self.fixed_half[r]} = fl_to_half({name});")
+        return out + self._row_values()
+
+    def _row_values(self) -> list[str]:
+        """Elementwise values of the row's reductions and constants alone (layernorm's
+        sqrt(var + eps), a mean cast to float16), computed once a row. In the element
+        loop the compiler did not hoist them where they call inline PTX or IEEE sqrt's
+        slow path: a float16 layernorm over 4096 columns computed its sqrt 32 times a
+        thread a row. Same operations on the same values: the same bits. Not for 8-byte
+        values: their division and sqrt call a slow path, and around a call at the row's
+        level ptxas spilled the row cached in registers (float64 layernorm, 7 columns)."""
+        g, half_math = self.ctx.graph, self.ctx.options.fp16_math == "numpy"
+        em = self._emitter()
+        out: list[str] = []
+        for n in sorted(self.ctx.kernel.nodes):
+            nd = g.nodes[n]
+            if n in self.fixed or nd.kind is not Kind.ELEMWISE or nd.dtype.itemsize > 4:
+                continue
+            inputs = [g.nodes[i] for i in nd.inputs]
+            if not any(i in self.fixed for i in nd.inputs) or \
+                    not all(i in self.fixed or x.op == "const" for i, x in zip(nd.inputs, inputs)):
+                continue
+            value = em.value(n, self.full)
+            bits = em.half_value(n, self.full) if is_half(nd.dtype) and half_math else None
+            out += em.take_lines()
+            self.fixed[n] = em.fixed[n] = value
+            if bits is not None:
+                self.fixed_half[n] = em.fixed_half[n] = bits
         return out
 
     def _row_outputs(self) -> list[str]:

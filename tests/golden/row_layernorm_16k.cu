@@ -162,6 +162,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) k0_sum_mul_sub_add_etc(cons
         __shared__ float smem_acc4[32];
         acc4 = fl_block_allreduce(acc4, fl_add_op<float>(), smem_acc4);
         const float v4 = acc4;  // %4 sum of the row
+        const float v5 = v4 * 6.103515625e-05f;  // line 1: mu = x.mean(-1, keepdims=True)
         float acc8 = 0.0f;
         // Pass 2: %8 sum
         #pragma unroll
@@ -171,7 +172,6 @@ extern "C" __global__ void __launch_bounds__(512, 2) k0_sum_mul_sub_add_etc(cons
                 const fl_vec<float, 4> x_pk_1 = x_row[k];
                 #pragma unroll
                 for (int p = 0; p < 4; ++p) {
-                    const float v5 = v4 * 6.103515625e-05f;  // line 1: mu = x.mean(-1, keepdims=True)
                     const float v6 = x_pk_1.v[p] - v5;  // line 2: xc = x - mu
                     const float v7 = v6 * v6;  // line 3: var = (xc * xc).mean(-1, keepdims=True)
                     acc8 = fl_add_op<float>()(acc8, v7);
@@ -181,6 +181,9 @@ extern "C" __global__ void __launch_bounds__(512, 2) k0_sum_mul_sub_add_etc(cons
         __shared__ float smem_acc8[32];
         acc8 = fl_block_allreduce(acc8, fl_add_op<float>(), smem_acc8);
         const float v8 = acc8;  // %8 sum of the row
+        const float v9 = v8 * 6.103515625e-05f;  // line 3: var = (xc * xc).mean(-1, keepdims=True)
+        const float v11 = v9 + 9.999999747378752e-06f;  // line 4: r = np.sqrt(var + eps)
+        const float v12 = sqrt(v11);  // line 4: r = np.sqrt(var + eps)
         // Output pass: the full-shape results.
         #pragma unroll
         for (int k = 0; k < 8; ++k) {
@@ -192,11 +195,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) k0_sum_mul_sub_add_etc(cons
                 fl_vec<float, 4> y_pk;
                 #pragma unroll
                 for (int p = 0; p < 4; ++p) {
-                    const float v5_1 = v4 * 6.103515625e-05f;  // line 1: mu = x.mean(-1, keepdims=True)
-                    const float v6_1 = x_pk_2.v[p] - v5_1;  // line 2: xc = x - mu
-                    const float v9 = v8 * 6.103515625e-05f;  // line 3: var = (xc * xc).mean(-1, keepdims=True)
-                    const float v11 = v9 + 9.999999747378752e-06f;  // line 4: r = np.sqrt(var + eps)
-                    const float v12 = sqrt(v11);  // line 4: r = np.sqrt(var + eps)
+                    const float v6_1 = x_pk_2.v[p] - v5;  // line 2: xc = x - mu
                     const float v13 = v6_1 / v12;  // line 5: y = xc / r * gamma + beta
                     const float v14 = v13 * gamma_pk_2.v[p];  // line 5: y = xc / r * gamma + beta
                     const float v15 = v14 + beta_pk_2.v[p];  // line 5: y = xc / r * gamma + beta
