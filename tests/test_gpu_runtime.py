@@ -124,6 +124,29 @@ def test_row_kernel_beyond_48k_of_shared_memory():
     assert check.ok, check.worst
 
 
+def test_row_kernel_whose_static_and_dynamic_shared_memory_pass_48k_together():
+    """A row of 49104 bytes in dynamic shared memory, under 48 KB alone, and the argmax's
+    static arrays: the launch needs the opt-in too (GPU fuzzer, seed 850)."""
+    import cupy as cp
+    from fuselab import runtime
+    from fuselab import trace_cell
+    from fuselab.codegen import RowConfig, generate, generate_kernel
+    from fuselab.interp import run_graph
+    from fuselab.plan import make_plan
+    x = np.random.default_rng(850).integers(0, 2**32, (2, 12276), dtype=np.uint32)
+    traced = trace_cell("v0 = np.argmax(x0, axis=1)\nv1 = np.cosh(x0)", {"np": np, "x0": x})
+    plan = make_plan(traced.graph, "max")
+    (k,) = [i for i, kern in enumerate(plan.kernels) if kern.template is Template.ROW]
+    options = runtime.device_options(None)
+    codes = list(generate(plan, options))
+    codes[k] = generate_kernel(plan, k, options, RowConfig(tier="smem", threads=512))
+    assert 0 < codes[k].shared_mem <= 48 * 1024 and "__shared__" in codes[k].source
+    got = runtime.execute(plan, traced.inputs, codes=codes)
+    want = run_graph(traced.graph, traced.inputs)
+    np.testing.assert_array_equal(cp.asnumpy(got["v0"]), want["v0"])
+    np.testing.assert_allclose(cp.asnumpy(got["v1"]), want["v1"], rtol=1e-12)
+
+
 def test_compile_errors_show_the_numbered_source():
     from fuselab import runtime
     from fuselab.codegen import generate
