@@ -211,6 +211,29 @@ def test_compiled_once_per_process_and_loaded_from_disk_by_the_next(tmp_path, mo
     assert stats == {"hits": 1, "misses": 0}
 
 
+def test_calibration_probes_load_from_the_disk_cache_in_a_new_process(tmp_path):
+    """The probes' module is importable by its name when Numba caches them: a second
+    process loads them from disk (ModuleNotFoundError: '<dynamic>' before; GPU machine)."""
+    import json
+    import os
+    script = textwrap.dedent("""
+        import json
+        import numpy as np
+        from fuselab.numba_backend.calibrate import _probes
+        a = np.arange(1000.0); b = np.empty_like(a)
+        fn = _probes().fl_copy
+        fn(a, b)
+        assert (a == b).all()
+        print(json.dumps({"hits": sum(fn.stats.cache_hits.values()), "misses": sum(fn.stats.cache_misses.values())}))
+    """)
+    env = {**os.environ, "FUSELAB_CACHE_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr[-2000:]
+    stats = [json.loads(r.stdout.strip().splitlines()[-1]) for r in runs]
+    assert stats == [{"hits": 0, "misses": 1}, {"hits": 1, "misses": 0}]
+
+
 # -- session, magic, explorer -----------------------------------------------------------
 
 def test_a_cell_runs_on_the_numba_backend_checked_and_timed():

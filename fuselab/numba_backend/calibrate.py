@@ -84,16 +84,14 @@ def _l2_bytes() -> int:
 
 def _probes():
     """The probe kernels, as a module file so that Numba caches them on disk."""
-    import importlib.util
-    from .compile import cache_dir
+    from .compile import cache_dir, load_module
     path = cache_dir() / "fl_calibration_probes.py"
     if not path.exists() or path.read_text() != _PROBES:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(_PROBES)
-    spec = importlib.util.spec_from_file_location("fuselab_numba_kernels.fl_calibration_probes", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)   # type: ignore[union-attr]
-    return module
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(_PROBES)
+        tmp.replace(path)     # atomic: another process never imports half a file
+    return load_module(path)
 
 
 def _median_time(fn, repeats: int, warmup: int = 2) -> float:

@@ -51,6 +51,26 @@ def _signature(kernel: PyKernel, dtypes: tuple[np.dtype, ...]) -> Any:
     return numba.types.void(*arrays)
 
 
+def load_module(path: Path) -> Any:
+    """The generated module at `path` (in the cache folder), imported once a process. It is
+    in sys.modules before its code runs and before anything in it compiles: Numba's disk
+    cache names the module of a compiled function's globals and imports it by that name
+    in a later process (one it could not find was pickled as '<dynamic>', and loading it
+    failed with ModuleNotFoundError: the calibration probes, on the GPU machine's CPU)."""
+    name = f"fuselab_numba_kernels.{path.stem}"
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)   # type: ignore[union-attr]
+        except BaseException:
+            del sys.modules[name]
+            raise
+    return module
+
+
 def compile_kernel(kernel: PyKernel, dtypes: tuple[np.dtype, ...]) -> Compiled:
     """The kernel compiled for flat C-contiguous arrays of `dtypes` (its inputs, then its
     outputs). Loads Numba's disk cache when an earlier process compiled the same source."""
@@ -65,13 +85,7 @@ def compile_kernel(kernel: PyKernel, dtypes: tuple[np.dtype, ...]) -> Compiled:
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(kernel.source)
             tmp.replace(path)     # atomic: another process never imports half a file
-        name = f"fuselab_numba_kernels.{path.stem}"
-        module = sys.modules.get(name)
-        if module is None:
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)   # type: ignore[union-attr]
-            sys.modules[name] = module
+        module = load_module(path)
         dispatcher = getattr(module, kernel.name)
         dispatcher.compile(_signature(kernel, dtypes))
         dispatcher.disable_compile()   # a call with other types is a bug: raise, never recompile
