@@ -28,12 +28,9 @@ DATA = json.loads((Path(__file__).parent / "golden" / "cost_sweep_h200.json").re
 POINTS = {p["case"]: p for p in DATA["points"]}
 # measured well off the model, for reasons outside it (benchmarks/COST_MODEL.md):
 KNOWN_MISSES = {
-    # the same reduction as "column sum 64k" (1024 rows, 65536 columns kept), but codegen
-    # picks width=1, splits=1 for the 3-D shape: 140 us against 93 us
-    "middle axis (1024,256,256) sum 0",
-    # float16 layernorm in the block tier runs at 0.65 of the bandwidth; float16 softmax
-    # rows and float32 layernorm rows of the same length do not
-    "layernorm float16 4k",
+    # 14.8 us measured in the 13:24 UTC sweep, under the model's floor of one launch
+    # (run_s, 20 us): a launch-bound cell's time varies from run to run (20.4 us at 12:54)
+    "launch-bound softmax 1k",
 }
 
 
