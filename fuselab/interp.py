@@ -94,7 +94,7 @@ def _reduce(xp: ModuleType, node: Node, x: Any) -> Any:
         # its Python-level warning ("Degrees of freedom <= 0") is the trace's to give, at
         # the user's line; floating-point errors still reach the caller's errstate
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
+            warnings.filterwarnings("ignore", "Degrees of freedom", RuntimeWarning)
             if x.dtype.kind in "biu":
                 # NumPy subtracts a float mean from the integers, the same as converting
                 # them first; CuPy's var(dtype=float64) of bools took the mean as a bool
@@ -117,10 +117,14 @@ def eval_nodes(xp: ModuleType, graph: Graph, nodes: Sequence[int], stored: Mappi
 @dataclass(frozen=True)
 class PythonWarning:
     """A warning an opaque function's own Python code gave (np.nanmean's "Mean of empty
-    slice"): the caller places it at the user's line, as plain execution would."""
+    slice"): the caller places it at the user's line, as plain execution would. With a
+    `filename`, a floating-point warning NumPy's own Python code gives from its own line
+    (np.var's divisions in numpy/_core/_methods.py), where plain execution shows it."""
 
     message: str
     category: type
+    filename: str | None = None
+    lineno: int = 0
 
 
 # (node, "divide by zero" / "overflow" / ... or a PythonWarning)
@@ -133,6 +137,8 @@ def evaluate_node(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_err
     them, at the user's line: the caller decides)."""
     if on_fp_error is None:
         return eval_node(xp, node, vals, out)
+    if node.op == "var":
+        return _evaluate_var(xp, i, node, vals, on_fp_error, out)
     kinds: list[str] = []
     exact = _INT_ARITHMETIC[node.op](*(int(v) for v in vals)) \
         if node.op in _INT_ARITHMETIC and not node.shape and node.dtype.kind in "iu" else None
@@ -147,6 +153,21 @@ def evaluate_node(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_err
         kinds.append("overflow")  # NumPy warns about this for integer scalars (not arrays)
     for kind in dict.fromkeys(kinds):
         on_fp_error(i, kind)
+    return out
+
+
+def _evaluate_var(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_error: FPErrorHook,
+                  out: Any) -> Any:
+    """np.var's steps (numpy/_core/_methods.py _var: the mean's division, the deviations,
+    their sum, the final division) warn from lines of their own: an empty slice warns
+    "invalid value encountered in divide" twice, and Python shows each NumPy line once a
+    session. Each is reported with NumPy's file and line."""
+    with np.errstate(all="warn"), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = eval_node(xp, node, vals, out)
+    for w in caught:
+        if issubclass(w.category, RuntimeWarning) and " encountered in " in str(w.message):
+            on_fp_error(i, PythonWarning(str(w.message), w.category, str(w.filename), int(w.lineno)))
     return out
 
 

@@ -214,6 +214,10 @@ HAND = [
     Case("sqrt negative", "y = np.sqrt(m)"),
     Case("mean of empty", "mu = e.mean()\nmv = np.mean(e)"),
     Case("var of one", "v = np.var(x[:1], ddof=1)"),
+    # np.var's steps warn from NumPy's own lines, each once a session: an empty slice's
+    # two divisions both warn, and a second variance in the cell warns no more
+    Case("var of empty", "v = e.var()\ns = np.std(e)"),
+    Case("var overflow", "v = (x * np.float32(1e37)).var()\nw = np.var(m, ddof=6)"),
     Case("overflow", "y = np.float32(3e38) * x.astype(np.float32) * 10"),
     Case("cast nan", "y = np.array([np.nan, 1.0]).astype(np.int32)"),
     Case("warning in loop", "acc = 0\nfor k in range(3):\n    acc = acc + np.log(z + k)"),

@@ -305,6 +305,8 @@ class TraceContext:
         n = self.builder.nodes[node]
         loc = site.loc or n.loc
         if isinstance(kind, PythonWarning):
+            if kind.filename is not None:   # from NumPy's own line, under the line's errstate
+                return self.warnings.located(site.position, kind, site.modes)
             self.warnings.python(site.position, kind.message, loc, kind.category)
             return True
         label = self.labels.get(node) or fp_label(n)

@@ -10,6 +10,7 @@ finishes.
 """
 from __future__ import annotations
 
+import sys
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping, MutableMapping
@@ -22,6 +23,14 @@ from ..ops import OPS, Kind
 # NumPy's floating-point error kinds and the np.errstate key that governs each.
 _ERRSTATE_KEY = {"divide by zero": "divide", "overflow": "over", "underflow": "under",
                  "invalid value": "invalid"}
+
+
+def _module_of(filename: str) -> Any:
+    """The loaded module whose file `filename` is (NumPy's _methods), or None."""
+    for m in list(sys.modules.values()):
+        if getattr(m, "__file__", None) == filename:
+            return m
+    return None
 
 
 @dataclass(frozen=True)
@@ -102,12 +111,35 @@ class CellWarnings:
                                  RuntimeWarning, loc))
         return mode == "warn"
 
+    def located(self, position: Position, w: Any, modes: Mapping[str, str] | None = None) -> bool:
+        """A floating-point warning NumPy's Python code gives from its own line (`w`, an
+        interp.PythonWarning with a filename), under the errstate the user's line ran
+        with; once there. Whether it warns."""
+        if (position, w) in self.seen:
+            return False
+        self.seen.add((position, w))
+        kind = str(w.message).split(" encountered")[0]
+        mode = (modes or self.default_modes).get(_ERRSTATE_KEY.get(kind, "invalid"), "ignore")
+        if mode == "raise":
+            raise FloatingPointError(w.message)
+        if mode == "warn":
+            self.pending.append(((position, len(self.pending)), w.message, w.category, w))
+        return mode == "warn"
+
     def flush(self) -> None:
         """Emit everything collected, in program order; each once."""
         pending, self.pending = sorted(self.pending, key=lambda p: p[0]), []
         registry = self.namespace.setdefault("__warningregistry__", {})
         module = str(self.namespace.get("__name__", "__main__"))
         for _, message, category, loc in pending:
+            if getattr(loc, "filename", None) is not None:   # NumPy's line, NumPy's registry
+                numpy_module = _module_of(loc.filename)
+                warnings.warn_explicit(message, category, loc.filename, loc.lineno,
+                                       module=numpy_module.__name__ if numpy_module else None,
+                                       registry=vars(numpy_module).setdefault("__warningregistry__", {})
+                                       if numpy_module else None,
+                                       module_globals=vars(numpy_module) if numpy_module else None)
+                continue
             line = (loc.line if loc is not None else 0) + self.origin.line_offset
             warnings.warn_explicit(message, category, self.origin.filename, line, module=module,
                                    registry=registry)
