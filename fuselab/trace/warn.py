@@ -103,12 +103,19 @@ class CellWarnings:
         if (position, kind) in self.seen:
             return False
         self.seen.add((position, kind))
+        return self._under_errstate(position, f"{kind} encountered in {label}", RuntimeWarning, loc, modes)
+
+    def _under_errstate(self, position: Position, message: str, category: type, where: Any,
+                        modes: Mapping[str, str] | None) -> bool:
+        """Raise, collect or drop a floating-point warning as np.errstate (`modes`, else
+        the default) says for its kind; whether it warns. `where`: a SourceLoc (the user's
+        line) or a located interp.PythonWarning (NumPy's own line)."""
+        kind = message.split(" encountered")[0]
         mode = (modes or self.default_modes).get(_ERRSTATE_KEY.get(kind, "invalid"), "ignore")
         if mode == "raise":
-            raise FloatingPointError(f"{kind} encountered in {label}")
+            raise FloatingPointError(message)
         if mode == "warn":
-            self.pending.append(((position, len(self.pending)), f"{kind} encountered in {label}",
-                                 RuntimeWarning, loc))
+            self.pending.append(((position, len(self.pending)), message, category, where))
         return mode == "warn"
 
     def located(self, position: Position, w: Any, modes: Mapping[str, str] | None = None) -> bool:
@@ -118,13 +125,7 @@ class CellWarnings:
         if (position, w) in self.seen:
             return False
         self.seen.add((position, w))
-        kind = str(w.message).split(" encountered")[0]
-        mode = (modes or self.default_modes).get(_ERRSTATE_KEY.get(kind, "invalid"), "ignore")
-        if mode == "raise":
-            raise FloatingPointError(w.message)
-        if mode == "warn":
-            self.pending.append(((position, len(self.pending)), w.message, w.category, w))
-        return mode == "warn"
+        return self._under_errstate(position, str(w.message), w.category, w, modes)
 
     def flush(self) -> None:
         """Emit everything collected, in program order; each once."""
