@@ -3,6 +3,7 @@ torch.compile and a copy of the same bytes, over families of notebook cells at m
 shapes (benchmarks/sweep_cases.py). One device run:
 
     PYTHONPATH=. python3 benchmarks/sweep.py --out $OUT/sweep.json [--deadline 480] [--only softmax]
+    PYTHONPATH=. python3 benchmarks/sweep.py --out $OUT/random.json --random 60 --seed 7   # untuned shapes
 
 For each case: the cell is traced (CuPy inputs), planned `auto` and run as a user's first
 run would (compile, launch configurations tuned on this GPU, first result), wall-clock
@@ -29,7 +30,7 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 os.environ.setdefault("CUPY_CACHE_DIR", tempfile.mkdtemp(prefix="fuselab-sweep-cupy-"))
 os.environ.setdefault("FUSELAB_CACHE_DIR", tempfile.mkdtemp(prefix="fuselab-sweep-tune-"))
 
-from sweep_cases import Case, cases, make_inputs, wide_cases  # noqa: E402
+from sweep_cases import Case, cases, make_inputs, random_cases, wide_cases  # noqa: E402
 
 START = time.perf_counter()
 
@@ -128,6 +129,9 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated substrings of case names")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--wide", action="store_true", help="the wide cases (sweep_cases.wide_cases) instead")
+    ap.add_argument("--random", type=int, default=0, metavar="N",
+                    help="N cases of random family, dtype and shape (sweep_cases.random_cases) instead")
+    ap.add_argument("--seed", type=int, default=0, help="the seed of --random")
     args = ap.parse_args()
     from fuselab import runtime
     from fuselab.plan.cost import DeviceParams
@@ -145,7 +149,8 @@ def main() -> None:
     result = {"device": info.name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "calibration": calib, "rows": []}
     out = Path(args.out)
-    todo = [c for c in (wide_cases() if args.wide else cases()) if not args.only or any(s in c.name for s in args.only.split(","))]
+    chosen = random_cases(args.seed, args.random) if args.random else wide_cases() if args.wide else cases()
+    todo = [c for c in chosen if not args.only or any(s in c.name for s in args.only.split(","))]
     for case in todo:
         if time.perf_counter() - START > args.deadline:
             result.setdefault("skipped", []).append(case.name)

@@ -222,3 +222,107 @@ def make_inputs(case: Case, xp: Any, seed: int = 0) -> dict[str, Any]:
     rng = xp.random.default_rng(seed)
     return {name: rng.standard_normal(shape, dtype=np.float32).astype(dt)
             for name, (shape, dt) in case.inputs.items()}
+
+
+# ---------------------------------------------------------------------------
+# Random shapes (`sweep.py --random N --seed S`): the same families at shapes nobody
+# tuned for, drawn afresh per seed
+# ---------------------------------------------------------------------------
+
+def _log_int(rng: np.random.Generator, lo: int, hi: int) -> int:
+    """An integer log-uniform in [lo, hi]: small and large sizes equally often."""
+    return int(round(float(np.exp(rng.uniform(np.log(lo), np.log(hi))))))
+
+
+def _split(rng: np.random.Generator, total: int, dims: int, lo: int = 2) -> tuple[int, ...]:
+    """A random shape of `dims` axes with about `total` elements, none below `lo`."""
+    cuts = np.sort(rng.uniform(0, 1, dims - 1))
+    fracs = np.diff(np.concatenate([[0.0], cuts, [1.0]]))
+    return tuple(max(lo, int(round(total ** f))) for f in fracs)
+
+
+def _random_case(rng: np.random.Generator, tag: str) -> Case:
+    dt = str(rng.choice(["float32"] * 5 + ["float16"] * 2 + ["float64"]))
+    itemsize = np.dtype(dt).itemsize
+    nbytes = _log_int(rng, 1 << 21, 1 << 28)          # 2 MiB (in L2) to 256 MiB
+    n = max(64, nbytes // itemsize)
+    family = str(rng.choice(["softmax", "layernorm", "logsumexp", "row reduce", "column reduce",
+                             "3-D reduce", "var/std", "two-pass", "broadcast", "stencil 2-D",
+                             "stencil 3-D", "chain", "small"]))
+
+    def case(fam: str, shape_txt: str, src: str, inputs: dict, fn, kind: str = "memory") -> Case:
+        return Case(f"random {fam}", f"{tag} {shape_txt}", src, inputs, fn, kind=kind)
+
+    if family in ("softmax", "layernorm", "logsumexp"):
+        w = _log_int(rng, 2, 200_000 if family != "layernorm" else 65536)
+        rows = max(1, n // w)
+        if family == "softmax":
+            return case(f"softmax {dt}", f"({rows},{w})", SOFTMAX, {"x": ((rows, w), dt)}, _softmax)
+        if family == "layernorm":
+            return case(f"layernorm {dt}", f"({rows},{w})", LAYERNORM,
+                        {"x": ((rows, w), dt), "g": ((w,), dt), "b": ((w,), dt)}, _layernorm)
+        return case(f"logsumexp {dt}", f"({rows},{w})", LOGSUMEXP, {"x": ((rows, w), dt)}, _logsumexp)
+    if family in ("row reduce", "column reduce"):
+        red = str(rng.choice(["sum", "mean", "max", "argmax"]))
+        keep = _log_int(rng, 1, 1 << 17)              # rows kept (row reduce) or columns kept
+        other = max(1, n // keep)
+        shape, axis = ((keep, other), 1) if family == "row reduce" else ((other, keep), 0)
+        tfn = {"sum": lambda x, a=axis: x.sum(a), "mean": lambda x, a=axis: x.mean(a),
+               "max": lambda x, a=axis: x.amax(a), "argmax": lambda x, a=axis: x.argmax(a)}[red]
+        return case(f"{family} {red} {dt}", str(shape).replace(" ", ""), f"y = x.{red}(axis={axis})",
+                    {"x": (shape, dt)}, tfn)
+    if family == "3-D reduce":
+        shape = _split(rng, n, 3)
+        axes = [(0,), (1,), (2,), (0, 1), (1, 2), (0, 2)][int(rng.integers(6))]
+        red = str(rng.choice(["sum", "mean"]))
+        ax = axes[0] if len(axes) == 1 else axes
+        tfn = (lambda x, a=axes: x.sum(a)) if red == "sum" else (lambda x, a=axes: x.mean(a))
+        return case(f"3-D {red} {dt}", f"{str(shape).replace(' ', '')} axis {ax}", f"y = x.{red}(axis={ax})",
+                    {"x": (shape, dt)}, tfn)
+    if family == "var/std":
+        shape = _split(rng, n, int(rng.integers(2, 4)))
+        axis = int(rng.integers(len(shape)))
+        red = str(rng.choice(["var", "std"]))
+        tfn = (lambda x, a=axis: x.var(a, unbiased=False)) if red == "var" else (lambda x, a=axis: x.std(a, unbiased=False))
+        return case(f"{red} {dt}", f"{str(shape).replace(' ', '')} axis {axis}", f"y = x.{red}(axis={axis})",
+                    {"x": (shape, dt)}, tfn)
+    if family == "two-pass":
+        shape = _split(rng, n, 2)
+        axis = int(rng.integers(2))
+        if rng.uniform() < 0.5:
+            return case(f"x - mean {dt}", f"{str(shape).replace(' ', '')} axis {axis}",
+                        f"y = x - x.mean(axis={axis}, keepdims=True)", {"x": (shape, dt)},
+                        lambda x, a=axis: x - x.mean(a, keepdim=True))
+        return case(f"x / max {dt}", f"{str(shape).replace(' ', '')} axis {axis}",
+                    f"y = x / np.abs(x).max(axis={axis}, keepdims=True)", {"x": (shape, dt)},
+                    lambda x, a=axis: x / x.abs().amax(a, keepdim=True))
+    if family == "broadcast":
+        shape = _split(rng, n, int(rng.integers(2, 4)))
+        axis = int(rng.integers(len(shape)))
+        idx = ", ".join(":" if k == axis else "None" for k in range(len(shape)))
+        return case(f"broadcast {dt}", f"{str(shape).replace(' ', '')} along {axis}",
+                    f"y = np.maximum(x * w[{idx}] + 1.0, 0.0)", {"x": (shape, dt), "w": ((shape[axis],), dt)},
+                    lambda x, w, a=axis, d=len(shape): (x * w.reshape([-1 if k == a else 1 for k in range(d)]) + 1.0
+                                                       ).clamp_min(0.0))
+    if family == "stencil 2-D":
+        shape = _split(rng, n, 2, lo=8)
+        return case(f"stencil 2-D {dt}", str(shape).replace(" ", ""),
+                    "y = 4 * x[1:-1, 1:-1] - x[:-2, 1:-1] - x[2:, 1:-1] - x[1:-1, :-2] - x[1:-1, 2:]",
+                    {"x": (shape, dt)}, _stencil2)
+    if family == "stencil 3-D":
+        shape = _split(rng, n, 3, lo=8)
+        return case(f"stencil 3-D {dt}", str(shape).replace(" ", ""),
+                    "y = (6 * x[1:-1, 1:-1, 1:-1] - x[:-2, 1:-1, 1:-1] - x[2:, 1:-1, 1:-1] - x[1:-1, :-2, 1:-1]\n"
+                    "     - x[1:-1, 2:, 1:-1] - x[1:-1, 1:-1, :-2] - x[1:-1, 1:-1, 2:])", {"x": (shape, dt)}, _stencil3)
+    if family == "chain":
+        shape = _split(rng, n, int(rng.integers(1, 3)))
+        return case(f"chain {dt}", str(shape).replace(" ", ""), "y = np.tanh(x * 0.5) * x + np.exp(-x * x)",
+                    {"x": (shape, dt)}, lambda x: (x * 0.5).tanh() * x + (-x * x).exp())
+    rows, w = _log_int(rng, 1, 512), _log_int(rng, 2, 2048)   # small: launch-bound
+    return case(f"small softmax {dt}", f"({rows},{w})", SOFTMAX, {"x": ((rows, w), dt)}, _softmax, kind="launch")
+
+
+def random_cases(seed: int, count: int) -> list[Case]:
+    """`count` cases of random family, dtype and shape, the same for the same seed."""
+    rng = np.random.default_rng(seed)
+    return [_random_case(rng, f"s{seed}.{k}") for k in range(count)]
