@@ -1,8 +1,8 @@
 """Running plans through the Numba backend in tests.
 
-Bulk differential tests compile with `parallel=False`: the same generated source (only
-the decorator's flag differs), about three times faster to compile; tests in
-test_numba_backend.py compile with `parallel=True` and check that it gives the same bits.
+Bulk differential tests run with `parallel=False`: the same compiled kernels, their
+parallel loops run on the calling thread (driver.drive_serial); tests in
+test_numba_backend.py run them on Numba's threads and check that it gives the same bits.
 Compiled kernels are cached by source in the process and by Numba on disk, so a second
 test session compiles nothing.
 """

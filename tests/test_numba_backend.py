@@ -188,6 +188,7 @@ def test_compiled_once_per_process_and_loaded_from_disk_by_the_next(tmp_path, mo
     (name, seconds), = first.compile_s.items()
     assert seconds > 0
     assert Executable(plan, PARALLEL).compile_s[name] == 0.0      # this process has it
+    assert Executable(plan, SERIAL).compile_s[name] == 0.0        # the same kernel, run serially
     assert list(tmp_path.glob("numba/*.py")) and list(tmp_path.glob("numba/__pycache__/*.nbi"))
     script = textwrap.dedent("""
         import json, sys
@@ -200,15 +201,61 @@ def test_compiled_once_per_process_and_loaded_from_disk_by_the_next(tmp_path, mo
         x = b.input("x", (1000,), np.float32)
         g = b.build([("y", b.elemwise("sqrt", [b.elemwise("add", [x, b.const(0.123456, np.float32)])]))])
         exe = Executable(make_plan(g), NumbaOptions(parallel=True))
-        fn = exe.compiled[0].fn
-        print(json.dumps({"hits": sum(fn.stats.cache_hits.values()), "misses": sum(fn.stats.cache_misses.values())}))
+        xs = np.linspace(0, 1, 1000, dtype=np.float32)
+        ok = bool(np.array_equal(exe.run({"x": xs})["y"], np.sqrt(xs + np.float32(0.123456))))
+        print(json.dumps({"hits": exe.compiled[0].cfunc.cache_hits, "ok": ok}))
     """)
     import json
     import os
     env = {**os.environ, "FUSELAB_CACHE_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
     stats = json.loads(out.stdout.strip().splitlines()[-1])
-    assert stats == {"hits": 1, "misses": 0}
+    assert stats == {"hits": 1, "ok": True}
+
+
+def test_one_driver_for_every_kernel_compiled_once_per_machine(tmp_path):
+    """Kernels are cfuncs run through driver.py's one parallel driver: a new process
+    compiling kernels of other dtypes and templates afresh (an empty kernel cache) loads
+    the driver from Numba's disk cache and compiles no other version of it."""
+    from fuselab.numba_backend import driver
+    from fuselab.numba_backend.run import Executable
+    b = GraphBuilder()
+    x = b.input("x", (3000,), np.float32)
+    Executable(make_plan(b.build([("y", b.elemwise("exp", [x]))])), PARALLEL)   # this process: driver compiled or loaded
+    assert len(driver.drive_parallel.signatures) == 1 and len(driver.drive_serial.signatures) == 1
+    script = textwrap.dedent("""
+        import json
+        import numpy as np
+        from fuselab.ir import GraphBuilder
+        from fuselab.plan import make_plan
+        from fuselab.numba_backend import NumbaOptions, driver
+        from fuselab.numba_backend.run import Executable
+        rng = np.random.default_rng(0)
+        b = GraphBuilder()
+        x = b.input("x", (4000,), np.float64)
+        g1 = b.build([("y", b.elemwise("sin", [x]))])
+        b = GraphBuilder()
+        x = b.input("x", (30, 70), np.float32)
+        g2 = b.build([("s", b.reduce("sum", b.elemwise("multiply", [x, x]), axis=-1))])
+        ok = []
+        for g in (g1, g2):
+            exe = Executable(make_plan(g), NumbaOptions(parallel=True))
+            assert all(t > 0 for t in exe.compile_s.values())      # compiled here
+            xs = rng.standard_normal(g.nodes[g.input_ids[0]].shape).astype(g.nodes[g.input_ids[0]].dtype)
+            got = list(exe.run({"x": xs}).values())[0]
+            want = np.sin(xs) if g is g1 else (xs * xs).sum(-1)
+            ok.append(bool(np.allclose(got, want, rtol=1e-5)))
+        d = driver.drive_parallel
+        print(json.dumps({"ok": ok, "signatures": len(d.signatures), "hits": sum(d.stats.cache_hits.values()),
+                          "misses": sum(d.stats.cache_misses.values())}))
+    """)
+    import json
+    import os
+    env = {**os.environ, "FUSELAB_CACHE_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    stats = json.loads(out.stdout.strip().splitlines()[-1])
+    assert stats == {"ok": [True, True], "signatures": 1, "hits": 1, "misses": 0}
 
 
 def test_calibration_probes_load_from_the_disk_cache_in_a_new_process(tmp_path):
@@ -256,7 +303,8 @@ def test_a_cell_runs_on_the_numba_backend_checked_and_timed():
     import html as html_mod
     import re
     code = html_mod.unescape(re.sub(r"<[^>]+>", "", code_html(s)))
-    assert "@njit(parallel=True, fastmath=False, cache=True" in code and "for row in prange(50):" in code
+    assert '@cfunc("void(int64, int64, int64, CPointer(voidptr))", fastmath=False, cache=True' in code
+    assert "for row in range(lo, hi):" in code and "the rows (50 iterations" in code
     assert "The same kernel in CUDA C++" in code
 
 

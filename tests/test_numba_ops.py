@@ -41,8 +41,8 @@ def _numpy_results(lines: list[str], ns: dict) -> tuple[list[str], dict]:
 
 @pytest.fixture(autouse=True)
 def _serial(monkeypatch):
-    """Cells compile their kernels without `parallel` here (a third of the compile time;
-    test_numba_backend.py checks that parallel kernels give the same bits)."""
+    """Cells run their kernels without `parallel` here (on the test's thread;
+    test_numba_backend.py checks that parallel runs give the same bits)."""
     from fuselab.session import Session
     monkeypatch.setattr(Session, "numba_options", lambda self: SERIAL)
 

@@ -1,7 +1,9 @@
 """Compiling generated kernels: each source becomes a module file in the cache folder
-(named by its hash, so Numba's on-disk cache, `cache=True`, finds it again in a later
-process), is imported, and compiled for its exact argument types. An in-process table
-keyed by the source makes a second compile of the same kernel free.
+(named by its hash, so Numba's on-disk cache, `cfunc(..., cache=True)`, finds it again
+in a later process) and is imported, which compiles its kernel (a `cfunc`: no dispatch on
+argument types, its arrays' types are in its source) or loads it from that cache. An
+in-process table keyed by the source makes a second compile of the same kernel free.
+The kernels run through driver.py's one parallel driver, compiled once per machine.
 
 Importing this module imports Numba.
 """
@@ -15,24 +17,34 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numba
 import numpy as np
 
+from . import driver
 from .model import PyKernel
-from .pytypes import storage
 
 _LOCK = threading.Lock()
-_COMPILED: dict[tuple[str, tuple[str, ...]], Callable[..., Any]] = {}
+_COMPILED: dict[str, Any] = {}
 
 
 @dataclass(frozen=True)
 class Compiled:
     kernel: PyKernel
-    fn: Callable[..., Any]      # the compiled function; takes flat arrays
+    cfunc: Any                  # the kernel: a numba CFunc (its address, inspect_llvm, cache_hits)
     compile_s: float            # wall time to get it (0 when this process had it already)
     path: Path
+
+    def fn(self, *arrays: np.ndarray, parallel: bool = True) -> None:
+        """Run the kernel on flat C-contiguous arrays: its inputs, then its outputs (the
+        scratch arrays are allocated here)."""
+        scratch = [np.empty(n, dt) for dt, n in self.kernel.scratch]
+        args = np.array([a.ctypes.data for a in (*arrays, *scratch)] or [0], np.int64)
+        sizes = np.array(self.kernel.phases, np.int64)
+        chunks = driver.chunk_counts(sizes, numba.get_num_threads() if parallel else 1)
+        run = driver.drive_parallel if parallel else driver.drive_serial
+        run(self.cfunc.address, sizes, chunks, args.ctypes.data)
 
 
 def cache_dir() -> Path:
@@ -46,17 +58,13 @@ def _module_path(kernel: PyKernel) -> Path:
     return cache_dir() / f"{kernel.name}_{digest}.py"
 
 
-def _signature(kernel: PyKernel, dtypes: tuple[np.dtype, ...]) -> Any:
-    arrays = [numba.types.Array(numba.from_dtype(storage(dt)), 1, "C") for dt in dtypes]
-    return numba.types.void(*arrays)
-
-
 def load_module(path: Path) -> Any:
     """The generated module at `path` (in the cache folder), imported once a process. It is
     in sys.modules before its code runs and before anything in it compiles: Numba's disk
     cache names the module of a compiled function's globals and imports it by that name
     in a later process (one it could not find was pickled as '<dynamic>', and loading it
-    failed with ModuleNotFoundError: the calibration probes, on the GPU machine's CPU)."""
+    failed with ModuleNotFoundError: the calibration probes, on the GPU machine's CPU).
+    A cfunc compiles (or loads from the disk cache) while its module runs."""
     name = f"fuselab_numba_kernels.{path.stem}"
     module = sys.modules.get(name)
     if module is None:
@@ -71,23 +79,19 @@ def load_module(path: Path) -> Any:
     return module
 
 
-def compile_kernel(kernel: PyKernel, dtypes: tuple[np.dtype, ...]) -> Compiled:
-    """The kernel compiled for flat C-contiguous arrays of `dtypes` (its inputs, then its
-    outputs). Loads Numba's disk cache when an earlier process compiled the same source."""
+def compile_kernel(kernel: PyKernel) -> Compiled:
+    """The kernel compiled (its arrays' types are in its source). Loads Numba's disk cache
+    when an earlier process compiled the same source."""
     path = _module_path(kernel)
-    key = (kernel.source, tuple(d.str for d in dtypes))
     with _LOCK:
-        if key in _COMPILED:
-            return Compiled(kernel, _COMPILED[key], 0.0, path)
+        if kernel.source in _COMPILED:
+            return Compiled(kernel, _COMPILED[kernel.source], 0.0, path)
         t0 = time.perf_counter()
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(kernel.source)
             tmp.replace(path)     # atomic: another process never imports half a file
-        module = load_module(path)
-        dispatcher = getattr(module, kernel.name)
-        dispatcher.compile(_signature(kernel, dtypes))
-        dispatcher.disable_compile()   # a call with other types is a bug: raise, never recompile
-        _COMPILED[key] = dispatcher
-        return Compiled(kernel, dispatcher, time.perf_counter() - t0, path)
+        fn = getattr(load_module(path), kernel.name)
+        _COMPILED[kernel.source] = fn
+        return Compiled(kernel, fn, time.perf_counter() - t0, path)

@@ -8,11 +8,14 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from ..codegen import index as ix
 from ..ir import Graph, format_node
 from ..plan.model import Kernel
 from .emit import CodegenError, Names, PyEmitter, array_name, indent, load_expr, render
 from .model import NumbaOptions, PyKernel
+from .pytypes import ctor, storage
 
 _HELPER = re.compile(r"\bfl_\w+")
 
@@ -70,21 +73,65 @@ class PyContext:
     def listing(self) -> list[str]:
         return [format_node(self.graph, i) for i in self.kernel.nodes]
 
-    def finish(self, header: list[str], body: list[str], notes: tuple[str, ...] = ()) -> PyKernel:
-        """The module: a header comment, imports (only the helpers the body calls), and
-        the kernel function."""
-        params = [self.in_arr[n] for n in self.kernel.inputs] + [self.out_arr[n] for n in self.kernel.outputs]
-        fn = [self.options.decorator(), f"def {self.name}({', '.join(params)}):", *indent(body, 1)]
-        helpers = sorted(set(_HELPER.findall("\n".join(body))))
+    def finish(self, header: list[str], phases: list["Phase"], notes: tuple[str, ...] = (),
+               scratch: list[str] = ()) -> PyKernel:
+        """The module: a header comment, imports (only the helpers the body calls), and the
+        kernel, a cfunc of (phase, lo, hi, args) running iterations lo..hi-1 of loop
+        `phase` (driver.py). Its arrays are views of the addresses in `args`: inputs,
+        outputs, then the arrays that `scratch` allocates (`name = np.empty(n, T)` lines:
+        a split reduction's partials, written by one phase and read by the next). An
+        allocation of constant size at the top of a loop body is made once per call
+        instead of once per iteration (it is written before it is read)."""
         g = self.graph
-        header = [*header, "parameters: " + ", ".join(
+        params = [self.in_arr[n] for n in self.kernel.inputs] + [self.out_arr[n] for n in self.kernel.outputs]
+        dtypes = [ctor(storage(g.nodes[n].dtype)) for n in (*self.kernel.inputs, *self.kernel.outputs)]
+        sizes = [g.nodes[n].aval.size for n in (*self.kernel.inputs, *self.kernel.outputs)]
+        spec: list[tuple[str, int]] = []
+        for line in scratch:
+            m = _ALLOC.fullmatch(line)
+            if m is None:
+                raise CodegenError(f"kernel {self.name}: a scratch line is not an allocation: {line!r}")
+            params.append(m["name"])
+            dtypes.append(m["dtype"])
+            sizes.append(int(m["n"]))
+            spec.append((np.dtype(getattr(np, m["dtype"][3:])).name, int(m["n"])))
+        views = [f"{p} = carray(args[{k}], {n}, {d})" for k, (p, n, d) in enumerate(zip(params, sizes, dtypes))]
+        code = [f"# {len(phases)} parallel loop(s) (phase 0..{len(phases) - 1}): each call runs iterations lo..hi-1 "
+                "of one of them", *views]
+        for k, ph in enumerate(phases):
+            hoisted = [l for l in ph.body if _ALLOC.fullmatch(l.split("  #")[0])]
+            rest = [l for l in ph.body if l not in hoisted]
+            loop = [f"# phase {k}: {ph.what} ({ph.count} iterations, in chunks on the driver's threads)",
+                    *hoisted, f"for {ph.var} in range(lo, hi):", *indent(rest, 1)]
+            if len(phases) == 1:
+                code += loop
+            else:
+                code += [f"{'if' if k == 0 else 'elif'} phase == {k}:", *indent(loop, 1)]
+        fn = [self.options.decorator(), f"def {self.name}(phase, lo, hi, args):", *indent(code, 1)]
+        helpers = sorted(set(_HELPER.findall("\n".join(code))))
+        header = [*header, "arrays: " + ", ".join(
             f"{self.in_arr.get(n) or self.out_arr[n]} {g.nodes[n].aval}" for n in (*self.kernel.inputs, *self.kernel.outputs))]
         lines = [f"# {h}" if h else "#" for h in header]
-        lines += ["import numpy as np", "from numba import njit, prange", ""]
+        lines += ["import numpy as np", "from numba import carray, cfunc", ""]
         lines += ["# Indices are unsigned: Numba then drops its check for negative indices, which",
                   "# would keep LLVM from vectorizing the loops.", "ix = np.uint64", ""]
         if helpers:
             lines += [f"from fuselab.numba_backend.scalar import {', '.join(helpers)}  # scalar.py {helpers_digest()}", ""]
         lines += ["", *fn, ""]
         return PyKernel(self.index, self.name, "\n".join(lines), self.kernel.template,
-                        tuple(self.kernel.inputs), tuple(self.kernel.outputs), notes)
+                        tuple(self.kernel.inputs), tuple(self.kernel.outputs), notes,
+                        tuple(ph.count for ph in phases), tuple(spec))
+
+
+_ALLOC = re.compile(r"(?P<name>\w+) = np\.empty\((?P<n>\d+), (?P<dtype>np\.\w+)\)")
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One parallel loop of a kernel: `for var in range(count): body`, whose iterations
+    are independent (the driver runs them in chunks, on several threads)."""
+
+    var: str
+    count: int
+    body: list[str]
+    what: str

@@ -28,7 +28,7 @@ LoadFn = Callable[[int, ix.Affine], str]
 
 
 _RESERVED = frozenset(keyword.kwlist) | frozenset(
-    "np numba njit prange range min max abs len int float bool True False None ix "
+    "np numba njit prange cfunc carray phase args range min max abs len int float bool True False None ix "
     "i r c row col o u j k part o0 n_o n_c lo hi r_b col_b k_b k_e r_c col_c".split())   # and the templates' loop variables
 
 

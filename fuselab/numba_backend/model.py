@@ -13,9 +13,10 @@ FP16_MODES = ("numpy", "fast")
 class NumbaOptions:
     """How to generate and compile the CPU kernels.
 
-    parallel: compile with `parallel=True` (prange loops run on every core). Off, the same
-        source compiles in about a third of the time and runs on one core: the bulk
-        differential tests use that.
+    parallel: run each kernel's parallel loops on every core (driver.drive_parallel).
+        Off, the same compiled kernel runs its loops on the calling thread
+        (driver.drive_serial): the bulk differential tests and Dask's blocks use that. The
+        generated source and its compile do not depend on it.
     fp16_math: as CodegenOptions.fp16_math: "numpy" rounds every float16 op to half (equal
         to NumPy), "fast" keeps float32 inside a kernel and rounds what it stores.
     split: elements one chunk of a split reduction folds before its partial is combined
@@ -33,15 +34,19 @@ class NumbaOptions:
             raise ValueError(f"fp16_math must be one of {FP16_MODES}, not {self.fp16_math!r}")
 
     def decorator(self) -> str:
-        return (f"@njit(parallel={self.parallel}, fastmath=False, cache=True, error_model=\"numpy\", "
-                "nogil=True)")
+        """The generated kernel's decorator: a C callback of driver.KERNEL_SIGNATURE,
+        compiled without Numba's parfor pass and cached on disk."""
+        return '@cfunc("void(int64, int64, int64, CPointer(voidptr))", fastmath=False, cache=True, error_model="numpy")'
 
 
 @dataclass(frozen=True)
 class PyKernel:
-    """A generated kernel: one Python module whose function `name` takes the kernel's
-    input arrays then its output arrays, all flat and C-contiguous (float16 as uint16 bits),
-    and fills the outputs."""
+    """A generated kernel: one Python module whose function `name` is a Numba `cfunc` of
+    (phase, lo, hi, args) that runs iterations lo..hi-1 of its parallel loop number
+    `phase` (driver.py runs them in chunks). `args` holds the data addresses of the
+    kernel's input arrays, then its output arrays, all flat and C-contiguous (float16 as
+    uint16 bits), then its scratch arrays (a split reduction's partials, which the
+    phases share)."""
 
     index: int                  # position in the plan
     name: str                   # the function name, e.g. k2_exp_mul_sum
@@ -50,3 +55,5 @@ class PyKernel:
     inputs: tuple[int, ...]     # node ids, in parameter order
     outputs: tuple[int, ...]
     notes: tuple[str, ...] = ()
+    phases: tuple[int, ...] = ()             # iterations of each parallel loop, in run order
+    scratch: tuple[tuple[str, int], ...] = ()   # (NumPy dtype name, length) of each scratch array

@@ -2,7 +2,7 @@
 computed per input element) and consumers (the epilogue, per output element).
 
 The reduced shape X splits into K outputs and R elements per output (flat indices `o` and
-`r`, coordinates in X by index math). A prange loop runs over work units; a unit folds a
+`r`, coordinates in X by index math). A parallel loop runs over work units; a unit folds a
 tile of T consecutive outputs over a chunk of the R elements:
 
 * T = 1 ("inner") unless the last axis of X is kept: each output's elements are folded
@@ -10,9 +10,10 @@ tile of T consecutive outputs over a chunk of the R elements:
 * T > 1 ("column") when the last axis of X is kept: the unit walks its rows of X and
   folds T neighbouring outputs at once, so reads stay contiguous.
 * When there are few tiles and many elements (a full reduction, a column mean), R is
-  split into chunks of a fixed size; each unit leaves a partial per output, and a second
-  loop combines the partials in chunk order. Chunk size and count depend on the shapes
-  only, so the result is the same on every machine, whatever its thread count.
+  split into chunks of a fixed size; each unit leaves a partial per output (in scratch
+  arrays the runner allocates), and a second parallel loop combines the partials of each
+  output in chunk order. Chunk size and count depend on the shapes only, so the result
+  is the same on every machine, whatever its thread count.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from ..codegen import index as ix
 # the CUDA template's analysis of the kernel: the same contract (layout, prologue, epilogue)
 from ..codegen.reduction import _Problem as Problem, _analyse as analyse, _coords as coords
 from .accum import Acc, accumulator, blocked_loop, fold_loop
-from .context import PyContext
+from .context import Phase, PyContext
 from .emit import indent
 from .model import PyKernel
 
@@ -53,10 +54,10 @@ def generate(ctx: PyContext) -> PyKernel:
     hi = f"min({R}, part * {chunk} + {chunk})" if splits > 1 else f"{R}"
     partials = {a.node: (ctx.names.fresh(f"part{a.node}"),
                          ctx.names.fresh(f"part{a.node}_index") if a.is_arg else None) for a in accs}
-    body: list[str] = []
+    scratch: list[str] = []
     if splits > 1:
         for a in accs:
-            body += a.partial_arrays(*partials[a.node], str(K * splits))
+            scratch += a.partial_arrays(*partials[a.node], str(K * splits))
     unit = [f"part = u % {splits}"] if splits > 1 else []
     if tile == 1:
         unit += [f"o = u // {splits}" if splits > 1 else "o = u"]
@@ -74,9 +75,8 @@ def generate(ctx: PyContext) -> PyKernel:
                              each="for j in range(n_o):")
         unit += ["for j in range(n_o):", "    o = o0 + j",
                  *indent(_finish_one(ctx, p, folded, partials, splits, "o"), 1)]
-    body += [f"for u in prange({tiles * splits}):", *indent(unit, 1)]
+    phases = [Phase("u", tiles * splits, unit, "the work units" + (" (tile, chunk)" if splits > 1 else ""))]
     if splits > 1:
-        body += [f"# combine the {splits} partials of each output in chunk order", f"for o in prange({K}):"]
         comb: list[str] = []
         for a in accs:
             comb += a.declare()
@@ -84,14 +84,14 @@ def generate(ctx: PyContext) -> PyKernel:
         for a in accs:
             comb += indent(a.merge_partial(*partials[a.node], f"o * {splits} + part"), 1)
         comb += _epilogue(ctx, p, accs, "o")
-        body += indent(comb, 1)
+        phases.append(Phase("o", K, comb, f"the outputs, each combining its {splits} partials in chunk order"))
     strategy = ("column: tiles of %d outputs walk the rows" % tile if tile > 1 else "inner: one output per unit")
     if splits > 1:
         strategy += f", the {R} reduced elements split into {splits} chunks combined in order"
     shape = g.nodes[g.nodes[p.reduces[0]].inputs[0]].aval
     header = [f"{ctx.name}: reduction of {shape} over axes {tuple(p.axes)} ({K} outputs x {R} elements, "
               f"layout {p.layout or 'scalar'})", *ctx.listing(), strategy]
-    return ctx.finish(header, body, (strategy,))
+    return ctx.finish(header, phases, (strategy,), scratch)
 
 
 def _finish_one(ctx: PyContext, p: Problem, accs: list[Acc], partials, splits: int, o: str) -> list[str]:

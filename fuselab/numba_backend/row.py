@@ -1,7 +1,7 @@
 """The row template: softmax, layernorm, rmsnorm, logsumexp... over rows of length C.
 
 Every reduce node reduces the last axis of one full shape F (rows = prod(F[:-1])). A
-prange loop runs over the rows; inside, one loop along the row per pass: pass 1 folds the
+parallel loop runs over the rows; inside, one loop along the row per pass: pass 1 folds the
 reductions that need no other reduction, pass 2 those that need pass 1's, and so on; a
 final pass computes and stores the full-shape outputs, and the per-row outputs are stored
 last. A row is read once from memory and stays in the core's cache for the later passes
@@ -21,7 +21,7 @@ from __future__ import annotations
 from ..codegen import index as ix
 from ..codegen.row import _analyse as analyse   # the row contract is the CUDA template's
 from .accum import accumulator, fold_loop
-from .context import PyContext
+from .context import Phase, PyContext
 from .emit import indent
 from .model import PyKernel
 from .pytypes import ctor
@@ -130,9 +130,9 @@ def generate(ctx: PyContext) -> PyKernel:
         for o in p.row_out:
             v = em.stored(o, ix.delinearize(ix.Affine.of(row), g.nodes[o].shape))
             body += em.take_lines() + [ctx.store(o, ix.Affine.of(row), v)]
-    note = f"prange over {p.rows} rows of {p.cols}: {passes} reduction pass(es)" + \
+    note = f"a parallel loop over {p.rows} rows of {p.cols}: {passes} reduction pass(es)" + \
         (" + an output pass" if p.full_out else "") + \
         (f"; row buffers for {', '.join(f'%{n} {g.nodes[n].op}' for n in buffers)}" if buffers else "")
     header = [f"{ctx.name}: row kernel over {g.nodes[g.nodes[p.reduces[0]].inputs[0]].aval} "
               f"({p.rows} rows x {p.cols} columns)", *ctx.listing(), note]
-    return ctx.finish(header, [f"for row in prange({p.rows}):", *indent(body, 1)], (note,))
+    return ctx.finish(header, [Phase("row", p.rows, body, "the rows")], (note,))

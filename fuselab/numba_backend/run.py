@@ -2,7 +2,8 @@
 
 Arrays travel between kernels flat and C-contiguous (float16 as its uint16 bits); each
 kernel's outputs are allocated here and intermediates are dropped after their last
-reader. Opaque kernels (matmul, sort, ...) run through NumPy, as in the reference
+reader. A kernel runs through driver.py: its parallel loops in chunks on Numba's threads
+(or on the calling thread with `parallel=False`). Opaque kernels (matmul, sort, ...) run through NumPy, as in the reference
 interpreter. Importing this module imports Numba.
 """
 from __future__ import annotations
@@ -58,8 +59,7 @@ class Executable:
         self.compiled: list[Compiled | None] = []
         for code in self.codes:
             if isinstance(code, PyKernel):
-                dts = tuple(g.nodes[i].dtype for i in (*code.inputs, *code.outputs))
-                self.compiled.append(compile_kernel(code, dts))
+                self.compiled.append(compile_kernel(code))
             else:
                 self.compiled.append(None)
         last: dict[int, int] = {}
@@ -102,7 +102,7 @@ class Executable:
                 else:
                     outs = [self._buffer(o) if reuse else np.empty(g.nodes[o].aval.size, storage(g.nodes[o].dtype))
                             for o in code.outputs]
-                    comp.fn(*[env[j] for j in code.inputs], *outs)
+                    comp.fn(*[env[j] for j in code.inputs], *outs, parallel=self.options.parallel)
                     env.update(zip(code.outputs, outs))
             except Exception as e:   # the user's line of the kernel's (last) result
                 if getattr(e, "fuselab_node", None) is None:
