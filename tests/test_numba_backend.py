@@ -281,6 +281,20 @@ def test_calibration_probes_load_from_the_disk_cache_in_a_new_process(tmp_path):
     assert stats == [{"hits": 0, "misses": 1}, {"hits": 1, "misses": 0}]
 
 
+def test_a_loop_of_one_iteration_is_no_loop():
+    """A phase of one iteration (a full reduction's only unit, its combine) is written
+    without its loop: in a loop whose body does not depend on the index, LLVM's
+    vectorizer searched for hours (vputils::isSingleScalar through the max fold's
+    selects) on this kernel."""
+    from fuselab.numba_backend.run import Executable
+    b = GraphBuilder()
+    x = b.input("x", (33,), np.float64)
+    exe = Executable(one_kernel(b.build([("m", b.reduce("max", x))]), Template.REDUCTION), PARALLEL)
+    assert "range(lo, hi)" not in exe.codes[0].source and "u = 0" in exe.codes[0].source
+    xs = np.random.default_rng(5).standard_normal(33)
+    assert exe.run({"x": xs})["m"] == xs.max()
+
+
 # -- session, magic, explorer -----------------------------------------------------------
 
 def test_a_cell_runs_on_the_numba_backend_checked_and_timed():

@@ -1,10 +1,13 @@
-"""The Numba CPU backend: each kernel of a plan generated as a Python function and
-compiled with `numba.njit(parallel=True, fastmath=False, cache=True)`.
+"""The Numba CPU backend: each kernel of a plan generated as a Python function, compiled
+as a Numba `cfunc` (fastmath off, disk-cached) that runs a chunk lo..hi of its parallel
+loop; one driver, the same for every kernel (driver.py, `@njit(parallel=True,
+cache=True)`, compiled once per machine), runs the chunks on Numba's threads.
 
 Generating code needs no Numba (the explorer shows it anywhere); compiling and running
-do. Pointwise kernels are one prange loop, row kernels a prange loop over rows with the
-row's passes inside, reductions per-chunk partials combined in a fixed order; opaque
-kernels run through NumPy. Semantics are NumPy's, as the CUDA backend's are.
+do. Pointwise kernels are one parallel loop, row kernels a parallel loop over rows with
+the row's passes inside, reductions per-chunk partials combined in a fixed order (a
+second loop); opaque kernels run through NumPy. Semantics are NumPy's, as the CUDA
+backend's are.
 
     available() -> (bool, reason)
     generate(plan, options) -> (PyKernel | OpaqueCall, ...)          no Numba needed
@@ -40,7 +43,7 @@ def warm_up() -> threading.Thread | None:
     """Start Numba's one-time set-up on a background thread (once per process), so that
     the first kernel does not pay it: loading its typing and lowering registries takes
     0.4-0.8 s in a new process (most of the time a kernel takes from Numba's disk cache
-    otherwise). Compiles wait for it through Numba's compiler lock. None without Numba."""
+    otherwise), and the driver loads from its disk cache (compiled once per machine). Compiles wait for it through Numba's compiler lock. None without Numba."""
     if not available()[0]:
         return None
     with _WARM_UP_LOCK:
@@ -51,7 +54,7 @@ def warm_up() -> threading.Thread | None:
 
 
 def _set_up_numba() -> None:
-    from . import pointwise, reduction, row, run, scalar  # noqa: F401 - the modules a first kernel needs
+    from . import driver, pointwise, reduction, row, run, scalar  # noqa: F401 - the modules a first kernel needs
     from numba.core.compiler_lock import global_compiler_lock
     from numba.core.registry import cpu_target
     with global_compiler_lock:

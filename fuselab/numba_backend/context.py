@@ -96,13 +96,19 @@ class PyContext:
             sizes.append(int(m["n"]))
             spec.append((np.dtype(getattr(np, m["dtype"][3:])).name, int(m["n"])))
         views = [f"{p} = carray(args[{k}], {n}, {d})" for k, (p, n, d) in enumerate(zip(params, sizes, dtypes))]
-        code = [f"# {len(phases)} parallel loop(s) (phase 0..{len(phases) - 1}): each call runs iterations lo..hi-1 "
-                "of one of them", *views]
+        code = ["# one parallel loop: each call runs its iterations lo..hi-1 (driver.py)" if len(phases) == 1 else
+                f"# {len(phases)} parallel loops, one after the other: each call runs iterations lo..hi-1 of loop "
+                "`phase` (driver.py)", *views]
         for k, ph in enumerate(phases):
             hoisted = [l for l in ph.body if _ALLOC.fullmatch(l.split("  #")[0])]
             rest = [l for l in ph.body if l not in hoisted]
-            loop = [f"# phase {k}: {ph.what} ({ph.count} iterations, in chunks on the driver's threads)",
-                    *hoisted, f"for {ph.var} in range(lo, hi):", *indent(rest, 1)]
+            if ph.count == 1:
+                # no loop: LLVM's vectorizer can search for hours through a loop whose body
+                # does not depend on its index (vputils::isSingleScalar on a fold's selects)
+                loop = [f"# phase {k}: {ph.what} (1 iteration)", f"{ph.var} = 0", *hoisted, *rest]
+            else:
+                loop = [f"# phase {k}: {ph.what} ({ph.count} iterations, in chunks on the driver's threads)",
+                        *hoisted, f"for {ph.var} in range(lo, hi):", *indent(rest, 1)]
             if len(phases) == 1:
                 code += loop
             else:
