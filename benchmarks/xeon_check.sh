@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Numba backend's check on the GPU machine's CPU (16-thread Xeon, no network), within
 # 240 s: the driver's one-time compile, the Numba tests (at most 100 s, split over
-# 8 processes), then benchmarks/bench_cpu.py with a fresh kernel cache (cold compiles),
+# 14 processes), then benchmarks/bench_cpu.py with a fresh kernel cache (cold compiles),
 # then again on the same cache (disk-cached loads). Everything goes under $OUT (logs, the
 # two JSON results, a summary).
 # Usage, from the repository root of a checkout of this branch:
@@ -30,11 +30,11 @@ print(f"import numba {t1 - t0:.2f} s; driver compiled or loaded in {t2 - t1:.2f}
 EOF
 log "driver done"
 
-# 2. The Numba tests, -x -q, dealt round-robin to 8 processes (a kernel cache of their
+# 2. The Numba tests, -x -q, dealt round-robin to 14 processes (a kernel cache of their
 # own). At most 100 s.
 export FUSELAB_CACHE_DIR="$OUT/cache-tests"
 $PY -m pytest --collect-only -q -p no:cacheprovider tests/test_numba_*.py 2> /dev/null | grep '::' > "$OUT/test_ids.txt"
-N=8
+N=14
 for k in $(seq 0 $((N - 1))); do
   awk -v n=$N -v k=$k '(NR - 1) % n == k' "$OUT/test_ids.txt" > "$OUT/test_ids_$k.txt"
   (mapfile -t ids < "$OUT/test_ids_$k.txt"
