@@ -5,7 +5,7 @@
 # CuPy, then the Dask GPU benchmark alone (threaded scheduler, then distributed). Logs under $OUT, packed into one
 # device_check.tgz (the device tool brings back at most 8 files).
 # Usage (from the repository root, on the device):
-#   OUT=... bash scripts/device_check.sh [sweep_s=0] [parallel_s=400] [dask_s=90] [dask_threads="1"]
+#   [FUZZ_SEED=S FUZZ_WORKERS=W] OUT=... bash scripts/device_check.sh [sweep_s=0] [parallel_s=400] [dask_s=90] [dask_threads="1"]
 # (dask_threads: one Dask benchmark run, of dask_s at most, per thread count of the GPU worker)
 # Wheels carried in .whl/ (IPython for the fidelity corpus, Dask for its tests and
 # benchmark; see benchmarks/bench_dask.py) are installed first when present.
@@ -28,7 +28,7 @@ if [ "$SWEEP_S" -gt 0 ]; then
 fi
 # The fuzzer's coverage accumulates on the repository's (copy it back to keep it).
 cp tests/fuzz/coverage-gpu.json "$LOGS/gpu_cov.json"
-(cd tests && timeout $((PARALLEL_S + 20)) python3 -m fuzz run -n 1000000 --gpu --workers ${FUZZ_WORKERS:-8} --batch 16 \
+(cd tests && timeout $((PARALLEL_S + 20)) python3 -m fuzz run -n 1000000 --gpu --seed ${FUZZ_SEED:-0} --workers ${FUZZ_WORKERS:-8} --batch 16 \
    --time-limit $((PARALLEL_S - 30)) --failures "$LOGS/gpu_fail.json" --digests "$LOGS/gpu_digests.json" \
    --coverage "$LOGS/gpu_cov.json" --report "$LOGS/gpu_cov.md" > "$LOGS/fuzz.log" 2>&1; note fuzz $?) &
 (timeout "$PARALLEL_S" python3 -m pytest -q -p no:cacheprovider -rfE $XDIST tests/test_gpu_cell.py \

@@ -261,8 +261,10 @@ def differences(case: Case, plain: Outcome, fused: Outcome, reduction_rtol: dict
     if plain.stdout != fused.stdout and not (_Values.tolerance and
                                              same_text_within(plain.stdout, fused.stdout, _Values.tolerance)):
         out.append(f"stdout: plain {plain.stdout!r}, %%fuse {fused.stdout!r}")
-    # NumPy's Python code sometimes attributes a warning to its own file (np.mean ->
-    # fromnumeric.py); fuselab gives the user's line: compare lines where plain has one
+    # NumPy's Python code sometimes attributes a warning to its own file (np.mean's
+    # division -> _methods.py); fuselab gives the user's line for the floating-point ones:
+    # compare lines where plain has one (how many, and which file for np.var's and
+    # np.mean's own warnings, is compared through the count: NumPy's file shows each once)
     fw = [(c, m, ln if pw[2] is not None else None) for (c, m, ln), pw in zip(fused.warnings, plain.warnings)]
     if plain.warnings != fw or len(fused.warnings) != len(plain.warnings):
         out.append(f"warnings: plain {plain.warnings}, %%fuse {fused.warnings}")

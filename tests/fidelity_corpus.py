@@ -218,6 +218,12 @@ HAND = [
     # two divisions both warn, and a second variance in the cell warns no more
     Case("var of empty", "v = e.var()\ns = np.std(e)"),
     Case("var overflow", "v = (x * np.float32(1e37)).var()\nw = np.var(m, ddof=6)"),
+    # "Degrees of freedom" and "Mean of empty slice" come from NumPy's files for np.var,
+    # np.mean and both stds (once a session) but from the user's line for x.var(), x.mean()
+    Case("empty slices, methods and functions",
+         "a = np.mean(e)\nb = e.mean()\nc = np.mean(e)\nd = np.var(e)\nf = e.var()\ng = np.var(e)\n"
+         "s1 = e.std()\ns2 = np.std(e)\ns3 = m.std(axis=0, ddof=4)"),
+    Case("empty slices in a loop", "out = []\nfor k in range(3):\n    out.append(np.std(e) + e.var() + np.mean(e))"),
     Case("overflow", "y = np.float32(3e38) * x.astype(np.float32) * 10"),
     Case("cast nan", "y = np.array([np.nan, 1.0]).astype(np.int32)"),
     Case("warning in loop", "acc = 0\nfor k in range(3):\n    acc = acc + np.log(z + k)"),

@@ -26,6 +26,7 @@ import numpy as np
 from ..dask.xp import is_dask_array
 from ..errors import TraceError
 from ..interp import PythonWarning
+from .numpy_sites import numpy_site
 from ..ir import GraphBuilder, SourceLoc
 from ..ops import OPS, SUPPORTED_DTYPES, Aval, Kind
 from .concrete import Evaluator
@@ -106,6 +107,7 @@ class TraceContext:
         self._tracer_by_id: dict[int, InputTracer] = {}  # id(array) -> its one tracer
         self._names_by_id = {id(v): k for k, v in namespace.items() if is_array(v)}
         self.uses_cupy = False
+        self.calling_method = False   # the handler running was called as x.name(...) (registry.call_function)
         self.uses_dask = False
         self.array_type: type = np.ndarray
         self._lazy: list[bool] = []                  # node -> its value is a Dask array
@@ -297,8 +299,16 @@ class TraceContext:
             (n.op == "astype" or OPS[n.op].kind is Kind.ELEMWISE)
 
     def numpy_internal(self, since: int) -> None:
-        """The nodes traced since node number `since` are NumPy's internal steps."""
-        self.internal.update(range(since, len(self.builder.nodes)))
+        """The nodes traced since node number `since` are NumPy's internal steps. Each
+        warns from its own place in the program, under this line's errstate, even where
+        no tracer is made for it (np.std's variance) and a later line gives it again
+        (`e.var()` after `np.std(e)`: NumPy warned during the std)."""
+        custom = self._errstate()
+        for node in range(since, len(self.builder.nodes)):
+            self.internal.add(node)
+            sites = self.sites.setdefault(node, [])
+            if not sites:
+                sites.append(self._own_site(node, custom))
 
     def _report(self, node: int, site: "Site", kind: "str | PythonWarning") -> bool:
         """Report one error of `node` at one of its places; whether it warned there."""
@@ -345,13 +355,17 @@ class TraceContext:
     def refuse(self, what: str, hint: str) -> Refused:
         return Refused(TraceError(what, self.loc(), hint))
 
-    def warn(self, message: str, category: type = RuntimeWarning) -> None:
-        """A warning NumPy's Python code would give at the current line, where fuselab
-        computes the operation itself (`Mean of empty slice`). CuPy's code gives none
-        there (a mean of nothing is NaN, silently, on CuPy 14: the GPU fidelity corpus)."""
+    def warn(self, message: str, category: type = RuntimeWarning, *, numpy_function: str | None = None) -> None:
+        """A warning NumPy's Python code would give, where fuselab computes the operation
+        itself (`Mean of empty slice`): at the current line, or, for `numpy_function`,
+        where NumPy places it for the way the user called it (np.var(x) from NumPy's
+        fromnumeric.py, once a session; x.var() from the user's line: numpy_sites.py).
+        CuPy's code gives none there (a mean of nothing is NaN, silently, on CuPy 14: the
+        GPU fidelity corpus)."""
         if self.uses_cupy:
             return
-        self.warnings.python(self.here(), message, self.loc(), category)
+        site = numpy_site(numpy_function, self.calling_method, message) if numpy_function else None
+        self.warnings.python(self.here(), message, site or self.loc(), category)
 
     def library_warning(self, message: str, category: type = RuntimeWarning) -> None:
         """A warning the library itself gave while a function ran for real (NumPy's or

@@ -94,7 +94,7 @@ def _method(name: str):
         return getattr(a, name)(*args, **kwargs)
 
     def m(self: Tracer, *args: Any, **kwargs: Any) -> Any:
-        return call_function(self._ctx, name, real, (self, *args), kwargs)
+        return call_function(self._ctx, name, real, (self, *args), kwargs, method=True)
     m.__name__ = name
     return m
 

@@ -109,7 +109,7 @@ def mean(ctx, x, axis=None, dtype=None, out=None, keepdims=False, *, where=True)
     n, a, count = _counted(ctx, x, axis)
     since = len(b.nodes)
     if count == 0:
-        ctx.warn("Mean of empty slice")
+        ctx.warn("Mean of empty slice", numpy_function="mean")
     half = dtype is None and a.dtype == np.float16  # float16 is summed in float32
     acc = np.dtype(np.float32) if half else _float_acc(a.dtype, dtype)
     s = b.reduce("sum", n, axis, bool(keepdims), acc, loc)
@@ -120,14 +120,14 @@ def mean(ctx, x, axis=None, dtype=None, out=None, keepdims=False, *, where=True)
     return wrap(ctx, m, scalar=True)
 
 
-def _var_node(ctx, x, axis, dtype, keepdims, ddof) -> int:
+def _var_node(ctx, x, axis, dtype, keepdims, ddof, function: str) -> int:
     """float32/float64 variances (integers' too, in float64) are one `var` reduction, which
     kernels compute in one pass (Welford); float16 ones follow numpy/_core/_methods.py
     _var step by step, since NumPy rounds each step to float16."""
     b, loc = ctx.builder, ctx.loc()
     n, a, count = _counted(ctx, x, axis)
     if ddof >= count:
-        ctx.warn("Degrees of freedom <= 0 for slice")
+        ctx.warn("Degrees of freedom <= 0 for slice", numpy_function=function)
     acc = _float_acc(a.dtype, dtype) if (dtype is not None or a.dtype.kind in "biu") else None
     if (acc or a.dtype) in (np.dtype(np.float32), np.dtype(np.float64)):
         v = b.reduce("var", n, axis, bool(keepdims), acc or a.dtype, loc, ddof=int(ddof))
@@ -148,7 +148,7 @@ def var(ctx, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, wher
     _plain_args(out, where, mean if mean is not None else np._NoValue)
     ddof = ddof if correction is np._NoValue else correction
     since = len(ctx.builder.nodes)
-    v = _var_node(ctx, x, axis, dtype, keepdims, ddof)
+    v = _var_node(ctx, x, axis, dtype, keepdims, ddof, "var")
     ctx.numpy_internal(since)   # numpy/_core/_methods.py _var
     return wrap(ctx, v, scalar=True)
 
@@ -159,7 +159,7 @@ def std(ctx, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, wher
     _plain_args(out, where, mean if mean is not None else np._NoValue)
     ddof = ddof if correction is np._NoValue else correction
     since = len(ctx.builder.nodes)
-    v = ctx.builder.elemwise("sqrt", [_var_node(ctx, x, axis, dtype, keepdims, ddof)], ctx.loc())
+    v = ctx.builder.elemwise("sqrt", [_var_node(ctx, x, axis, dtype, keepdims, ddof, "std")], ctx.loc())
     ctx.numpy_internal(since)   # numpy/_core/_methods.py _std
     return wrap(ctx, v, scalar=True)
 

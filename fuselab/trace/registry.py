@@ -41,9 +41,12 @@ def qualname(func: Any) -> str:
     return ".".join(sub + [name])
 
 
-def call_function(ctx: TraceContext, path: str, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-    """`func(*args, **kwargs)` with tracers among the arguments."""
+def call_function(ctx: TraceContext, path: str, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
+                  *, method: bool = False) -> Any:
+    """`func(*args, **kwargs)` with tracers among the arguments; `method`: the user wrote
+    it as a method (`x.var()`, not `np.var(x)`), which moves some of NumPy's warnings."""
     handler = HANDLERS.get(path)
+    outer, ctx.calling_method = ctx.calling_method, method
     try:
         if handler is not None:
             if path in CALLS_FUNCTION:
@@ -53,3 +56,5 @@ def call_function(ctx: TraceContext, path: str, func: Any, args: Sequence[Any], 
     except (RunForReal, ShapeError, TypeError):
         # fuselab's rules do not cover this call (or NumPy rejects it): NumPy decides
         return run_for_real(ctx, f"np.{path}", func, args, kwargs)
+    finally:
+        ctx.calling_method = outer

@@ -87,9 +87,10 @@ class CellWarnings:
     pending: list[tuple[tuple[Position, int], str, type, SourceLoc | None]] = field(default_factory=list)
     seen: set[tuple[Position, str]] = field(default_factory=set)
 
-    def python(self, position: Position, message: str, loc: SourceLoc | None,
+    def python(self, position: Position, message: str, loc: "SourceLoc | PythonWarning | None",
                category: type = RuntimeWarning) -> None:
-        """A warning NumPy's Python code gives (`Mean of empty slice`)."""
+        """A warning NumPy's Python code gives (`Mean of empty slice`): at the user's line
+        (a SourceLoc) or at NumPy's own (a located interp.PythonWarning)."""
         self.pending.append(((position, len(self.pending)), message, category, loc))
 
     def warned(self, position: Position, kind: str) -> bool:
