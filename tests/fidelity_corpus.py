@@ -222,7 +222,19 @@ HAND = [
     # np.mean and both stds (once a session) but from the user's line for x.var(), x.mean()
     Case("empty slices, methods and functions",
          "a = np.mean(e)\nb = e.mean()\nc = np.mean(e)\nd = np.var(e)\nf = e.var()\ng = np.var(e)\n"
-         "s1 = e.std()\ns2 = np.std(e)\ns3 = m.std(axis=0, ddof=4)"),
+         "s1 = e.std()\ns2 = np.std(e)\ns3 = m.std(axis=0, ddof=4)\ns4 = np.var(m, axis=1, ddof=7)"),
+    # a ufunc called on arrays a graph break computed runs as NumPy, from fuselab's code:
+    # its warnings still come from the user's line (each once there), under its errstate
+    Case("ufunc on computed arrays warns at the line",
+         "ee = np.nan_to_num(be / 0)\nfor k in range(3):\n    np.add(ee[:-1], ee[1:], out=ee[1:])\n"
+         "with np.errstate(over='ignore'):\n    q = np.multiply(ee, ee)\nr = np.multiply(ee, ee)\n"
+         "s = np.divide.reduce(np.zeros(3))\ndef f(a):\n    return np.log(a)\nt = f(np.zeros(2))"),
+    # small values computed before a graph break warn in their place, before the lines
+    # after it (an int8 scalar's overflow, a mean of nothing)
+    Case("small warnings before a break",
+         "i2 = [v * 2 for v in i8[:3]]\nr3 = sq[:0].mean()\nh += 0.5\ni5 = np.unique(sq)\ni6 = h.tolist()"),
+    Case("empty mean before an if", "r1 = u8[:0].mean()\nee3 = z + 200\nif m.sum() > 0:\n    y5 = m * 2\n"
+         "else:\n    y5 = m - 1\nee6 = np.nan_to_num(z / 0)"),
     Case("empty slices in a loop", "out = []\nfor k in range(3):\n    out.append(np.std(e) + e.var() + np.mean(e))"),
     Case("overflow", "y = np.float32(3e38) * x.astype(np.float32) * 10"),
     Case("cast nan", "y = np.array([np.nan, 1.0]).astype(np.int32)"),

@@ -29,7 +29,10 @@ UNARY = ["{a} + 1", "{a} * 2", "{a} - {a}.mean()", "{a} // 3", "{a} % 4", "-{a}"
 BINARY = ["{a} + {b}", "{a} * {b}", "{a} - {b}", "np.maximum({a}, {b})", "np.where({a} > {b}, {a}, {b})",
           "{a} / ({b} ** 2 + 1)", "{a} == {b}", "{a} & {b}"]
 REDUCE = ["{a}.sum()", "{a}.mean()", "{a}.max()", "{a}.argmin()", "{a}.std()", "np.count_nonzero({a})",
-          "{a}.sum(axis=0)", "{a}.mean(axis=-1, keepdims=True)", "{a}.any()", "{a}.var(ddof=1)", "{a}.min(axis=0)"]
+          "{a}.sum(axis=0)", "{a}.mean(axis=-1, keepdims=True)", "{a}.any()", "{a}.var(ddof=1)", "{a}.min(axis=0)",
+          # the function forms warn from NumPy's files, the methods from the cell's line
+          "np.mean({a})", "np.std({a}, axis=0)", "np.var({a}, ddof=1)", "np.sum({a}, axis=-1)", "np.max({a}, axis=0)",
+          "{a}[:0].mean()", "np.std({a}[:0])", "np.var({a}[:0], axis=0)", "np.mean({a}[:0], axis=-1)"]
 VIEWS = ["{a}[::2]", "{a}.T", "{a}[1]", "{a}.reshape(-1)", "{a}[..., :2]", "{a}[None]", "{a}[::-1]",
          "{a}.ravel()", "np.squeeze({a})", "{a}.view()"]
 INDEXING = ["{a}[[0, 2]]", "{a}[{a} > 0]", "{a}[-1]", "{a}.item(0)", "{a}.tolist()", "np.concatenate([{a}, {a}])",

@@ -13,6 +13,8 @@ The tracing state lives in a ContextVar, so nested or concurrent traces cannot m
 """
 from __future__ import annotations
 
+import math
+
 import contextvars
 import linecache
 import operator
@@ -26,7 +28,7 @@ import numpy as np
 from ..dask.xp import is_dask_array
 from ..errors import TraceError
 from ..interp import PythonWarning
-from .numpy_sites import numpy_site
+from .numpy_sites import numpy_site, numpy_step_line
 from ..ir import GraphBuilder, SourceLoc
 from ..ops import OPS, SUPPORTED_DTYPES, Aval, Kind
 from .concrete import Evaluator
@@ -86,6 +88,11 @@ def current() -> "TraceContext":
     return ctx
 
 
+# nodes of at most this many elements are computed at a graph break if their inputs are
+# (TraceContext._compute_small): cheap, and their warnings keep their place
+_SMALL_RESULT = 4096
+
+
 class TraceContext:
     """Everything one trace accumulates: the graph builder, the concrete inputs, the
     values computed at graph breaks, and the warnings to give."""
@@ -107,6 +114,12 @@ class TraceContext:
         self._tracer_by_id: dict[int, InputTracer] = {}  # id(array) -> its one tracer
         self._names_by_id = {id(v): k for k, v in namespace.items() if is_array(v)}
         self.uses_cupy = False
+        # node -> (NumPy function, input dtype, whole reduction, division number): a division
+        # NumPy's Python code does, whose warnings come from NumPy's line (numpy_sites.py)
+        self.numpy_steps: dict[int, tuple[str, str, bool, int]] = {}
+        # nodes computed at a graph break only so that their warnings keep their place
+        # (_compute_small): not values Python saw, so not break values
+        self.for_warnings: set[int] = set()
         self.calling_method = False   # the handler running was called as x.name(...) (registry.call_function)
         self.uses_dask = False
         self.array_type: type = np.ndarray
@@ -322,6 +335,10 @@ class TraceContext:
         label = self.labels.get(node) or fp_label(n)
         if n.dtype.kind in "iu" and kind == "overflow" and not label.startswith("scalar"):
             return False  # integer arrays wrap around silently; NumPy's integer scalars warn
+        line = numpy_step_line(*self.numpy_steps[node]) if node in self.numpy_steps else None
+        if line is not None:   # a division of np.mean / np.var: from NumPy's line, once there
+            located = PythonWarning(f"{kind} encountered in {label}", RuntimeWarning, *line)
+            return self.warnings.located(site.position, located, site.modes)
         return self.warnings.fp(site.position, kind, label, loc, site.modes)
 
     # -- graph breaks --------------------------------------------------------
@@ -335,10 +352,49 @@ class TraceContext:
         reason = f"Python needs the value of {what} here ({use or why})"
         self.graph_break(node, reason, hint)
         value = self.evaluator.value(node)
+        self._taken_by_python(node)
         # what ran so far warns now: the value goes back to Python, whose later lines
         # (plain NumPy on it) give their own warnings as they run, after these
+        self._compute_small()
         self.warnings.flush()
         return value
+
+    def _compute_small(self) -> None:
+        """Compute the small nodes that nothing has asked for yet (np.mean of an empty
+        slice, an int8 scalar times 2, two lines above a graph break): they cost nothing,
+        and their NumPy warnings then take their place in program order, before the
+        warnings of the lines after the break, as in plain execution. Small: over empty
+        arrays, or of at most _SMALL_RESULT elements from inputs as small and computed."""
+        if self.uses_cupy:
+            return   # CuPy gives no floating-point warnings
+        nodes, b, ev = self.builder.nodes, self.builder, self.evaluator
+
+        def size(j: int) -> int:
+            return math.prod(b.aval(j).shape)
+
+        def ready(j: int) -> bool:   # its value costs a look-up
+            return ev.has(j) or nodes[j].op in ("input", "const")
+
+        def cheap(j: int) -> bool:   # small and ready, or empty and one step from ready values
+            return (size(j) <= _SMALL_RESULT and ready(j)) or (
+                size(j) == 0 and (ready(j) or all(ready(k) for k in nodes[j].inputs)))
+
+        for i, n in enumerate(nodes):
+            if n.inputs and not ready(i) and not self.lazy(i) and size(i) <= _SMALL_RESULT and \
+                    all(cheap(j) and not self.lazy(j) for j in n.inputs):
+                before = set(ev.values)
+                ev.value(i)
+                self.for_warnings.update(set(ev.values) - before)
+
+    def _taken_by_python(self, node: int) -> None:
+        """`node` and what it was computed from are values Python saw (break values), even
+        those _compute_small had computed only for their warnings."""
+        stack = [node]
+        while stack and self.for_warnings:
+            j = stack.pop()
+            if j in self.for_warnings or j == node:
+                self.for_warnings.discard(j)
+                stack.extend(self.builder.nodes[j].inputs)
 
     def graph_break(self, node: int | None, reason: str, hint: str = "") -> None:
         loc = self.loc()

@@ -75,19 +75,43 @@ class TracedUfunc:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if mentions_tracer(args) or mentions_tracer(kwargs.values()):
             return dispatch_ufunc(current(), self._real, "__call__", args, kwargs, self.__name__)
-        return self._real(*args, **kwargs)
+        return _warning_at_caller(self._real, args, kwargs, self.__name__)
 
     def _method(self, method: str) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             if mentions_tracer(args) or mentions_tracer(kwargs.values()):
                 return dispatch_ufunc(current(), self._real, method, args, kwargs, self.__name__)
-            return getattr(self._real, method)(*args, **kwargs)
+            # NumPy names reduce / accumulate / reduceat in the message, else the ufunc
+            label = method if method in ("reduce", "accumulate", "reduceat") else self.__name__
+            return _warning_at_caller(getattr(self._real, method), args, kwargs, label)
         return call
 
     def __getattr__(self, attr: str) -> Any:
         if attr in ("reduce", "accumulate", "outer", "reduceat", "at"):
             return self._method(attr)
         return getattr(self._real, attr)
+
+
+def _warning_at_caller(fn: Callable[..., Any], args: Any, kwargs: Any, label: str) -> Any:
+    """A NumPy ufunc called on plain arrays in a traced cell (`np.add(a, b, out=a)` on
+    an array a graph break computed). NumPy would give its floating-point warnings from
+    the Python frame that called the ufunc, which is this module's here, not the user's
+    line as in plain execution: the kinds np.errstate sets to "warn" come back through an
+    errstate callback and join the cell's warnings at the user's line, in program order.
+    Other modes ("raise", "ignore", ...) act as they are."""
+    warn = [k for k, mode in np.geterr().items() if mode == "warn"]
+    if not warn or not isinstance(getattr(fn, "__self__", fn), np.ufunc):
+        return fn(*args, **kwargs)
+    try:
+        ctx = current()
+    except RuntimeError:   # called after its cell's trace (a function the cell defined)
+        return fn(*args, **kwargs)
+    errors: list[str] = []
+    with np.errstate(**{k: "call" for k in warn}, call=lambda kind, _flag: errors.append(kind)):
+        out = fn(*args, **kwargs)
+    for kind in errors:
+        ctx.library_warning(f"{kind} encountered in {label}", RuntimeWarning)
+    return out
 
 
 def _is_cupy_fusion(v: Any) -> bool:

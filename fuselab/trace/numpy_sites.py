@@ -40,3 +40,20 @@ def numpy_site(function: str, method: bool, message: str) -> PythonWarning | Non
                 return None
             return PythonWarning(str(w.message), w.category, w.filename, w.lineno)
     return None
+
+
+@functools.cache
+def numpy_step_line(function: str, dtype: str, full: bool, step: int) -> tuple[str, int] | None:
+    """The file and line of NumPy's `step`-th floating-point warning (0: the first
+    division) of `function` ("mean" / "var") over an empty array of `dtype`, reduced
+    whole (`full`) or along an axis: where NumPy's Python code divides a sum by its
+    count (numpy/_core/_methods.py), so where its division warnings come from."""
+    fn = {"mean": np.mean, "var": np.var}[function]
+    a = np.zeros(0, dtype) if full else np.zeros((0, 2), dtype)
+    with warnings.catch_warnings(record=True) as seen, np.errstate(all="warn"):
+        warnings.simplefilter("always")
+        fn(a) if full else fn(a, axis=0)
+    fp = [w for w in seen if " encountered in " in str(w.message)]
+    if step >= len(fp) or fp[step].filename == __file__:
+        return None
+    return fp[step].filename, fp[step].lineno

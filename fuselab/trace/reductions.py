@@ -65,19 +65,25 @@ def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
     return int(math.prod(shape[a] for a in axes))
 
 
-def _divide_by_count(ctx: TraceContext, s: int, count: int, scalar_result: bool) -> int:
+def _divide_by_count(ctx: TraceContext, s: int, count: int, scalar_result: bool,
+                     step: tuple[str, np.dtype, int] | None = None) -> int:
     """NumPy divides a sum by its count (an intp) with the true_divide ufunc and casts
     the quotient back to the sum's dtype. When the sum is float32/float64 and the count
     is exact in it, dividing in that dtype gives the same bits (a correctly rounded
     quotient rounded again to fewer bits is the same quotient: p' >= 2p + 2), and keeps
-    float32 kernels free of float64 math; otherwise the division is NumPy's own."""
+    float32 kernels free of float64 math; otherwise the division is NumPy's own.
+    `step`: (NumPy function, its input's dtype, which of its divisions this is), whose
+    warnings then come from NumPy's line for it (numpy_sites.numpy_step_line)."""
     b, loc = ctx.builder, ctx.loc()
     dt = b.aval(s).dtype
     exact = {np.dtype(np.float32): 2 ** 24, np.dtype(np.float64): 2 ** 53}.get(dt)
     if exact is not None and count <= exact:
-        q = b.elemwise("true_divide", [s, b.const(count, dt, loc)], loc)
+        q = div = b.elemwise("true_divide", [s, b.const(count, dt, loc)], loc)
     else:
-        q = b.astype(b.elemwise("true_divide", [s, b.const(count, np.intp, loc)], loc), dt, loc)
+        div = b.elemwise("true_divide", [s, b.const(count, np.intp, loc)], loc)
+        q = b.astype(div, dt, loc)
+    if step is not None:
+        ctx.numpy_steps[div] = (step[0], str(step[1]), scalar_result, step[2])
     if scalar_result and np.can_cast(np.intp, dt, "safe"):
         # a full reduction is divided as NumPy scalars (np.float64(s) / np.intp(n)), whose
         # warnings say "scalar divide"; a float32 sum is divided by the ufunc instead
@@ -113,7 +119,7 @@ def mean(ctx, x, axis=None, dtype=None, out=None, keepdims=False, *, where=True)
     half = dtype is None and a.dtype == np.float16  # float16 is summed in float32
     acc = np.dtype(np.float32) if half else _float_acc(a.dtype, dtype)
     s = b.reduce("sum", n, axis, bool(keepdims), acc, loc)
-    m = _divide_by_count(ctx, s, count, b.aval(s).ndim == 0)
+    m = _divide_by_count(ctx, s, count, b.aval(s).ndim == 0, ("mean", a.dtype, 0))
     if half:
         m = b.astype(m, np.float16, loc)
     ctx.numpy_internal(since)   # numpy/_core/_methods.py _mean
@@ -135,11 +141,21 @@ def _var_node(ctx, x, axis, dtype, keepdims, ddof, function: str) -> int:
             ctx.labels[v] = "scalar divide"   # a full float64 variance is divided as NumPy scalars
         return v
     s = b.reduce("sum", n, axis, True, acc, loc)
-    mean_ = _divide_by_count(ctx, s, count, False)
+    mean_ = _divide_by_count(ctx, s, count, False, ("var", a.dtype, 0))
     d = b.elemwise("subtract", [n, mean_], loc)
     sq = b.elemwise("multiply", [d, d], loc)
     ss = b.reduce("sum", sq, axis, bool(keepdims), acc, loc)
-    return _divide_by_count(ctx, ss, max(count - ddof, 0), b.aval(ss).ndim == 0)
+    return _divide_by_count(ctx, ss, max(count - ddof, 0), b.aval(ss).ndim == 0, ("var", a.dtype, 1))
+
+
+def _cupy_no_freedom(ctx, v: int, ddof: Any, count: int) -> int:
+    """CuPy's var / std where ddof leaves no degrees of freedom: NaN (its factor
+    1 / max(count - ddof, 0) is infinite, and NaN comes back), where NumPy's division by
+    zero gives inf: a CuPy cell gets CuPy's."""
+    if not (ctx.uses_cupy and ddof >= count):
+        return v
+    b = ctx.builder
+    return b.elemwise("multiply", [v, b.const(np.nan, b.aval(v).dtype, ctx.loc())], ctx.loc())
 
 
 @handles("var")
@@ -148,7 +164,7 @@ def var(ctx, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, wher
     _plain_args(out, where, mean if mean is not None else np._NoValue)
     ddof = ddof if correction is np._NoValue else correction
     since = len(ctx.builder.nodes)
-    v = _var_node(ctx, x, axis, dtype, keepdims, ddof, "var")
+    v = _cupy_no_freedom(ctx, _var_node(ctx, x, axis, dtype, keepdims, ddof, "var"), ddof, _counted(ctx, x, axis)[2])
     ctx.numpy_internal(since)   # numpy/_core/_methods.py _var
     return wrap(ctx, v, scalar=True)
 
@@ -159,7 +175,8 @@ def std(ctx, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, wher
     _plain_args(out, where, mean if mean is not None else np._NoValue)
     ddof = ddof if correction is np._NoValue else correction
     since = len(ctx.builder.nodes)
-    v = ctx.builder.elemwise("sqrt", [_var_node(ctx, x, axis, dtype, keepdims, ddof, "std")], ctx.loc())
+    v = _cupy_no_freedom(ctx, _var_node(ctx, x, axis, dtype, keepdims, ddof, "std"), ddof, _counted(ctx, x, axis)[2])
+    v = ctx.builder.elemwise("sqrt", [v], ctx.loc())
     ctx.numpy_internal(since)   # numpy/_core/_methods.py _std
     return wrap(ctx, v, scalar=True)
 

@@ -67,9 +67,10 @@ class TraceResult:
         exactly the values Python branched on."""
         if self.binder is None:
             return {}
-        values = self.binder.ctx.evaluator.values
+        ctx = self.binder.ctx
+        values = ctx.evaluator.values
         return {i: values[t] for i, t in enumerate(self.trace_nodes)
-                if t in values and self.graph.nodes[i].op != "input"}
+                if t in values and t not in ctx.for_warnings and self.graph.nodes[i].op != "input"}
 
     def fp_error(self, node: int, kind: str) -> None:
         """The run reports a floating-point error of graph node `node`."""
