@@ -311,6 +311,8 @@ def test_magic_binds_lazy_results_and_shows_the_dask_panel():
     from IPython.core.interactiveshell import InteractiveShell
     ip = InteractiveShell.instance()   # shared with other test modules: left as found
     ip.run_line_magic("load_ext", "fuselab")
+    if "_oh" not in ip.user_ns:   # another module cleared the shared shell's namespace
+        ip.init_user_ns()
     saved = dict(ip.user_ns)
     ip.user_ns.update(namespace(chunks=(20, 35)))
     try:
