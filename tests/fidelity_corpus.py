@@ -233,6 +233,8 @@ HAND = [
     # after it (an int8 scalar's overflow, a mean of nothing)
     Case("small warnings before a break",
          "i2 = [v * 2 for v in i8[:3]]\nr3 = sq[:0].mean()\nh += 0.5\ni5 = np.unique(sq)\ni6 = h.tolist()"),
+    Case("scalar overflow in a comprehension, then a break",
+         "s3 = float(z.sum())\ni4 = [v * 2 for v in i8[:3]]\nee5 = np.nan_to_num(i8 / 0)"),
     Case("empty mean before an if", "r1 = u8[:0].mean()\nee3 = z + 200\nif m.sum() > 0:\n    y5 = m * 2\n"
          "else:\n    y5 = m - 1\nee6 = np.nan_to_num(z / 0)"),
     Case("empty slices in a loop", "out = []\nfor k in range(3):\n    out.append(np.std(e) + e.var() + np.mean(e))"),
