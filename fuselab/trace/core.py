@@ -13,10 +13,9 @@ The tracing state lives in a ContextVar, so nested or concurrent traces cannot m
 """
 from __future__ import annotations
 
-import math
-
 import contextvars
 import linecache
+import math
 import operator
 import sys
 import weakref
@@ -28,10 +27,10 @@ import numpy as np
 from ..dask.xp import is_dask_array
 from ..errors import TraceError
 from ..interp import PythonWarning
-from .numpy_sites import numpy_site, numpy_step_line
 from ..ir import GraphBuilder, SourceLoc
 from ..ops import OPS, SUPPORTED_DTYPES, Aval, Kind
 from .concrete import Evaluator
+from .numpy_sites import numpy_site, numpy_step_line
 from .warn import CellWarnings, Origin, Site, fp_label
 
 _CTX: contextvars.ContextVar["TraceContext | None"] = contextvars.ContextVar("fuselab_trace", default=None)
@@ -120,6 +119,7 @@ class TraceContext:
         # nodes computed at a graph break only so that their warnings keep their place
         # (_compute_small): not values Python saw, so not break values
         self.for_warnings: set[int] = set()
+        self._small_scanned = 0   # nodes below it were considered by _compute_small
         self.calling_method = False   # the handler running was called as x.name(...) (registry.call_function)
         self.uses_dask = False
         self.array_type: type = np.ndarray
@@ -379,12 +379,16 @@ class TraceContext:
             return (size(j) <= _SMALL_RESULT and ready(j)) or (
                 size(j) == 0 and (ready(j) or all(ready(k) for k in nodes[j].inputs)))
 
-        for i, n in enumerate(nodes):
+        # the nodes traced since the last break (a node skipped then stays skipped: a loop
+        # of many breaks scans each node once)
+        start, self._small_scanned = self._small_scanned, len(nodes)
+        for i in range(start, len(nodes)):
+            n = nodes[i]
             if n.inputs and not ready(i) and not self.lazy(i) and size(i) <= _SMALL_RESULT and \
                     all(cheap(j) and not self.lazy(j) for j in n.inputs):
-                before = set(ev.values)
+                fresh = [j for j in n.inputs if not ev.has(j)]   # computed here with it
                 ev.value(i)
-                self.for_warnings.update(set(ev.values) - before)
+                self.for_warnings.update([i, *fresh])
 
     def _taken_by_python(self, node: int) -> None:
         """`node` and what it was computed from are values Python saw (break values), even

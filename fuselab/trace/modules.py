@@ -75,7 +75,7 @@ class TracedUfunc:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if mentions_tracer(args) or mentions_tracer(kwargs.values()):
             return dispatch_ufunc(current(), self._real, "__call__", args, kwargs, self.__name__)
-        return _warning_at_caller(self._real, args, kwargs, self.__name__)
+        return _plain_ufunc_call(self._real, args, kwargs, self.__name__)
 
     def _method(self, method: str) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -83,7 +83,7 @@ class TracedUfunc:
                 return dispatch_ufunc(current(), self._real, method, args, kwargs, self.__name__)
             # NumPy names reduce / accumulate / reduceat in the message, else the ufunc
             label = method if method in ("reduce", "accumulate", "reduceat") else self.__name__
-            return _warning_at_caller(getattr(self._real, method), args, kwargs, label)
+            return _plain_ufunc_call(getattr(self._real, method), args, kwargs, label)
         return call
 
     def __getattr__(self, attr: str) -> Any:
@@ -92,7 +92,7 @@ class TracedUfunc:
         return getattr(self._real, attr)
 
 
-def _warning_at_caller(fn: Callable[..., Any], args: Any, kwargs: Any, label: str) -> Any:
+def _plain_ufunc_call(fn: Callable[..., Any], args: Any, kwargs: Any, label: str) -> Any:
     """A NumPy ufunc called on plain arrays in a traced cell (`np.add(a, b, out=a)` on
     an array a graph break computed). NumPy would give its floating-point warnings from
     the Python frame that called the ufunc, which is this module's here, not the user's
