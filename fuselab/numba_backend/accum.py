@@ -266,13 +266,14 @@ class Acc:
                 f"{bq} = fl_block_sqdev({buf}, {lo}, {hi}, {self.sh}, {bm})",
                 *self.chan(bn, bm, bq, f"fl_block_nonfinite({buf}, {lo}, {hi})", self.sh)]
 
-    def partial_arrays(self, name: str, index: str | None, count: str) -> list[str]:
-        """Arrays of `count` partial results named after `name` (and `index`)."""
-        out = [f"{name} = np.empty({count}, {self.array_dtype})"]
+    def partial_arrays(self, name: str, index: str | None, count: int) -> list[tuple[str, str, int]]:
+        """Arrays of `count` partial results named after `name` (and `index`): (name, NumPy
+        dtype as the source writes it, length) each."""
+        out = [(name, self.array_dtype, count)]
         if self.welford:
-            out += [f"{name}_n = np.empty({count}, np.int64)", f"{name}_m2 = np.empty({count}, {self.array_dtype})",
-                    f"{name}_nf = np.empty({count}, np.int64)", f"{name}_sh = np.empty({count}, {self.array_dtype})"]
-        return out + ([f"{index} = np.empty({count}, np.int64)"] if index else [])
+            out += [(f"{name}_n", "np.int64", count), (f"{name}_m2", self.array_dtype, count),
+                    (f"{name}_nf", "np.int64", count), (f"{name}_sh", self.array_dtype, count)]
+        return out + ([(index, "np.int64", count)] if index else [])
 
     def merge_partial(self, name: str, index: str | None, at: str) -> list[str]:
         """Fold in the partial result at `at` of the arrays `partial_arrays` made."""

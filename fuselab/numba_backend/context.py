@@ -74,12 +74,12 @@ class PyContext:
         return [format_node(self.graph, i) for i in self.kernel.nodes]
 
     def finish(self, header: list[str], phases: list["Phase"], notes: tuple[str, ...] = (),
-               scratch: list[str] = ()) -> PyKernel:
+               scratch: list[tuple[str, str, int]] = ()) -> PyKernel:
         """The module: a header comment, imports (only the helpers the body calls), and the
         kernel, a cfunc of (phase, lo, hi, args) running iterations lo..hi-1 of loop
         `phase` (driver.py). Its arrays are views of the addresses in `args`: inputs,
-        outputs, then the arrays that `scratch` allocates (`name = np.empty(n, T)` lines:
-        a split reduction's partials, written by one phase and read by the next). An
+        outputs, then the arrays of `scratch` ((name, NumPy dtype as source, length) each: a
+        split reduction's partials, written by one phase and read by the next). An
         allocation of constant size at the top of a loop body is made once per call
         instead of once per iteration (it is written before it is read)."""
         g = self.graph
@@ -87,14 +87,11 @@ class PyContext:
         dtypes = [ctor(storage(g.nodes[n].dtype)) for n in (*self.kernel.inputs, *self.kernel.outputs)]
         sizes = [g.nodes[n].aval.size for n in (*self.kernel.inputs, *self.kernel.outputs)]
         spec: list[tuple[str, int]] = []
-        for line in scratch:
-            m = _ALLOC.fullmatch(line)
-            if m is None:
-                raise CodegenError(f"kernel {self.name}: a scratch line is not an allocation: {line!r}")
-            params.append(m["name"])
-            dtypes.append(m["dtype"])
-            sizes.append(int(m["n"]))
-            spec.append((np.dtype(getattr(np, m["dtype"][3:])).name, int(m["n"])))
+        for name, dtype, n in scratch:
+            params.append(name)
+            dtypes.append(dtype)
+            sizes.append(n)
+            spec.append((np.dtype(getattr(np, dtype.removeprefix("np."))).name, n))
         views = [f"{p} = carray(args[{k}], {n}, {d})" for k, (p, n, d) in enumerate(zip(params, sizes, dtypes))]
         code = ["# one parallel loop: each call runs its iterations lo..hi-1 (driver.py)" if len(phases) == 1 else
                 f"# {len(phases)} parallel loops, one after the other: each call runs iterations lo..hi-1 of loop "

@@ -54,10 +54,10 @@ def generate(ctx: PyContext) -> PyKernel:
     hi = f"min({R}, part * {chunk} + {chunk})" if splits > 1 else f"{R}"
     partials = {a.node: (ctx.names.fresh(f"part{a.node}"),
                          ctx.names.fresh(f"part{a.node}_index") if a.is_arg else None) for a in accs}
-    scratch: list[str] = []
+    scratch: list[tuple[str, str, int]] = []
     if splits > 1:
         for a in accs:
-            scratch += a.partial_arrays(*partials[a.node], str(K * splits))
+            scratch += a.partial_arrays(*partials[a.node], K * splits)
     unit = [f"part = u % {splits}"] if splits > 1 else []
     if tile == 1:
         unit += [f"o = u // {splits}" if splits > 1 else "o = u"]

@@ -12,33 +12,37 @@ from __future__ import annotations
 
 import functools
 import warnings
+from typing import Any, Callable
 
 import numpy as np
 
 from ..interp import PythonWarning
 
-# function name -> how to call it on an empty array, as a function and as a method
-_CALLS = {
-    "mean": (lambda a: np.mean(a), lambda a: a.mean()),
-    "var": (lambda a: np.var(a), lambda a: a.var()),
-    "std": (lambda a: np.std(a), lambda a: a.std()),
-}
+def _recorded(call: Callable[[], Any], errors: str) -> list[warnings.WarningMessage]:
+    """The warnings `call()` gives, every one, under np.errstate(all=errors)."""
+    with warnings.catch_warnings(record=True) as seen, np.errstate(all=errors):
+        warnings.simplefilter("always")
+        call()
+    return seen
+
+
+def _located(w: warnings.WarningMessage) -> tuple[str, int] | None:
+    """Where `w` came from, or None where that was the probe's own line (NumPy places it
+    at its caller's: the user's line in a cell)."""
+    return None if w.filename == __file__ else (w.filename, w.lineno)
 
 
 @functools.cache
 def numpy_site(function: str, method: bool, message: str) -> PythonWarning | None:
-    """The warning `message` as NumPy gives it for `function` of an empty array, called as
-    a method or a function: located in NumPy's file, or None where NumPy places it at the
-    caller's line (the user's line in a cell)."""
-    call = _CALLS[function][1 if method else 0]
-    with warnings.catch_warnings(record=True) as seen, np.errstate(all="ignore"):
-        warnings.simplefilter("always")
-        call(np.zeros(0))
-    for w in seen:
+    """The warning `message` as NumPy gives it for `function` ("mean", "var", "std") of an
+    empty array, called as a method or a function: located in NumPy's file, or None where
+    NumPy places it at the caller's line."""
+    a = np.zeros(0)
+    call = (lambda: getattr(a, function)()) if method else (lambda: getattr(np, function)(a))
+    for w in _recorded(call, "ignore"):
         if str(w.message).startswith(message):
-            if w.filename == __file__:
-                return None
-            return PythonWarning(str(w.message), w.category, w.filename, w.lineno)
+            where = _located(w)
+            return PythonWarning(str(w.message), w.category, *where) if where else None
     return None
 
 
@@ -48,12 +52,8 @@ def numpy_step_line(function: str, dtype: str, full: bool, step: int) -> tuple[s
     division) of `function` ("mean" / "var") over an empty array of `dtype`, reduced
     whole (`full`) or along an axis: where NumPy's Python code divides a sum by its
     count (numpy/_core/_methods.py), so where its division warnings come from."""
-    fn = {"mean": np.mean, "var": np.var}[function]
+    fn = getattr(np, function)
     a = np.zeros(0, dtype) if full else np.zeros((0, 2), dtype)
-    with warnings.catch_warnings(record=True) as seen, np.errstate(all="warn"):
-        warnings.simplefilter("always")
-        fn(a) if full else fn(a, axis=0)
-    fp = [w for w in seen if " encountered in " in str(w.message)]
-    if step >= len(fp) or fp[step].filename == __file__:
-        return None
-    return fp[step].filename, fp[step].lineno
+    fp = [w for w in _recorded(lambda: fn(a) if full else fn(a, axis=0), "warn")
+          if " encountered in " in str(w.message)]
+    return _located(fp[step]) if step < len(fp) else None

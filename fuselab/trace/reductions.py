@@ -129,7 +129,10 @@ def mean(ctx, x, axis=None, dtype=None, out=None, keepdims=False, *, where=True)
 def _var_node(ctx, x, axis, dtype, keepdims, ddof, function: str) -> int:
     """float32/float64 variances (integers' too, in float64) are one `var` reduction, which
     kernels compute in one pass (Welford); float16 ones follow numpy/_core/_methods.py
-    _var step by step, since NumPy rounds each step to float16."""
+    _var step by step, since NumPy rounds each step to float16. Where ddof leaves no
+    degrees of freedom, CuPy's variance is NaN (its factor 1 / max(count - ddof, 0) is
+    infinite, and NaN comes back) where NumPy's division by zero gives inf: a CuPy cell
+    gets CuPy's."""
     b, loc = ctx.builder, ctx.loc()
     n, a, count = _counted(ctx, x, axis)
     if ddof >= count:
@@ -139,23 +142,16 @@ def _var_node(ctx, x, axis, dtype, keepdims, ddof, function: str) -> int:
         v = b.reduce("var", n, axis, bool(keepdims), acc or a.dtype, loc, ddof=int(ddof))
         if b.aval(v).ndim == 0 and np.can_cast(np.intp, b.aval(v).dtype, "safe"):
             ctx.labels[v] = "scalar divide"   # a full float64 variance is divided as NumPy scalars
-        return v
-    s = b.reduce("sum", n, axis, True, acc, loc)
-    mean_ = _divide_by_count(ctx, s, count, False, ("var", a.dtype, 0))
-    d = b.elemwise("subtract", [n, mean_], loc)
-    sq = b.elemwise("multiply", [d, d], loc)
-    ss = b.reduce("sum", sq, axis, bool(keepdims), acc, loc)
-    return _divide_by_count(ctx, ss, max(count - ddof, 0), b.aval(ss).ndim == 0, ("var", a.dtype, 1))
-
-
-def _cupy_no_freedom(ctx, v: int, ddof: Any, count: int) -> int:
-    """CuPy's var / std where ddof leaves no degrees of freedom: NaN (its factor
-    1 / max(count - ddof, 0) is infinite, and NaN comes back), where NumPy's division by
-    zero gives inf: a CuPy cell gets CuPy's."""
-    if not (ctx.uses_cupy and ddof >= count):
-        return v
-    b = ctx.builder
-    return b.elemwise("multiply", [v, b.const(np.nan, b.aval(v).dtype, ctx.loc())], ctx.loc())
+    else:
+        s = b.reduce("sum", n, axis, True, acc, loc)
+        mean_ = _divide_by_count(ctx, s, count, False, ("var", a.dtype, 0))
+        d = b.elemwise("subtract", [n, mean_], loc)
+        sq = b.elemwise("multiply", [d, d], loc)
+        ss = b.reduce("sum", sq, axis, bool(keepdims), acc, loc)
+        v = _divide_by_count(ctx, ss, max(count - ddof, 0), b.aval(ss).ndim == 0, ("var", a.dtype, 1))
+    if ctx.uses_cupy and ddof >= count:
+        v = b.elemwise("multiply", [v, b.const(np.nan, b.aval(v).dtype, loc)], loc)
+    return v
 
 
 @handles("var")
@@ -164,7 +160,7 @@ def var(ctx, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, wher
     _plain_args(out, where, mean if mean is not None else np._NoValue)
     ddof = ddof if correction is np._NoValue else correction
     since = len(ctx.builder.nodes)
-    v = _cupy_no_freedom(ctx, _var_node(ctx, x, axis, dtype, keepdims, ddof, "var"), ddof, _counted(ctx, x, axis)[2])
+    v = _var_node(ctx, x, axis, dtype, keepdims, ddof, "var")
     ctx.numpy_internal(since)   # numpy/_core/_methods.py _var
     return wrap(ctx, v, scalar=True)
 
@@ -175,8 +171,7 @@ def std(ctx, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, wher
     _plain_args(out, where, mean if mean is not None else np._NoValue)
     ddof = ddof if correction is np._NoValue else correction
     since = len(ctx.builder.nodes)
-    v = _cupy_no_freedom(ctx, _var_node(ctx, x, axis, dtype, keepdims, ddof, "std"), ddof, _counted(ctx, x, axis)[2])
-    v = ctx.builder.elemwise("sqrt", [v], ctx.loc())
+    v = ctx.builder.elemwise("sqrt", [_var_node(ctx, x, axis, dtype, keepdims, ddof, "std")], ctx.loc())
     ctx.numpy_internal(since)   # numpy/_core/_methods.py _std
     return wrap(ctx, v, scalar=True)
 
