@@ -6,7 +6,6 @@ exactly as it would on the GPU.
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable, Mapping, Sequence
@@ -15,6 +14,7 @@ import numpy as np
 
 from .ir import Graph, Node
 from .ops import Kind, OPS
+from .recording import give_at, recorded
 
 
 class PlanExecutionError(RuntimeError):
@@ -92,15 +92,18 @@ def _reduce(xp: ModuleType, node: Node, x: Any) -> Any:
         return getattr(xp, node.op)(x, axis=axes, keepdims=keepdims, dtype=node.dtype)
     if node.op == "var":
         # its Python-level warning ("Degrees of freedom <= 0") is the trace's to give, at
-        # the user's line; floating-point errors still reach the caller's errstate
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "Degrees of freedom", RuntimeWarning)
-            if x.dtype.kind in "biu":
-                # NumPy subtracts a float mean from the integers, the same as converting
-                # them first; CuPy's var(dtype=float64) of bools took the mean as a bool
-                # (0.7 for 0.21 on an H200, CuPy 14) and lost digits for uint8
-                x = x.astype(node.dtype)
-            return xp.var(x, axis=axes, keepdims=keepdims, dtype=node.dtype, ddof=a["ddof"])
+        # the user's line; its floating-point ones are given again as they came
+        if x.dtype.kind in "biu":
+            # NumPy subtracts a float mean from the integers, the same as converting
+            # them first; CuPy's var(dtype=float64) of bools took the mean as a bool
+            # (0.7 for 0.21 on an H200, CuPy 14) and lost digits for uint8
+            x = x.astype(node.dtype)
+        with recorded() as caught:
+            v = xp.var(x, axis=axes, keepdims=keepdims, dtype=node.dtype, ddof=a["ddof"])
+        for w in caught:
+            if not str(w.message).startswith("Degrees of freedom"):
+                give_at(str(w.message), w.category, w.filename, w.lineno)
+        return v
     return getattr(xp, node.op)(x, axis=axes, keepdims=keepdims)
 
 
@@ -143,9 +146,7 @@ def evaluate_node(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_err
     exact = _INT_ARITHMETIC[node.op](*(int(v) for v in vals)) \
         if node.op in _INT_ARITHMETIC and not node.shape and node.dtype.kind in "iu" else None
     caught: list = []
-    with np.errstate(all="call", call=lambda kind, flag: kinds.append(kind)), \
-            warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with np.errstate(all="call", call=lambda kind, flag: kinds.append(kind)), recorded() as caught:
         out = eval_node(xp, node, vals, out)
     for w in caught if node.op == "opaque" else ():
         on_fp_error(i, PythonWarning(str(w.message), w.category))
@@ -162,8 +163,7 @@ def _evaluate_var(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_err
     their sum, the final division) warn from lines of their own: an empty slice warns
     "invalid value encountered in divide" twice, and Python shows each NumPy line once a
     session. Each is reported with NumPy's file and line."""
-    with np.errstate(all="warn"), warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with np.errstate(all="warn"), recorded() as caught:
         out = eval_node(xp, node, vals, out)
     for w in caught:
         if issubclass(w.category, RuntimeWarning) and " encountered in " in str(w.message):

@@ -10,13 +10,14 @@ same state. A run's `Outcome` describes:
 - which names are the very objects the set-up made (`is`) and which share memory with
   them, and which names are the same object as which other names;
 - what was displayed as Out[n], what was printed, and the warnings (category, message,
-  and line when plain Python attributes the warning to the cell's line);
+  and where: the cell's line, or the library file and line Python attributes it to);
 - the error, if the cell raised one.
 """
 from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 import sys
 import types
@@ -51,7 +52,7 @@ class Outcome:
     groups: list[tuple[str, ...]]              # names bound to one same object
     display: Any
     stdout: str
-    warnings: list[tuple[str, str, int | None]]
+    warnings: list[tuple[str, str, int | str]]   # (category, message, cell line or "file.py:line")
     error: str | None                          # the exception's type name
     error_text: str = ""
     fused_away: tuple[str, ...] = ()
@@ -153,7 +154,10 @@ class Harness:
             if not issubclass(w.category, (RuntimeWarning, UserWarning)) or "ipykernel" in str(w.filename):
                 continue
             in_cell = "<ipython-input" in w.filename or "/ipykernel" in w.filename or w.filename.startswith("<")
-            warns.append((w.category.__name__, str(w.message), w.lineno - offset if in_cell else None))
+            # where: the cell's line, or the file and line of the library's code (NumPy's
+            # fromnumeric.py for np.sum's overflow, _methods.py for x.sum()'s)
+            where = w.lineno - offset if in_cell else f"{os.path.basename(w.filename)}:{w.lineno}"
+            warns.append((w.category.__name__, str(w.message), where))
         err = res.error_in_exec or res.error_before_exec or (errors[0] if errors else None)
         session = ip.user_ns.get(SESSION)
         after = {k: v for k, v in ip.user_ns.items() if self._user_name(k)}
@@ -261,12 +265,10 @@ def differences(case: Case, plain: Outcome, fused: Outcome, reduction_rtol: dict
     if plain.stdout != fused.stdout and not (_Values.tolerance and
                                              same_text_within(plain.stdout, fused.stdout, _Values.tolerance)):
         out.append(f"stdout: plain {plain.stdout!r}, %%fuse {fused.stdout!r}")
-    # NumPy's Python code sometimes attributes a warning to its own file (np.mean's
-    # division -> _methods.py); fuselab gives the user's line for the floating-point ones:
-    # compare lines where plain has one (how many, and which file for np.var's and
-    # np.mean's own warnings, is compared through the count: NumPy's file shows each once)
-    fw = [(c, m, ln if pw[2] is not None else None) for (c, m, ln), pw in zip(fused.warnings, plain.warnings)]
-    if plain.warnings != fw or len(fused.warnings) != len(plain.warnings):
+    # in order, each at its place: the user's line, or NumPy's file and line where NumPy's
+    # Python code gives it (np.mean's division, np.sum's overflow), which Python's
+    # registry shows once a session
+    if plain.warnings != fused.warnings:
         out.append(f"warnings: plain {plain.warnings}, %%fuse {fused.warnings}")
     return out
 

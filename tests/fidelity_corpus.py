@@ -255,6 +255,15 @@ HAND = [
     Case("in-place update of a value computed under errstate",
          "with np.errstate(all='ignore'):\n    a = u8 / 0\nb = np.sort(x)\na[:2] = 7"),
     Case("overflow in a cumulative sum", "c = (i32 * i32).cumsum()\nd = np.cumprod(m * 1e300)"),
+    # a reduction's overflow comes from the line of NumPy's code its call form runs:
+    # np.sum -> fromnumeric.py, x.sum() -> _methods.py, x.cumsum() -> the user's line;
+    # one node that two call forms ask for warns at both places
+    Case("reduction overflow by call form",
+         "big = np.abs(m) + 1e308\ns1 = big.sum()\ns2 = np.sum(big)\np1 = np.prod(big, axis=0)\n"
+         "p2 = big.prod(axis=1)\nc1 = big.cumsum()\nc2 = np.cumsum(big)\nmu = np.mean(big)\ns3 = big.sum(axis=0)"),
+    Case("reduction overflow on several lines",
+         "big = np.abs(m) + 1e308\nfor k in range(2):\n    s = big.sum() + k\nt = big.cumsum()\nu = big.cumsum()\n"
+         "v = np.add.reduce(big)"),
     Case("copy of a value computed under errstate", "with np.errstate(all='ignore'):\n    a = m / 0\nc = a.copy()"),
     Case("a graph break's warnings come before the later lines' own",
          "e = np.nan_to_num(x / 0)\ne -= e.mean()"),

@@ -12,13 +12,13 @@ compute the fused kernels, and `print` shows a lazy array, as Dask does.
 """
 from __future__ import annotations
 
-import warnings
 from types import ModuleType
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..interp import PythonWarning, evaluate_node
+from ..recording import recorded
 from ..ir import Node
 
 
@@ -72,8 +72,7 @@ class Evaluator:
             return evaluate_node(xp, i, n, vals, None)
         # an opaque function's own Python code may warn (cupy.nanmax: "All-NaN slice
         # encountered"): given at the user's line, as for NumPy
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        with recorded() as caught:
             out = evaluate_node(xp, i, n, vals, None)
         for w in caught:
             self._on_fp_error(i, PythonWarning(str(w.message), w.category))

@@ -30,8 +30,8 @@ from ..interp import PythonWarning
 from ..ir import GraphBuilder, SourceLoc
 from ..ops import OPS, SUPPORTED_DTYPES, Aval, Kind
 from .concrete import Evaluator
-from .numpy_sites import numpy_site, numpy_step_line
-from .warn import CellWarnings, Origin, Site, fp_label
+from .numpy_sites import REDUCING, numpy_reduce_line, numpy_site, numpy_step_line
+from .warn import CellWarnings, Origin, Position, Site, fp_label
 
 _CTX: contextvars.ContextVar["TraceContext | None"] = contextvars.ContextVar("fuselab_trace", default=None)
 
@@ -121,6 +121,7 @@ class TraceContext:
         self.for_warnings: set[int] = set()
         self._small_scanned = 0   # nodes below it were considered by _compute_small
         self.calling_method = False   # the handler running was called as x.name(...) (registry.call_function)
+        self.calling_path: str | None = None   # and the NumPy function it stands for ("sum")
         self.uses_dask = False
         self.array_type: type = np.ndarray
         self._lazy: list[bool] = []                  # node -> its value is a Dask array
@@ -257,10 +258,20 @@ class TraceContext:
         modes = np.geterr()
         return None if modes == self.warnings.default_modes else modes
 
-    @staticmethod
-    def _own_site(node: int, modes: Mapping[str, str] | None = None) -> Site:
+    def _own_site(self, node: int, modes: Mapping[str, str] | None = None) -> Site:
         """The place of the line that traced `node` first."""
-        return Site((node, 1, 0), None, modes)
+        return self._site((node, 1, 0), node, None, modes)
+
+    def _site(self, position: Position, node: int, loc: SourceLoc | None,
+              modes: Mapping[str, str] | None) -> Site:
+        """A place of `node`'s warnings. A reduction traced by the NumPy call running now
+        (np.sum(x), x.sum(), np.mean(x), x.cumsum()) warns at every call, from the line
+        of NumPy's code that runs its ufunc (numpy_sites.numpy_reduce_line) or the user's."""
+        n = self.builder.nodes[node]
+        if self.calling_path in REDUCING and (OPS[n.op].kind is Kind.REDUCE or n.op == "opaque"):
+            return Site(position, loc, modes, numpy_reduce_line(self.calling_path, self.calling_method),
+                        per_call=True)
+        return Site(position, loc, modes)
 
     def made(self, node: int) -> None:
         """A tracer for `node` was made at the current line. The first time, this is the
@@ -283,10 +294,10 @@ class TraceContext:
         loc = self.loc()
         if any(s.modes == custom and (s.loc or self.builder.nodes[node].loc) == loc for s in sites):
             return
-        site = Site(self.here(), loc, custom)
+        site = self._site(self.here(), node, loc, custom)
         sites.append(site)
         for kind in self.fp_errors.get(node, ()):   # computed already: its errors are known
-            if self._warns_per_line(node, kind) or not any(
+            if self._warns_per_site(node, kind, site) or not any(
                     self.warnings.warned(s.position, kind) for s in sites[:-1]):
                 self._report(node, site, kind)
         self._raise_now(node, custom)
@@ -299,17 +310,21 @@ class TraceContext:
     def _fp_error(self, node: int, kind: "str | PythonWarning") -> None:
         self.fp_errors.setdefault(node, []).append(kind)
         for site in self.sites.get(node) or [self._own_site(node)]:
-            if self._report(node, site, kind) and not self._warns_per_line(node, kind):
+            if self._report(node, site, kind) and not self._warns_per_site(node, kind, site):
                 break
 
-    def _warns_per_line(self, node: int, kind: "str | PythonWarning") -> bool:
-        """Whether NumPy gives this error's warning at each line that computes the node:
-        an element-wise ufunc's, at the user's line. Reductions and NumPy's functions
-        written in Python (np.mean's division) warn from NumPy's own file, whose line
-        Python's registry shows once."""
+    def _warns_per_site(self, node: int, kind: "str | PythonWarning", site: Site) -> bool:
+        """Whether NumPy gives this error's warning at each place that computes the node:
+        an element-wise ufunc's, at the user's line; a reduction's, at the line of NumPy's
+        code its call form runs (Python's registry then shows each such line once).
+        Other reductions and NumPy's functions written in Python (np.mean's division)
+        warn from NumPy's own file, whose line Python's registry shows once."""
+        if isinstance(kind, PythonWarning):
+            return False
+        if site.per_call:
+            return True
         n = self.builder.nodes[node]
-        return not isinstance(kind, PythonWarning) and node not in self.internal and \
-            (n.op == "astype" or OPS[n.op].kind is Kind.ELEMWISE)
+        return node not in self.internal and (n.op == "astype" or OPS[n.op].kind is Kind.ELEMWISE)
 
     def numpy_internal(self, since: int) -> None:
         """The nodes traced since node number `since` are NumPy's internal steps. Each
@@ -335,8 +350,10 @@ class TraceContext:
         label = self.labels.get(node) or fp_label(n)
         if n.dtype.kind in "iu" and kind == "overflow" and not label.startswith("scalar"):
             return False  # integer arrays wrap around silently; NumPy's integer scalars warn
-        line = numpy_step_line(*self.numpy_steps[node]) if node in self.numpy_steps else None
-        if line is not None:   # a division of np.mean / np.var: from NumPy's line, once there
+        line = site.numpy_line
+        if line is None and node in self.numpy_steps:
+            line = numpy_step_line(*self.numpy_steps[node])
+        if line is not None:   # a reduction, or a division of np.mean / np.var: from NumPy's line
             located = PythonWarning(f"{kind} encountered in {label}", RuntimeWarning, *line)
             return self.warnings.located(site.position, located, site.modes)
         return self.warnings.fp(site.position, kind, label, loc, site.modes)

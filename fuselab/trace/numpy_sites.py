@@ -7,6 +7,11 @@ shows a warning once per location, so where it lands decides how often a noteboo
 it: once a session from NumPy's files, once per user line from the cell. The locations
 differ between NumPy versions; they are found once a process by calling NumPy itself on
 an empty array with the warnings recorded.
+
+Reductions' floating-point warnings ("overflow encountered in reduce") likewise come from
+the line of NumPy's Python code that runs the ufunc: fromnumeric.py for np.sum(x),
+_methods.py for x.sum() and for both forms of mean; the user's line for x.cumsum() and
+np.add.reduce(x), which run no Python of NumPy's.
 """
 from __future__ import annotations
 
@@ -17,11 +22,12 @@ from typing import Any, Callable
 import numpy as np
 
 from ..interp import PythonWarning
+from ..recording import recorded
 
 def _recorded(call: Callable[[], Any], errors: str) -> list[warnings.WarningMessage]:
-    """The warnings `call()` gives, every one, under np.errstate(all=errors)."""
-    with warnings.catch_warnings(record=True) as seen, np.errstate(all=errors):
-        warnings.simplefilter("always")
+    """The warnings `call()` gives, every one, under np.errstate(all=errors), leaving what
+    the session remembers of its warnings as it was (recording.py)."""
+    with recorded(fresh=True) as seen, np.errstate(all=errors):
         call()
     return seen
 
@@ -57,3 +63,23 @@ def numpy_step_line(function: str, dtype: str, full: bool, step: int) -> tuple[s
     fp = [w for w in _recorded(lambda: fn(a) if full else fn(a, axis=0), "warn")
           if " encountered in " in str(w.message)]
     return _located(fp[step]) if step < len(fp) else None
+
+
+# The reductions whose floating-point warnings numpy_reduce_line places.
+REDUCING = frozenset({"sum", "prod", "mean", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod"})
+
+
+@functools.cache
+def numpy_reduce_line(function: str, method: bool) -> tuple[str, int] | None:
+    """The file and line from which the floating-point warnings of `function` ("sum",
+    "prod", "mean", "cumsum"...) come, called as a method or as a function: the line
+    in NumPy's Python code that runs the ufunc's reduce or accumulate, or None where
+    it is the caller's (the user's line in a cell) or `function` is no such reduction."""
+    if function not in REDUCING or (method and not hasattr(np.ndarray, function)):
+        return None
+    a = np.array([1e308, 1e308])   # overflows float64's sum, product and running sums
+    call = (lambda: getattr(a, function)()) if method else (lambda: getattr(np, function)(a))
+    for w in _recorded(call, "warn"):
+        if " encountered in " in str(w.message):
+            return _located(w)
+    return None

@@ -5,11 +5,11 @@ them, once, so its result, its errors and its side effects are exactly plain exe
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from ..recording import recorded
 from .core import TraceContext, Tracer
 
 
@@ -62,8 +62,7 @@ def run_for_real(ctx: TraceContext, name: str, fn: Callable[..., Any], args: Seq
     plain_args, plain_kwargs = plain_values(ctx, list(args)), plain_values(ctx, dict(kwargs))
     # Its warnings belong to the user's line, in order with the cell's other warnings
     # (raised here they would name this file); errors propagate as they are.
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with recorded() as caught:
         out = fn(*plain_args, **plain_kwargs)
     for w in caught:  # the library's own warnings (CuPy's too): never fuselab's to drop
         ctx.library_warning(str(w.message), w.category)

@@ -46,7 +46,8 @@ def call_function(ctx: TraceContext, path: str, func: Any, args: Sequence[Any], 
     """`func(*args, **kwargs)` with tracers among the arguments; `method`: the user wrote
     it as a method (`x.var()`, not `np.var(x)`), which moves some of NumPy's warnings."""
     handler = HANDLERS.get(path)
-    outer, ctx.calling_method = ctx.calling_method, method
+    outer = ctx.calling_method, ctx.calling_path
+    ctx.calling_method, ctx.calling_path = method, path
     try:
         if handler is not None:
             if path in CALLS_FUNCTION:
@@ -57,4 +58,4 @@ def call_function(ctx: TraceContext, path: str, func: Any, args: Sequence[Any], 
         # fuselab's rules do not cover this call (or NumPy rejects it): NumPy decides
         return run_for_real(ctx, f"np.{path}", func, args, kwargs)
     finally:
-        ctx.calling_method = outer
+        ctx.calling_method, ctx.calling_path = outer

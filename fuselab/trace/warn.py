@@ -10,7 +10,6 @@ finishes.
 """
 from __future__ import annotations
 
-import sys
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping, MutableMapping
@@ -19,18 +18,11 @@ import numpy as np
 
 from ..ir import Node, SourceLoc
 from ..ops import OPS, Kind
+from ..recording import give_at
 
 # NumPy's floating-point error kinds and the np.errstate key that governs each.
 _ERRSTATE_KEY = {"divide by zero": "divide", "overflow": "over", "underflow": "under",
                  "invalid value": "invalid"}
-
-
-def _module_of(filename: str) -> Any:
-    """The loaded module whose file `filename` is (NumPy's _methods), or None."""
-    for m in list(sys.modules.values()):
-        if getattr(m, "__file__", None) == filename:
-            return m
-    return None
 
 
 @dataclass(frozen=True)
@@ -70,11 +62,17 @@ Position = tuple[int, int, int]   # (node, 1, 0) at a node; (next node, 0, seque
 @dataclass(frozen=True)
 class Site:
     """A place a node's value was asked for, whose warnings its errors give: its position
-    in program order, its line (None: the node's own) and np.errstate (None: the default)."""
+    in program order, its line (None: the node's own) and np.errstate (None: the default);
+    for a reduction made by a NumPy call (`per_call`), the line of NumPy's Python code
+    that runs its ufunc for the way the user called it (np.sum(x): fromnumeric.py;
+    x.sum(): _methods.py), where its floating-point warnings come from at every call
+    (None: the user's line, as for x.cumsum())."""
 
     position: Position
     loc: SourceLoc | None
     modes: Mapping[str, str] | None
+    numpy_line: tuple[str, int] | None = None
+    per_call: bool = False
 
 
 @dataclass
@@ -135,12 +133,7 @@ class CellWarnings:
         module = str(self.namespace.get("__name__", "__main__"))
         for _, message, category, loc in pending:
             if getattr(loc, "filename", None) is not None:   # NumPy's line, NumPy's registry
-                numpy_module = _module_of(loc.filename)
-                warnings.warn_explicit(message, category, loc.filename, loc.lineno,
-                                       module=numpy_module.__name__ if numpy_module else None,
-                                       registry=vars(numpy_module).setdefault("__warningregistry__", {})
-                                       if numpy_module else None,
-                                       module_globals=vars(numpy_module) if numpy_module else None)
+                give_at(message, category, loc.filename, loc.lineno)
                 continue
             line = (loc.line if loc is not None else 0) + self.origin.line_offset
             warnings.warn_explicit(message, category, self.origin.filename, line, module=module,
