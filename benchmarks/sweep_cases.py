@@ -248,7 +248,8 @@ def _random_case(rng: np.random.Generator, tag: str) -> Case:
     n = max(64, nbytes // itemsize)
     family = str(rng.choice(["softmax", "layernorm", "logsumexp", "row reduce", "column reduce",
                              "3-D reduce", "var/std", "two-pass", "broadcast", "stencil 2-D",
-                             "stencil 3-D", "chain", "small"]))
+                             "stencil 3-D", "chain", "small", "4-D reduce", "axis softmax", "norm",
+                             "leaky sum", "strided", "transposed", "int reduce", "moments"]))
 
     def case(fam: str, shape_txt: str, src: str, inputs: dict, fn, kind: str = "memory") -> Case:
         return Case(f"random {fam}", f"{tag} {shape_txt}", src, inputs, fn, kind=kind)
@@ -318,6 +319,57 @@ def _random_case(rng: np.random.Generator, tag: str) -> Case:
         shape = _split(rng, n, int(rng.integers(1, 3)))
         return case(f"chain {dt}", str(shape).replace(" ", ""), "y = np.tanh(x * 0.5) * x + np.exp(-x * x)",
                     {"x": (shape, dt)}, lambda x: (x * 0.5).tanh() * x + (-x * x).exp())
+    if family == "4-D reduce":
+        shape = _split(rng, n, 4)
+        k = int(rng.integers(1, 4))
+        axes = tuple(sorted(int(a) for a in rng.choice(4, size=k, replace=False)))
+        red = str(rng.choice(["sum", "mean", "max"]))
+        ax = axes[0] if len(axes) == 1 else axes
+        tfn = {"sum": lambda x, a=axes: x.sum(a), "mean": lambda x, a=axes: x.mean(a),
+               "max": lambda x, a=axes: x.amax(a)}[red]
+        return case(f"4-D {red} {dt}", f"{str(shape).replace(' ', '')} axis {ax}", f"y = x.{red}(axis={ax})",
+                    {"x": (shape, dt)}, tfn)
+    if family == "axis softmax":                      # softmax along any axis of a 3-D array
+        shape = _split(rng, n, 3)
+        axis = int(rng.integers(3))
+        src = (f"m = x.max(axis={axis}, keepdims=True)\ne = np.exp(x - m)\n"
+               f"y = e / e.sum(axis={axis}, keepdims=True)")
+        return case(f"axis softmax {dt}", f"{str(shape).replace(' ', '')} axis {axis}", src, {"x": (shape, dt)},
+                    lambda x, a=axis: (x - x.amax(a, keepdim=True)).exp()
+                    / (x - x.amax(a, keepdim=True)).exp().sum(a, keepdim=True))
+    if family == "norm":                              # x / ||x|| along any axis
+        shape = _split(rng, n, int(rng.integers(2, 4)))
+        axis = int(rng.integers(len(shape)))
+        return case(f"norm {dt}", f"{str(shape).replace(' ', '')} axis {axis}",
+                    f"y = x / np.sqrt((x * x).sum(axis={axis}, keepdims=True))", {"x": (shape, dt)},
+                    lambda x, a=axis: x / (x * x).sum(a, keepdim=True).sqrt())
+    if family == "leaky sum":                         # a where() feeding a reduction
+        shape = _split(rng, n, 2)
+        axis = int(rng.integers(2))
+        return case(f"leaky sum {dt}", f"{str(shape).replace(' ', '')} axis {axis}",
+                    f"y = np.where(x > 0, x, 0.01 * x).sum(axis={axis})", {"x": (shape, dt)},
+                    lambda x, a=axis: torch_where(x > 0, x, 0.01 * x).sum(a))
+    if family == "strided":                           # interleaved pairs, as complex data is stored
+        rows, w = _split(rng, n // 2, 2)
+        return case(f"strided {dt}", f"({rows},{2 * w})",
+                    "y = x[:, ::2] * x[:, ::2] + x[:, 1::2] * x[:, 1::2]", {"x": ((rows, 2 * w), dt)},
+                    lambda x: x[:, ::2] * x[:, ::2] + x[:, 1::2] * x[:, 1::2])
+    if family == "transposed":                        # a transposed operand against a contiguous one
+        a, b = _split(rng, n // 2, 2)
+        return case(f"transposed {dt}", f"({a},{b})", "y = np.maximum(x.T, 0.0) * z",
+                    {"x": ((a, b), dt), "z": ((b, a), dt)}, lambda x, z: x.t().clamp_min(0.0) * z)
+    if family == "int reduce":
+        it = str(rng.choice(["int32", "int8", "int64"]))
+        shape = _split(rng, max(64, nbytes // np.dtype(it).itemsize), 2)
+        axis = int(rng.integers(2))
+        return case(f"int sum {it}", f"{str(shape).replace(' ', '')} axis {axis}", f"y = x.sum(axis={axis})",
+                    {"x": (shape, it)}, lambda x, a=axis: x.sum(a))
+    if family == "moments":                           # two reductions of one input, two outputs
+        shape = _split(rng, n, 2)
+        axis = int(rng.integers(2))
+        return Case(f"random moments {dt}", f"{tag} {str(shape).replace(' ', '')} axis {axis}",
+                    f"y = x.mean(axis={axis})\ns = x.std(axis={axis})", {"x": (shape, dt)},
+                    lambda x, a=axis: (x.mean(a), x.std(a, unbiased=False)), outputs=("y", "s"))
     rows, w = _log_int(rng, 1, 512), _log_int(rng, 2, 2048)   # small: launch-bound
     return case(f"small softmax {dt}", f"({rows},{w})", SOFTMAX, {"x": ((rows, w), dt)}, _softmax, kind="launch")
 
