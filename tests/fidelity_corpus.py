@@ -261,6 +261,11 @@ HAND = [
     Case("reduction overflow by call form",
          "big = np.abs(m) + 1e308\ns1 = big.sum()\ns2 = np.sum(big)\np1 = np.prod(big, axis=0)\n"
          "p2 = big.prod(axis=1)\nc1 = big.cumsum()\nc2 = np.cumsum(big)\nmu = np.mean(big)\ns3 = big.sum(axis=0)"),
+    # float16 variances follow NumPy's _var step by step: each step warns from its own
+    # line there, named by its ufunc (the deviations squared: "overflow encountered in square")
+    Case("float16 variance steps warn from NumPy's lines",
+         "v0 = np.exp(-abs(u8))\nr3 = np.var(v0, ddof=1)\nr4 = v0.std()\nbig = h * 300\nr5 = big.var()\n"
+         "r6 = np.std(big, axis=0)\nr7 = np.full(4, 60000, np.float16).var()"),
     Case("reduction overflow on several lines",
          "big = np.abs(m) + 1e308\nfor k in range(2):\n    s = big.sum() + k\nt = big.cumsum()\nu = big.cumsum()\n"
          "v = np.add.reduce(big)"),

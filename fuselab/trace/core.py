@@ -115,7 +115,7 @@ class TraceContext:
         self.uses_cupy = False
         # node -> (NumPy function, input dtype, whole reduction, division number): a division
         # NumPy's Python code does, whose warnings come from NumPy's line (numpy_sites.py)
-        self.numpy_steps: dict[int, tuple[str, str, bool, int]] = {}
+        self.numpy_steps: dict[int, tuple[str, str, bool, str, int]] = {}   # numpy_step_line's keys
         # nodes computed at a graph break only so that their warnings keep their place
         # (_compute_small): not values Python saw, so not break values
         self.for_warnings: set[int] = set()

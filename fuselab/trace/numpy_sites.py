@@ -52,17 +52,41 @@ def numpy_site(function: str, method: bool, message: str) -> PythonWarning | Non
     return None
 
 
+def numpy_step_line(function: str, dtype: str, full: bool, op: str, k: int) -> tuple[str, int] | None:
+    """The file and line of the `k`-th step of NumPy's Python code for `function` ("mean",
+    "var") over `dtype` that runs the ufunc `op` ("divide", "subtract", "square", or
+    "reduce" for its sums), reduced whole (`full`) or along an axis: where that step's
+    floating-point warnings come from (numpy/_core/_methods.py)."""
+    lines = [where for name, where in numpy_steps(function, dtype, full) if name == op]
+    return lines[k] if k < len(lines) else None
+
+
 @functools.cache
-def numpy_step_line(function: str, dtype: str, full: bool, step: int) -> tuple[str, int] | None:
-    """The file and line of NumPy's `step`-th floating-point warning (0: the first
-    division) of `function` ("mean" / "var") over an empty array of `dtype`, reduced
-    whole (`full`) or along an axis: where NumPy's Python code divides a sum by its
-    count (numpy/_core/_methods.py), so where its division warnings come from."""
+def numpy_steps(function: str, dtype: str, full: bool) -> tuple[tuple[str, tuple[str, int] | None], ...]:
+    """The steps of NumPy's Python code for `function` over `dtype` that give floating-
+    point warnings, in order of their first warning: (the ufunc it names, e.g. "divide",
+    "square", "reduce"; where). Found by running NumPy on arrays that make each step
+    warn: an empty one (its divisions: 0 / 0), one holding inf (inf - inf in the
+    deviations), the dtype's largest value twice (the mean's sum overflows) and pairs +-c
+    whose squares overflow the dtype, or whose sum of squares does."""
+    dt = np.dtype(dtype)
     fn = getattr(np, function)
-    a = np.zeros(0, dtype) if full else np.zeros((0, 2), dtype)
-    fp = [w for w in _recorded(lambda: fn(a) if full else fn(a, axis=0), "warn")
-          if " encountered in " in str(w.message)]
-    return _located(fp[step]) if step < len(fp) else None
+    with np.errstate(all="ignore"):
+        top = float(np.finfo(dt).max) if dt.kind == "f" else 0.0
+        probes = [np.zeros(0, dt), np.array([np.inf, 1.0]).astype(dt)]
+        if top:
+            probes += [np.array([top, top]).astype(dt)]
+            probes += [np.array([c, -c]).astype(dt) for c in (2 * top ** 0.5, 0.8 * top ** 0.5)]
+    seen: list[tuple[str, tuple[str, int] | None]] = []
+    for a in probes:
+        a = a if full else a.reshape(-1, 1)
+        for w in _recorded(lambda: fn(a) if full else fn(a, axis=0), "warn"):
+            text = str(w.message)
+            if " encountered in " in text:
+                step = (text.rpartition(" ")[2], _located(w))
+                if step not in seen:
+                    seen.append(step)
+    return tuple(seen)
 
 
 # The reductions whose floating-point warnings numpy_reduce_line places.

@@ -11,6 +11,7 @@ import numpy as np
 from ..ops import normalize_axes
 from .core import TraceContext
 from .operands import RunForReal, node_of, wrap
+from .numpy_sites import numpy_steps
 from .registry import handles
 
 
@@ -83,7 +84,7 @@ def _divide_by_count(ctx: TraceContext, s: int, count: int, scalar_result: bool,
         div = b.elemwise("true_divide", [s, b.const(count, np.intp, loc)], loc)
         q = b.astype(div, dt, loc)
     if step is not None:
-        ctx.numpy_steps[div] = (step[0], str(step[1]), scalar_result, step[2])
+        ctx.numpy_steps[div] = (step[0], str(step[1]), scalar_result, "divide", step[2])
     if scalar_result and np.can_cast(np.intp, dt, "safe"):
         # a full reduction is divided as NumPy scalars (np.float64(s) / np.intp(n)), whose
         # warnings say "scalar divide"; a float32 sum is divided by the ufunc instead
@@ -149,6 +150,14 @@ def _var_node(ctx, x, axis, dtype, keepdims, ddof, function: str) -> int:
         sq = b.elemwise("multiply", [d, d], loc)
         ss = b.reduce("sum", sq, axis, bool(keepdims), acc, loc)
         v = _divide_by_count(ctx, ss, max(count - ddof, 0), b.aval(ss).ndim == 0, ("var", a.dtype, 1))
+        # each step warns from its own line of NumPy's _var, named by the ufunc it runs
+        # there (NumPy 2 squares the deviations with np.square: "overflow encountered in square")
+        full = b.aval(ss).ndim == 0
+        steps = numpy_steps("var", str(a.dtype), full)
+        squared = "square" if any(op == "square" for op, _ in steps) else "multiply"
+        ctx.labels[sq] = squared
+        for node, op, k in ((s, "reduce", 0), (d, "subtract", 0), (sq, squared, 0), (ss, "reduce", 1)):
+            ctx.numpy_steps[node] = ("var", str(a.dtype), full, op, k)
     if ctx.uses_cupy and ddof >= count:
         v = b.elemwise("multiply", [v, b.const(np.nan, b.aval(v).dtype, loc)], loc)
     return v
