@@ -189,3 +189,32 @@ def test_every_row_tier_on_the_gpu(tier, cols):
         got = runtime.execute(plan, inputs, options=CodegenOptions(row_tier=tier))
         check = runtime.compare(got, run_graph(g, inputs), 1e-4)
         assert check.ok, check.worst
+
+
+@pytest.mark.parametrize("tier", ["auto", "warp", "block", "smem", "looped"])
+@pytest.mark.parametrize("cols", [8, 16, 1000, 4096, 32768])
+def test_float16_row_max_and_min_of_packed_halves(tier, cols):
+    """A float16 row's max and min of a cached input fold whole packs of halves
+    (fl_hpick_pack: max.NaN.f16x2 on sm_80+): exactly NumPy's, with NaN winning, infinities,
+    subnormals and the largest halves placed in every lane of a pack."""
+    from fuselab import runtime
+    from fuselab.codegen import CodegenOptions
+    from fuselab.interp import run_graph
+    b = GraphBuilder()
+    x = b.input("x", (67, cols), np.float16)
+    mx = b.reduce("max", x, axis=1, keepdims=True)
+    mn = b.reduce("min", x, axis=1)
+    g = b.build([("mx", mx), ("mn", mn), ("d", b.elemwise("subtract", [x, mx]))])
+    rng = np.random.default_rng(cols)
+    v = (rng.standard_normal((67, cols)) * 100).astype(np.float16)
+    specials = [np.nan, np.inf, -np.inf, 65504, -65504, 6e-8, -6e-8]
+    for r in range(1, 64):
+        v[r, rng.integers(0, cols)] = specials[r % len(specials)]
+    v[64, :] = np.nan
+    v[65, :] = -np.inf
+    v[66, :] = 5e-8   # subnormal rows
+    plan = one_kernel(g, Template.ROW)
+    got = runtime.execute(plan, {"x": v}, options=CodegenOptions(row_tier=tier))
+    want = run_graph(g, {"x": v})
+    for name in ("mx", "mn", "d"):
+        np.testing.assert_array_equal(got[name].get(), want[name], err_msg=f"{name}, {tier} tier, {cols} columns")

@@ -487,6 +487,36 @@ template <int N, int S, class T> __device__ __forceinline__ fl_vec<T, N> fl_load
     return r;
 }
 """),
+    Snippet(('fl_hpick_pack',), r"""
+// The max (Max) or min of a pack of N halves, as a float: on sm_80+ the pack's pairs are
+// folded with PTX's max.NaN.f16x2 / min.NaN.f16x2, two elements an instruction, and only
+// the last pair is converted. Exact: max and min return one of their operands, and any
+// NaN gives NaN, as np.maximum's does (a float16 NaN leaves a kernel canonical either
+// way: cvt to f16 gives it too). A float16 softmax's max pass converted and compared each
+// element: 4 of its ~24 instructions an element on the H200.
+template <bool Max, int N> __device__ __forceinline__ float fl_hpick_pack(const fl_vec<fl_half, N>& v) {
+    static_assert(N % 2 == 0, "a pack of pairs of halves");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    union { fl_vec<fl_half, N> vec; unsigned pair[N / 2]; } u;
+    u.vec = v;
+    unsigned m = u.pair[0];
+    #pragma unroll
+    for (int i = 1; i < N / 2; ++i) {
+        if constexpr (Max) asm("max.NaN.f16x2 %0, %0, %1;" : "+r"(m) : "r"(u.pair[i]));
+        else asm("min.NaN.f16x2 %0, %0, %1;" : "+r"(m) : "r"(u.pair[i]));
+    }
+    fl_half lo, hi;
+    lo.bits = static_cast<unsigned short>(m & 0xffffu);
+    hi.bits = static_cast<unsigned short>(m >> 16);
+    const float a = fl_from_half(lo), b = fl_from_half(hi);
+    return Max ? fl_maximum(a, b) : fl_minimum(a, b);
+#else
+    float r = fl_from_half(v.v[0]);
+    for (int i = 1; i < N; ++i) r = Max ? fl_maximum(r, fl_from_half(v.v[i])) : fl_minimum(r, fl_from_half(v.v[i]));
+    return r;
+#endif
+}
+"""),
     Snippet(('fl_ldcg',), r"""
 // A load from L2 that bypasses L1: what other blocks of this launch wrote (partials).
 template <class T> __device__ __forceinline__ T fl_ldcg(const T* p) {

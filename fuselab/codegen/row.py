@@ -427,11 +427,18 @@ class _RowCode:
                           for n in cached}
         body: list[str] = ["const index_t col = col0 + p;"] if P > 1 else ["const index_t col = col0;"]
         store_vecs: dict[int, str] = {}
+        packed: list[str] = []   # folds of whole packs, before the loop over a pack's columns
         if level is not None:
             for r, lvl in self.p.levels.items():
-                if lvl == level:
-                    v = em.value(g.nodes[r].inputs[0], self.full)
-                    body += em.take_lines() + [self.accs[r].step(v, "col")]
+                if lvl != level:
+                    continue
+                if self._half_pick_packed(r):
+                    t = self.ctx.names.fresh(f"pk{r}")
+                    packed += [f"const float {t} = fl_hpick_pack<{str(g.nodes[r].op == 'max').lower()}, {P}>"
+                               f"({self.pack_name[g.nodes[r].inputs[0]]});", self.accs[r].step(t, "col0")]
+                    continue
+                v = em.value(g.nodes[r].inputs[0], self.full)
+                body += em.take_lines() + [self.accs[r].step(v, "col")]
             for n, (_, born, half) in self.carry.items():   # keep what later passes read
                 if born == level:
                     v = em.half_value(n, self.full) if half else em.value(n, self.full)
@@ -447,14 +454,25 @@ class _RowCode:
                     body.append(f"{self.ctx.out_ptr[o]}[row * {self.p.cols} + col] = {v};")
         if not any(re.search(r"\bcol\b", line) for line in body[1:]):
             body = body[1:]  # the column index is only needed by argmax and strided loads
-        used = [n for n in cached if any(re.search(rf"\b{self.pack_name[n]}\b", line) for line in body)]
+        used = [n for n in cached if any(re.search(rf"\b{self.pack_name[n]}\b", line) for line in body + packed)]
         head = [f"const {self._pack_type(n)} {self.pack_name[n]} = {self._pack_source(n)};" for n in used]
         head += [f"fl_vec<{storage_type(g.nodes[o].dtype)}, {P}> {name};" for o, name in store_vecs.items()]
+        head += packed
         inner = (["#pragma unroll", f"for (int p = 0; p < {P}; ++p) {{", *indent(body, 1), "}"]
-                 if P > 1 else body)
+                 if P > 1 and body else body)
         tail = [f"fl_store_vec<{P}>({self.ctx.out_ptr[o]} + row * {self.p.cols} + col0, {name});"
                 for o, name in store_vecs.items()]
         return self._over_columns(head + inner + tail, storing=level is None)
+
+    def _half_pick_packed(self, r: int) -> bool:
+        """Whether reduction `r` folds whole packs of halves (fl_hpick_pack): a max or min
+        of a float16 input the row caches, in packs of pairs, with NumPy's float16 math."""
+        g = self.ctx.graph
+        nd = g.nodes[r]
+        x = nd.inputs[0]
+        return (nd.op in ("max", "min") and self.lay.pack % 2 == 0 and x in self.lay.row_cached
+                and is_half(g.nodes[x].dtype) and self.accs[r].value_type == "float"
+                and self.ctx.options.fp16_math == "numpy")
 
     def _over_columns(self, body: list[str], storing: bool) -> list[str]:
         C, P = self.p.cols, self.lay.pack
