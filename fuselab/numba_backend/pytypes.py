@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ..ops import dtype_name
+
 SUPPORTED = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
              "float16", "float32", "float64")
 
@@ -23,7 +25,7 @@ class UnsupportedDtype(TypeError):
 
 def _dt(dtype: Any) -> np.dtype:
     dt = np.dtype(dtype)
-    if dt.name not in SUPPORTED:
+    if dtype_name(dt) not in SUPPORTED:
         raise UnsupportedDtype(f"the Numba backend has no type for {dt.name}")
     return dt
 
@@ -47,7 +49,7 @@ def storage(dtype: Any) -> np.dtype:
 def ctor(dtype: Any) -> str:
     """The constructor naming a register type in generated code: `np.float32`."""
     dt = register(dtype)
-    return "np.bool_" if dt == np.bool_ else f"np.{dt.name}"
+    return "np.bool_" if dt == np.bool_ else f"np.{dtype_name(dt)}"
 
 
 def literal(value: Any, dtype: Any) -> str:
