@@ -14,7 +14,7 @@ import numpy as np
 
 from .ir import Graph, Node
 from .ops import Kind, OPS
-from .recording import give_at, recorded
+from .recording import give_at, library_line, recorded
 
 
 class PlanExecutionError(RuntimeError):
@@ -120,14 +120,16 @@ def eval_nodes(xp: ModuleType, graph: Graph, nodes: Sequence[int], stored: Mappi
 @dataclass(frozen=True)
 class PythonWarning:
     """A warning an opaque function's own Python code gave (np.nanmean's "Mean of empty
-    slice"): the caller places it at the user's line, as plain execution would. With a
-    `filename`, a floating-point warning NumPy's own Python code gives from its own line
-    (np.var's divisions in numpy/_core/_methods.py), where plain execution shows it."""
+    slice"): without a `filename` the caller places it at the user's line, as plain
+    execution would; with one, at that line of the library's file (cupy.nanmax's, from
+    cupy/_statistics/order.py). `fp`: a floating-point warning of NumPy's own Python code
+    (np.var's divisions in numpy/_core/_methods.py), which np.errstate governs."""
 
     message: str
     category: type
     filename: str | None = None
     lineno: int = 0
+    fp: bool = False
 
 
 # (node, "divide by zero" / "overflow" / ... or a PythonWarning)
@@ -149,7 +151,7 @@ def evaluate_node(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_err
     with np.errstate(all="call", call=lambda kind, flag: kinds.append(kind)), recorded() as caught:
         out = eval_node(xp, node, vals, out)
     for w in caught if node.op == "opaque" else ():
-        on_fp_error(i, PythonWarning(str(w.message), w.category))
+        on_fp_error(i, PythonWarning(str(w.message), w.category, *library_line(w)))
     if exact is not None and exact != int(out):
         kinds.append("overflow")  # NumPy warns about this for integer scalars (not arrays)
     for kind in dict.fromkeys(kinds):
@@ -167,7 +169,7 @@ def _evaluate_var(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_err
         out = eval_node(xp, node, vals, out)
     for w in caught:
         if issubclass(w.category, RuntimeWarning) and " encountered in " in str(w.message):
-            on_fp_error(i, PythonWarning(str(w.message), w.category, str(w.filename), int(w.lineno)))
+            on_fp_error(i, PythonWarning(str(w.message), w.category, str(w.filename), int(w.lineno), fp=True))
     return out
 
 

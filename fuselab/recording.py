@@ -13,6 +13,7 @@ aside for the block: all warnings are caught, and none is remembered.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import types
 import warnings
@@ -68,6 +69,21 @@ def _set_aside_registries() -> dict[int, tuple[dict, Any]]:
             out[id(namespace)] = (namespace, namespace.get("__warningregistry__"))
             namespace["__warningregistry__"] = {}
     return out
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def library_line(w: warnings.WarningMessage) -> tuple[str, int] | tuple[()]:
+    """Where plain execution shows a warning a library gave while fuselab ran it: () when
+    Python attributed it to fuselab's own frame, which called the library in the user's
+    place (NumPy's stacklevel=2: the user's line); else the library file and line
+    (cupy.nanmax warns from cupy/_statistics/order.py). Unpacks into PythonWarning's
+    (filename, lineno)."""
+    filename = os.path.abspath(str(w.filename))
+    if filename.startswith(_PACKAGE + os.sep):
+        return ()
+    return (str(w.filename), int(w.lineno))
 
 
 def module_of(filename: str) -> Any:

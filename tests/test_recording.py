@@ -68,3 +68,15 @@ def test_give_at_uses_the_modules_registry() -> None:
         for _ in range(3):
             give_at("fuselab test warning", RuntimeWarning, methods.__file__, 1)
     assert [(w.filename, w.lineno) for w in shown] == [(methods.__file__, 1)]
+
+
+def test_library_line_keeps_the_library_file_and_drops_fuselabs_own() -> None:
+    """A warning Python attributed to fuselab's frame (NumPy's stacklevel=2 when fuselab
+    called it for the user) goes to the user's line; one from the library's own file
+    (cupy.nanmax's, from cupy/_statistics/order.py) stays there."""
+    import fuselab.trace.realrun as realrun
+    from fuselab.recording import library_line
+    ours = warnings.WarningMessage("All-NaN slice encountered", RuntimeWarning, realrun.__file__, 68)
+    theirs = warnings.WarningMessage("All-NaN slice encountered", RuntimeWarning, np.__file__, 7)
+    assert library_line(ours) == ()
+    assert library_line(theirs) == (np.__file__, 7)

@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..interp import PythonWarning, evaluate_node
-from ..recording import recorded
+from ..recording import library_line, recorded
 from ..ir import Node
 
 
@@ -75,5 +75,5 @@ class Evaluator:
         with recorded() as caught:
             out = evaluate_node(xp, i, n, vals, None)
         for w in caught:
-            self._on_fp_error(i, PythonWarning(str(w.message), w.category))
+            self._on_fp_error(i, PythonWarning(str(w.message), w.category, *library_line(w)))
         return out

@@ -113,9 +113,10 @@ class TraceContext:
         self._tracer_by_id: dict[int, InputTracer] = {}  # id(array) -> its one tracer
         self._names_by_id = {id(v): k for k, v in namespace.items() if is_array(v)}
         self.uses_cupy = False
-        # node -> (NumPy function, input dtype, whole reduction, division number): a division
-        # NumPy's Python code does, whose warnings come from NumPy's line (numpy_sites.py)
-        self.numpy_steps: dict[int, tuple[str, str, bool, str, int]] = {}   # numpy_step_line's keys
+        # node -> (NumPy function, input dtype, whole reduction, ufunc, occurrence): a step
+        # of NumPy's Python code (np.mean's division, a float16 variance's squaring), whose
+        # warnings come from NumPy's line for it (numpy_sites.numpy_step_line)
+        self.numpy_steps: dict[int, tuple[str, str, bool, str, int]] = {}
         # nodes computed at a graph break only so that their warnings keep their place
         # (_compute_small): not values Python saw, so not break values
         self.for_warnings: set[int] = set()
@@ -343,9 +344,10 @@ class TraceContext:
         n = self.builder.nodes[node]
         loc = site.loc or n.loc
         if isinstance(kind, PythonWarning):
-            if kind.filename is not None:   # from NumPy's own line, under the line's errstate
+            if kind.fp:   # from NumPy's own line, under the line's errstate
                 return self.warnings.located(site.position, kind, site.modes)
-            self.warnings.python(site.position, kind.message, loc, kind.category)
+            # the user's line, or the library file's line that plain execution names
+            self.warnings.python(site.position, kind.message, kind if kind.filename else loc, kind.category)
             return True
         label = self.labels.get(node) or fp_label(n)
         if n.dtype.kind in "iu" and kind == "overflow" and not label.startswith("scalar"):
@@ -353,8 +355,8 @@ class TraceContext:
         line = site.numpy_line
         if line is None and node in self.numpy_steps:
             line = numpy_step_line(*self.numpy_steps[node])
-        if line is not None:   # a reduction, or a division of np.mean / np.var: from NumPy's line
-            located = PythonWarning(f"{kind} encountered in {label}", RuntimeWarning, *line)
+        if line is not None:   # a reduction, or a step of np.mean / np.var: from NumPy's line
+            located = PythonWarning(f"{kind} encountered in {label}", RuntimeWarning, *line, fp=True)
             return self.warnings.located(site.position, located, site.modes)
         return self.warnings.fp(site.position, kind, label, loc, site.modes)
 
@@ -444,11 +446,14 @@ class TraceContext:
         site = numpy_site(numpy_function, self.calling_method, message) if numpy_function else None
         self.warnings.python(self.here(), message, site or self.loc(), category)
 
-    def library_warning(self, message: str, category: type = RuntimeWarning) -> None:
+    def library_warning(self, message: str, category: type = RuntimeWarning,
+                        where: tuple[str, int] | None = None) -> None:
         """A warning the library itself gave while a function ran for real (NumPy's or
         CuPy's own code: cupy.nanmax's `All-NaN slice encountered`): given as it is, at
-        the current line, in NumPy and in CuPy cells alike."""
-        self.warnings.python(self.here(), message, self.loc(), category)
+        the current line, or at `where` in the library's file, where plain execution
+        shows it (recording.library_line)."""
+        loc = PythonWarning(message, category, *where) if where else self.loc()
+        self.warnings.python(self.here(), message, loc, category)
 
 
 # ---------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..recording import recorded
+from ..recording import library_line, recorded
 from .core import TraceContext, Tracer
 
 
@@ -65,5 +65,5 @@ def run_for_real(ctx: TraceContext, name: str, fn: Callable[..., Any], args: Seq
     with recorded() as caught:
         out = fn(*plain_args, **plain_kwargs)
     for w in caught:  # the library's own warnings (CuPy's too): never fuselab's to drop
-        ctx.library_warning(str(w.message), w.category)
+        ctx.library_warning(str(w.message), w.category, library_line(w))
     return out
