@@ -170,3 +170,51 @@ def test_row_reduction_over_rows_of_one_column():
     x = np.random.default_rng(5).integers(0, 65535, (29, 1)).astype(np.uint16)
     _check("v0 = x.any(axis=1)\nv1 = np.sqrt(x)\nv2 = v1.squeeze()\nv3 = np.asarray(x, dtype=np.uint32)\n"
            "v5 = np.isinf(v2)", {"x": x})
+
+
+@needs_cxx
+@pytest.mark.parametrize("dtype, cols, width", [("float16", 4316, 4), ("float16", 4318, 2), ("float32", 446, 2),
+                                                ("float16", 4317, 1), ("float16", 4320, 8)])
+def test_rows_off_a_16_byte_boundary_take_narrower_vectors(dtype, cols, width):
+    """A broadcast along rows whose length is no multiple of a 16-byte vector: the widest
+    vector the rows' alignment allows (rows of 4316 halves start 8 bytes off: 4 halves a
+    load), not the strided path's element loads; results as NumPy's."""
+    x = RNG.standard_normal((37, cols)).astype(dtype)
+    w = RNG.standard_normal(37).astype(dtype)
+    source = "y = np.maximum(x * w[:, None] + 1.0, 0.0)"
+    traced = fuselab.trace_cell(source, {"np": np, "x": x, "w": w})
+    code = generate(make_plan(traced.graph, "auto"))[0]
+    want = f"{width} elements per thread step" if width > 1 else "strided path"
+    assert any(want in note for note in code.notes), code.notes
+    _check(source, {"x": x, "w": w})
+
+
+@needs_cxx
+@pytest.mark.parametrize("dtype, cols, pack, tier", [("float16", 1030, 2, "warp"), ("float16", 4318, 2, "block"),
+                                                     ("float16", 1028, 4, "warp"), ("float32", 1030, 2, "warp"),
+                                                     ("float16", 1031, 1, "warp"), ("float16", 9014, 2, "smem"),
+                                                     ("float16", 2054, 2, "looped")])
+def test_row_kernels_move_the_widest_packs_their_rows_allow(dtype, cols, pack, tier):
+    """A softmax and a layernorm over rows whose length is no multiple of a 16-byte pack:
+    each thread moves the widest power-of-two pack that divides the row (rows of 1030
+    halves in pairs), in every tier the kernel fits (a forced tier it does not fit falls
+    back to the next), with NumPy's results."""
+    from dataclasses import replace
+    from cuda_host import EMULATED
+    x = (RNG.standard_normal((9, cols)) * 3).astype(dtype)
+    g = RNG.standard_normal(cols).astype(dtype)
+    source = ("e = np.exp(x - x.max(axis=-1, keepdims=True))\ns = e / e.sum(axis=-1, keepdims=True)\n"
+              "mu = x.mean(axis=-1, keepdims=True)\nxc = x - mu\n"
+              "y = xc / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + 1e-5) * g")
+    want = {"np": np, "x": x, "g": g}
+    exec(source, want)
+    traced = fuselab.trace_cell(source, {"np": np, "x": x, "g": g})
+    plan = make_plan(traced.graph, "auto")
+    options = replace(EMULATED, row_tier=tier)
+    rows = [c for c in generate(plan, options) if isinstance(c, KernelCode) and "tier" in c.notes[0]]
+    assert rows and all(f"packs of {pack} columns" in c.notes for c in rows), [c.notes for c in rows]
+    got = HostRunner([plan], options).run(plan, traced.inputs)
+    rtol = 2e-3 if dtype == "float16" else 1e-5
+    for name in ("s", "y"):
+        np.testing.assert_allclose(np.asarray(got[name], np.float64), np.asarray(want[name], np.float64),
+                                   rtol=rtol, atol=rtol * float(np.abs(want[name]).max()), err_msg=name)

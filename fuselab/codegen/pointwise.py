@@ -43,13 +43,13 @@ def heuristic(ctx: KernelContext) -> PointwiseConfig:
 def _heuristic(ctx: KernelContext, sten: stencil.Stencil | None, tr: "_Transpose | None" = None) -> PointwiseConfig:
     if tr is not None:
         return PointwiseConfig(block=TILE * TILE_ROWS, unroll=1,
-                               why=f"transpose: tiles of {TILE}x{TILE} through shared memory (input contiguous "
-                                   f"along axis {tr.a}, output along its last)")
+                               why=f"heuristic: a transpose, tiles of {TILE}x{TILE} through shared memory "
+                                   f"(input contiguous along axis {tr.a}, output along its last)")
     if sten is not None:
         rows = stencil.rows_heuristic(sten, ctx.options.sm_count)
         return PointwiseConfig(block=ctx.options.block_size, unroll=rows,
-                               why=f"stencil: {rows} rows a thread along axis {sten.axis} (the input rows they "
-                                   "share loaded once)")
+                               why=f"heuristic: a stencil, {rows} rows a thread along axis {sten.axis} "
+                                   "(the input rows they share loaded once)")
     return PointwiseConfig(block=ctx.options.block_size, unroll=1, why="default: one element per thread step")
 
 
