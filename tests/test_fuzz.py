@@ -122,3 +122,17 @@ def test_programs_that_failed_on_the_gpu_pass_on_the_emulator():
     bad = [(r, o) for (r, _), o in zip(cases, outcomes) if o.failures]
     assert not bad, "\n\n".join(f"seed {r['seed']} ({r['found']}):\n{o.program.source}\n{o.failures[0][:1500]}"
                                 for r, o in bad[:3])
+
+
+def test_a_bound_keeps_its_operands_error_where_the_slope_underflows():
+    """arctan2(575, 1.4e223 ± 1.2e213) moves by about 3.5e-231 across the interval: a
+    slope of 3e-444, below the smallest double; the bound must still hold the move."""
+    from fuzz.catalog import binary_bound, unary_bound
+
+    a, b, bb = np.array([575.0]), np.array([1.4e223]), np.array([1.2e213])
+    out = np.arctan2(a, b)
+    bound = binary_bound("arctan2", out, a, b, None, bb, np.dtype(np.float64))
+    assert np.abs(np.arctan2(a, b + bb) - out)[0] <= bound[0]
+    x, bx = np.array([513.8]), np.array([4.3e-11])
+    e = unary_bound("exp", np.exp(x), x, bx, np.dtype(np.float64))
+    assert np.abs(np.exp(x + bx) - np.exp(x))[0] <= e[0]
