@@ -218,33 +218,3 @@ def test_row_kernels_move_the_widest_packs_their_rows_allow(dtype, cols, pack, t
     for name in ("s", "y"):
         np.testing.assert_allclose(np.asarray(got[name], np.float64), np.asarray(want[name], np.float64),
                                    rtol=rtol, atol=rtol * float(np.abs(want[name]).max()), err_msg=name)
-
-
-@needs_cxx
-@pytest.mark.parametrize("dtype, rows, cols", [("float32", 7, 1031), ("float16", 5, 2053), ("float64", 3, 999),
-                                               ("float32", 4, 3), ("float16", 6, 4318), ("int8", 5, 1037)])
-def test_shared_memory_rows_of_any_alignment_are_copied_in_aligned_vectors(dtype, rows, cols):
-    """The shared-memory tier copies a row whose start is off a 16-byte boundary with
-    aligned 16-byte loads, keeping the row's own elements of each (the last row's last
-    vector, which would leave the array, element by element): NumPy's results."""
-    from dataclasses import replace
-    from cuda_host import EMULATED
-    x = (RNG.standard_normal((rows, cols)) * 3).astype(dtype)
-    source = "m = x.max(axis=-1, keepdims=True)\ny = (x - m) * 2 + x.sum(axis=-1, keepdims=True)"
-    want = {"np": np, "x": x}
-    exec(source, want)
-    traced = fuselab.trace_cell(source, {"np": np, "x": x})
-    plan = make_plan(traced.graph, "auto")
-    options = replace(EMULATED, row_tier="smem")
-    (code,) = [c for c in generate(plan, options) if isinstance(c, KernelCode)]
-    assert "copied there in aligned 16-byte vectors" in code.notes[0], code.notes
-    got = HostRunner([plan], options).run(plan, traced.inputs)
-    assert "y" in traced.results
-    for name in traced.results:
-        w = np.asarray(want[name])
-        if w.dtype.kind == "f":
-            tol = 2e-3 if dtype == "float16" else 1e-5    # the sum's order: absolute, at the row's scale
-            np.testing.assert_allclose(got[name], w, rtol=tol, atol=tol * float(np.abs(w).max()), err_msg=name)
-        else:
-            np.testing.assert_array_equal(got[name], w, err_msg=name)
-

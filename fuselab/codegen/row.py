@@ -146,9 +146,7 @@ def generate(ctx: KernelContext, config: RowConfig | None = None) -> KernelCode:
     what = {"warp": f"warp tier: {layout.threads} lanes per row, {elems} elements per lane in registers",
             "block": f"block tier: a block of {layout.threads} threads per row, {elems} elements per thread "
                      "in registers",
-            "smem": f"block tier: a block per row, the row ({row_bytes} bytes) in shared memory"
-                    + (", copied there in aligned 16-byte vectors"
-                       if any(layout.pack * g.nodes[n].dtype.itemsize < 16 for n in row_cached) else ""),
+            "smem": f"block tier: a block per row, the row ({row_bytes} bytes) in shared memory",
             "looped": f"looped tier: a block per row, re-read from global memory in each of "
                       f"{passes + bool(p.full_out)} passes"}[layout.tier]
     notes = (what, f"{passes} reduction pass(es)" + (" + an output pass" if p.full_out else ""),
@@ -507,53 +505,17 @@ class _RowCode:
         if self.registers:
             return self._register_cache(self.cache_name, f"row * {C} + col0")
         if self.lay.tier == "smem":
-            body, realigned = [], []
+            body = []
             for n in self.lay.row_cached:
-                if P * self.ctx.graph.nodes[n].dtype.itemsize < 16:
-                    realigned += self._load_realigned(n)
-                    continue
                 dst = (f"*reinterpret_cast<{self._pack_type(n)}*>({self.cache_name[n]} + col0)" if P > 1
                        else f"{self.cache_name[n]}[col0]")
                 body.append(f"if (col0 < {C}) {dst} = {self._global_pack(n, f'row * {C} + col0')};")
             # a fixed trip count, unrolled: the row's loads are all in flight at once
-            loop = ["#pragma unroll",
+            return ["#pragma unroll",
                     f"for (int k = 0; k < {self.lay.packs}; ++k) {{",
                     f"    const index_t col0 = (index_t(k) * {self.lay.threads} + threadIdx.x) * {P};",
-                    *indent(body, 1), "}"] if body else []
-            return loop + realigned + ["__syncthreads();"]
+                    *indent(body, 1), "}", "__syncthreads();"]
         return []
-
-    def _load_realigned(self, n: int) -> list[str]:
-        """Copy row `row` of `n` into its shared-memory cache with aligned 16-byte loads,
-        whatever the row's own alignment: rows of an odd length start anywhere, so the
-        passes' packs are single columns, but the copy need not be. Each thread takes
-        whole aligned vectors of the span around the row and keeps the row's elements of
-        each; a vector that would run past the array's end is read element by element."""
-        C = self.p.cols
-        g = self.ctx.graph
-        V = 16 // g.nodes[n].dtype.itemsize
-        N = g.nodes[n].aval.size
-        ptr, cache = self.ctx.in_ptr[n], self.cache_name[n]
-        st = storage_type(g.nodes[n].dtype)
-        span = ix.ceil_div(ix.ceil_div(C + V - 1, V), self.lay.threads)
-        keep = f"if (i >= row0 && i < row0 + {C}) {cache}[i - row0]"
-        return ["{",
-                f"    const index_t row0 = row * {C};",
-                f"    const index_t first = row0 - row0 % {V};   // the aligned vector holding the row's first element",
-                "    #pragma unroll",
-                f"    for (int k = 0; k < {span}; ++k) {{",
-                f"        const index_t at = first + (index_t(k) * {self.lay.threads} + threadIdx.x) * {V};",
-                f"        if (at < row0 + {C}) {{",
-                f"            if (at + {V} <= {N}) {{",
-                f"                const fl_vec<{st}, {V}> v = fl_load_vec<{V}>({ptr} + at);",
-                "                #pragma unroll",
-                f"                for (int e = 0; e < {V}; ++e) {{ const index_t i = at + e; {keep} = v.v[e]; }}",
-                "            } else {",
-                f"                for (int e = 0; e < {V}; ++e) {{ const index_t i = at + e; {keep} = {ptr}[i]; }}",
-                "            }",
-                "        }",
-                "    }",
-                "}"]
 
     def _after_pass(self, level: int) -> list[str]:
         """Combine this pass's partial reductions across the row's threads; every thread
