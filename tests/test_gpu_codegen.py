@@ -175,7 +175,7 @@ def test_float_to_int_casts_out_of_range_follow_x86():
 
 
 @pytest.mark.parametrize("tier", ["warp", "block", "smem", "looped"])
-@pytest.mark.parametrize("cols", [1000, 16384])
+@pytest.mark.parametrize("cols", [1000, 16384, 1031, 4318])   # rows of odd length and 8 bytes off 16
 def test_every_row_tier_on_the_gpu(tier, cols):
     from fuselab import runtime
     from fuselab.codegen import CodegenOptions

@@ -218,3 +218,15 @@ def test_row_kernels_move_the_widest_packs_their_rows_allow(dtype, cols, pack, t
     for name in ("s", "y"):
         np.testing.assert_allclose(np.asarray(got[name], np.float64), np.asarray(want[name], np.float64),
                                    rtol=rtol, atol=rtol * float(np.abs(want[name]).max()), err_msg=name)
+
+
+@needs_cxx
+def test_a_per_row_output_reads_its_input_itself_after_the_passes():
+    """Rows of one column: a one-per-row output (all(...) & x0) reads x0 at the offset a
+    pass's pack of x0 had; it must load it, not name the pack declared inside the pass
+    (NVRTC: identifier undefined; GPU fuzzer seed 5353027310)."""
+    x0 = RNG.integers(0, 3, (33, 1)).astype(np.uint16)
+    x1 = np.array([1], np.uint16)
+    _check("v0 = x0[:, None]\nv1 = np.logical_and(v0, x1)\nv2 = np.rad2deg(v0)\nv3 = np.all(v1, axis=2)\n"
+           "v4 = np.logical_and(v3, x0)", {"x0": x0, "x1": x1})
+

@@ -466,6 +466,10 @@ class _RowCode:
                  if P > 1 and body else body)
         tail = [f"fl_store_vec<{P}>({self.ctx.out_ptr[o]} + row * {self.p.cols} + col0, {name});"
                 for o, name in store_vecs.items()]
+        # the packs are declared inside this pass's loop: code after it (a row's values,
+        # its one-per-row outputs) must load what it reads itself (rows of one column read
+        # an input at the pack's own offset: it named a pack out of its scope)
+        self.pack_name = {}
         return self._over_columns(head + inner + tail, storing=level is None)
 
     def _half_pick_packed(self, r: int) -> bool:
