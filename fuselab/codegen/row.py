@@ -19,8 +19,9 @@ OneFlow's softmax, whose tiers these are, with one more):
 * looped: neither; a block per row re-reads the row from global memory in every pass.
 
 Within a pass each thread works on packs of P adjacent columns: 16-byte accesses when C
-is a multiple of P, else the widest power of two that divides C (down to one column). Inputs indexed by the column alone (layernorm's gamma and beta)
-are loaded once per thread, before the loop over rows, in the register tiers.
+is a multiple of P, else the widest power of two that divides C (down to one column).
+Inputs indexed by the column alone (layernorm's gamma and beta) are loaded once per
+thread, before the loop over rows, in the register tiers.
 Accumulation is in float32 for float16 (and in the reduce dtype otherwise); the max in
 softmax makes exp(x - max) stable as the user wrote it.
 """
