@@ -249,6 +249,9 @@ class HostRunner:
         if code.empty:
             return
         threads = code.block[0] * code.block[1] * code.block[2]
+        if min(code.grid) < 1 or min(code.block) < 1:
+            # cudaErrorInvalidConfiguration on a GPU; the emulator's unsigned loop would not end
+            raise EmulatorError(f"{code.name}: grid {code.grid} × block {code.block} is not a launch a GPU accepts")
         if threads > 1024 or code.shared_mem > 227 * 1024:
             # what a GPU refuses at launch (cudaErrorInvalidValue / out of resources)
             raise EmulatorError(f"{code.name}: a block of {threads} threads and {code.shared_mem} bytes "

@@ -136,3 +136,20 @@ def test_a_bound_keeps_its_operands_error_where_the_slope_underflows():
     x, bx = np.array([513.8]), np.array([4.3e-11])
     e = unary_bound("exp", np.exp(x), x, bx, np.dtype(np.float64))
     assert np.abs(np.exp(x + bx) - np.exp(x))[0] <= e[0]
+
+
+def test_a_record_or_option_with_no_sm_count_is_refused(tmp_path, monkeypatch):
+    """sm -1 (the spec's "the worker decides") once reached the generator as an SM count:
+    grids of -256 blocks, which the emulator looped over without end."""
+    import json
+
+    from fuselab.codegen import CodegenOptions
+    from fuzz import regressions
+
+    with pytest.raises(ValueError, match="sm_count"):
+        CodegenOptions(sm_count=-1)
+    path = tmp_path / "regressions-gpu.json"
+    path.write_text(json.dumps([{"seed": 1, "target": None, "drop": [], "sm": -1, "found": "x"}]))
+    monkeypatch.setattr(regressions, "GPU_REGRESSIONS", path)
+    with pytest.raises(ValueError, match="top-level 'sm'"):
+        regressions.gpu_regressions()

@@ -38,6 +38,11 @@ class CodegenOptions:
             raise ValueError(f"fp16_math must be one of {FP16_MODES}, not {self.fp16_math!r}")
         if self.row_tier not in ROW_TIERS:
             raise ValueError(f"row_tier must be one of {ROW_TIERS}, not {self.row_tier!r}")
+        # grids are sized from these: a count below one gives a grid no GPU launches
+        if int(self.sm_count) < 1:
+            raise ValueError(f"sm_count must be a multiprocessor count of at least 1, not {self.sm_count!r}")
+        if not 32 <= int(self.block_size) <= 1024:
+            raise ValueError(f"block_size must be from 32 to 1024 threads, not {self.block_size!r}")
 
     def nvrtc_options(self) -> tuple[str, ...]:
         # IEEE float32 as NumPy computes it: subnormals kept, division and sqrt correctly
