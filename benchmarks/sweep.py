@@ -4,6 +4,7 @@ shapes (benchmarks/sweep_cases.py). One device run:
 
     PYTHONPATH=. python3 benchmarks/sweep.py --out $OUT/sweep.json [--deadline 480] [--only softmax]
     PYTHONPATH=. python3 benchmarks/sweep.py --out $OUT/random.json --random 60 --seed 7   # untuned shapes
+    PYTHONPATH=. python3 benchmarks/sweep.py --wide --only "strided rows" --alt max       # auto against max
 
 For each case: the cell is traced (CuPy inputs), planned `auto` and run as a user's first
 run would (compile, launch configurations tuned on this GPU, first result), wall-clock
@@ -35,7 +36,7 @@ from sweep_cases import Case, cases, make_inputs, random_cases, wide_cases  # no
 START = time.perf_counter()
 
 
-def run_case(case: Case, repeats: int, with_torch: bool, params) -> dict[str, Any]:
+def run_case(case: Case, repeats: int, with_torch: bool, params, alt: str = "") -> dict[str, Any]:
     import cupy as cp
     import numpy as np
     import fuselab
@@ -108,6 +109,19 @@ def run_case(case: Case, repeats: int, with_torch: bool, params) -> dict[str, An
     fns = {"fuselab": lambda: exe.run(env=env), "copy": lambda: cp.copyto(dst, src)}
     if torch_fn is not None:
         fns["torch"] = torch_fn
+    if alt:   # another strategy's plan, where it differs, timed in the same rounds
+        plan_alt = make_plan(traced.graph, alt)
+        if [k.nodes for k in plan_alt.kernels] != [k.nodes for k in plan.kernels]:
+            exe_alt = runtime.Executable(plan_alt)
+            env_alt = exe_alt.prepare(traced.inputs)
+            got_alt = exe_alt.run(env=env_alt)
+            acheck = runtime.compare({k: got_alt[k] for k in case.outputs}, {k: ref[k] for k in case.outputs},
+                                     {"float16": 1e-2, "float32": 1e-4})
+            row["alt"] = {"strategy": alt, "templates": [k.template.value for k in plan_alt.kernels],
+                          "predicted_s": plan_alt.report(params).time_s,
+                          "check": "ok" if acheck.ok else f"MISMATCH {acheck.worst}",
+                          "notes": [list(getattr(c, "notes", ())) for c in exe_alt.codes]}
+            fns["alt"] = lambda: exe_alt.run(env=env_alt)
     timed = time_interleaved(fns, repeats, rounds=4)
     for k, t in timed.items():
         row[f"{k}_s"] = t.median_s
@@ -115,6 +129,8 @@ def run_case(case: Case, repeats: int, with_torch: bool, params) -> dict[str, An
     row["copy_Bps"] = 2 * src.nbytes / timed["copy"].median_s
     row["fuselab_Bps"] = nbytes / timed["fuselab"].median_s
     row["copy_fraction"] = row["fuselab_Bps"] / row["copy_Bps"]
+    if "alt" in timed:
+        row["alt"]["s"] = timed["alt"].median_s
     if "torch" in timed:
         row["ratio"] = timed["fuselab"].median_s / timed["torch"].median_s
         row["torch_copy_fraction"] = nbytes / timed["torch"].median_s / row["copy_Bps"]
@@ -134,6 +150,8 @@ def main() -> None:
     ap.add_argument("--random", type=int, default=0, metavar="N",
                     help="N cases of random family, dtype and shape (sweep_cases.random_cases) instead")
     ap.add_argument("--seed", type=int, default=0, help="the seed of --random")
+    ap.add_argument("--alt", default="", metavar="STRATEGY",
+                    help="also time this strategy's plan (e.g. max) where it differs from auto's")
     args = ap.parse_args()
     from fuselab import runtime
     from fuselab.plan.cost import DeviceParams
@@ -158,7 +176,7 @@ def main() -> None:
             result.setdefault("skipped", []).append(case.name)
             continue
         try:
-            row = run_case(case, args.repeats, not args.no_torch, params)
+            row = run_case(case, args.repeats, not args.no_torch, params, args.alt)
         except Exception as e:  # noqa: BLE001 - one failing case must not hide the others
             row = {"family": case.family, "size": case.size, "error": f"{type(e).__name__}: {e}",
                    "trace": traceback.format_exc(limit=-4)}
@@ -168,6 +186,8 @@ def main() -> None:
         print(f"{case.name}: fuselab {r.get('fuselab_s', 0) * 1e6:.1f} us ({100 * r.get('copy_fraction', 0):.0f}% copy) "
               f"torch {r.get('torch_s', 0) * 1e6:.1f} us ratio {r.get('ratio', float('nan')):.2f} "
               f"first {r.get('first_run_s', 0):.2f}s [{r.get('check', r.get('error', '?'))}] "
+              + (f"{r['alt']['strategy']} {r['alt'].get('s', 0) * 1e6:.1f} us {r['alt']['templates']} "
+                 f"[{r['alt']['check']}] " if "alt" in r else "") +
               f"t={time.perf_counter() - START:.0f}s", flush=True)
     print(f"done: {len(result['rows'])} cases in {time.perf_counter() - START:.0f} s")
 

@@ -209,6 +209,28 @@ def wide_cases() -> list[Case]:
         Case("small", "chain 10000", "y = np.exp(-x * x) * 2.0 + x", {"x": ((10000,), f32)},
              lambda x: (-x * x).exp() * 2.0 + x, kind="launch"),
     ]
+    return out + strided_row_cases()
+
+
+def strided_row_cases() -> list[Case]:
+    """Reductions along a non-last axis used back at full shape (`--only "strided rows"`):
+    one row kernel a thread per row, or a column reduction and a pointwise kernel."""
+    out = []
+    for dt, counts in (("float32", (2, 4, 8, 16, 32, 64, 256)), ("float16", (2, 16))):
+        for r in counts:
+            out.append(Case(f"strided rows {dt}", f"x - x.mean(0) ({r},{_fmt(N // r)})", "y = x - x.mean(axis=0)",
+                            {"x": ((r, N // r), dt)}, lambda x: x - x.mean(0)))
+    for r in (8, 64):
+        out.append(Case("strided rows float32", f"standardize axis 0 ({r},{_fmt(N // r)})",
+                        "y = (x - x.mean(axis=0)) / x.std(axis=0)", {"x": ((r, N // r), "float32")},
+                        lambda x: (x - x.mean(0)) / x.std(0, unbiased=False)))
+    for dt, shape in (("float32", (64, 16, 65536)), ("float32", (256, 8, 32768)), ("float16", (1251, 4736, 17))):
+        out.append(Case(f"strided rows {dt}", f"softmax axis 1 {str(shape).replace(' ', '')}",
+                        "m = x.max(axis=1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(axis=1, keepdims=True)",
+                        {"x": (shape, dt)}, _midsoftmax))
+    out.append(Case("strided rows float32", f"softmax axis 0 (32,{_fmt(N // 32)})",
+                    "m = x.max(axis=0, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(axis=0, keepdims=True)",
+                    {"x": ((32, N // 32), "float32")}, _colsoftmax))
     return out
 
 

@@ -193,6 +193,40 @@ def row_cases(cols_list=(1, 7, 33, 1000, 1030, 5000, 50000), rows=5, seed=5) -> 
     return out
 
 
+# rows along a strided axis: (cell, shape, names of extra (R, 1) inputs)
+STRIDED_ROWS = [   # (cell, shape): rows along a strided axis need MIN_STRIDED_ROWS rows
+    ("y = x - x.mean(0)", (2, 32768)),
+    ("y = x - x.mean(axis=0, keepdims=True)", (5, 33001)),
+    ("m = x.max(1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(1, keepdims=True)", (2, 20, 16400)),
+    ("m = x.max(1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(1, keepdims=True)", (1, 40, 32771)),
+    ("m = x.max(0)\ne = np.exp(x - m)\ny = e / e.sum(0)", (40, 32800)),
+    ("mu = x.mean(0)\nv = ((x - mu) ** 2).mean(0)\ny = (x - mu) / np.sqrt(v + 1e-3)", (7, 3, 11000)),
+    ("i = x.argmax(0)\ns = x.sum(0)\ny = x / s", (6, 33000)),
+    ("y = x - x.mean(1, keepdims=True)\nz = x.std(1)", (4, 9, 8200)),
+    ("y = (x - x.mean(0)) * g[:, None] + 1", (9, 33000)),          # g: one value per column
+    ("y = x - x.mean(1, keepdims=True)", (5, 7, 1)),               # trailing unit axis: contiguous
+]
+
+
+def strided_row_cases(seed=14) -> list[Case]:
+    """Row kernels along a non-last axis: each row a thread's, its columns a stride
+    apart; in registers (up to 32 columns) or re-read in every pass (the thread tier)."""
+    from fuselab.trace.run import trace_cell
+    out = []
+    for k, (src, shape) in enumerate(STRIDED_ROWS):
+        for dt in FLOAT_DTYPES:
+            rng = np.random.default_rng(seed + k)
+            ns = {"np": np, "x": rng.uniform(0.5, 2.0, shape).astype(dt),
+                  "g": rng.uniform(-1, 1, shape[0]).astype(dt)}
+            g = trace_cell(src, ns).graph
+            inputs = {n: ns[n] for n in g.input_names()}
+            rtol = 1e-2 if np.dtype(dt) == np.float16 else (1e-4 if np.dtype(dt) == np.float32 else 1e-10)
+            shape_id = "x".join(map(str, shape))
+            out.append(Case(f"strided-row{k}-{_name(dt)}-{shape_id}", g, inputs,
+                            [one_kernel(g, Template.ROW)], rtol))
+    return out
+
+
 def empty_cases() -> list[Case]:
     out = []
     b = GraphBuilder()
@@ -531,5 +565,5 @@ def variance_overflow_cases() -> list[Case]:
 
 def all_cases() -> list[Case]:
     return (elementwise_cases() + cast_cases() + reduction_cases() + prod_cases() + fused_reduction_cases()
-            + row_cases() + empty_cases() + view_cases() + overflow_cases() + power_cases() + stencil_cases()
+            + row_cases() + strided_row_cases() + empty_cases() + view_cases() + overflow_cases() + power_cases() + stencil_cases()
             + variance_cases() + transposed_reduction_cases() + transposed_pointwise_cases())

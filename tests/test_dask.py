@@ -179,6 +179,16 @@ def test_row_kernel_on_whole_rows_needs_no_rechunk():
     assert s.dask_run.rechunks == ()
 
 
+def test_a_row_kernel_along_axis_0_keeps_that_axis_whole():
+    """x - x.mean(0) as one row kernel (rows along a strided axis): every block holds
+    whole columns, and the per-row results line up with the other axis's blocks."""
+    cell = "m = x.mean(axis=0)\nz = ((x - m) ** 2).sum(axis=0)\nc = x - x.max(axis=0)"
+    x = RNG.standard_normal((6, 40000)).astype(np.float32)
+    s = check(cell, {"np": np, "da": da, "x": da.from_array(x, chunks=(4, 15000))}, strategy="max")
+    assert any(k.template.value == "row" and k.space.axes == (0,) for k in s.plan.kernels)
+    assert all(r.after[0] == (6,) for r in s.dask_run.rechunks) and s.dask_run.rechunks
+
+
 def test_reduction_runs_as_partial_states_and_a_tree():
     s = check("s = (x * x).sum(axis=0)")
     assert "partial reductions" in s.dask_run.kernels[0].how

@@ -58,7 +58,7 @@ def test_targets_reach_their_cells():
     from fuselab.codegen import KernelCode, generate as codegen
     from fuzz.harness import prepare
     hit = 0
-    layouts = ["reduction/split", "reduction/column-split+vec", "row/smem", "reduction/thread"]
+    layouts = ["reduction/split", "reduction/column-split+vec", "row/smem", "reduction/thread", "row/strided"]
     for k, layout in enumerate(layouts):
         p = generate(100 + k, Target("reduce", layout, "sum", "int32"))
         prep = prepare(p)

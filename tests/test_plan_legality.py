@@ -84,13 +84,35 @@ def test_matmul_bias_activation_is_opaque_alone_plus_one_pointwise_epilogue():
     run_equal(plan)
 
 
-def test_column_norm_is_two_kernels_because_axis_0_is_not_a_row():
+def test_column_norm_over_few_columns_is_two_kernels_because_its_rows_would_idle_the_gpu():
+    """32 columns make 32 rows along a strided axis, a thread each: too few to merge."""
     plan = make_plan(T.column_norm(64, 32))
     assert templates(plan) == ["reduction", "pointwise"]
     ok, reason = plan.legal_merge(0, 1)
     assert not ok
-    assert "reduces over axis 0 of [64,32], but a row kernel iterates rows" in reason
+    assert "32 rows whose columns lie 32 elements apart" in reason and "at least 32768 rows" in reason
     run_equal(plan)
+
+
+def test_column_norm_over_many_columns_may_be_one_row_kernel_along_axis_0():
+    plan = make_plan(T.column_norm(64, 1 << 16), "max")
+    assert templates(plan) == ["row"] and plan.kernels[0].space.axes == (0,)
+    run_equal(plan)
+
+
+def test_centering_many_short_columns_is_one_row_kernel_along_axis_0():
+    """x - x.mean(0) on 2 x 2^20: one pass over 2^20 rows of two strided columns
+    (8 bytes an element moved once) rather than a column mean and a subtraction."""
+    g = cell(lambda b, inp: {"y": (x := inp("x", (2, 1 << 20))) - x.sum(0) * 0.5})
+    plan = make_plan(g)
+    assert templates(plan) == ["row"] and plan.kernels[0].space.axes == (0,)
+    assert plan.kernels[0].space.rows == 1 << 20
+
+
+def test_two_reduced_axes_are_no_row_kernel():
+    g = cell(lambda b, inp: {"y": (x := inp("x", (4, 8, 16))) - x.sum((0, 2), keepdims=True)})
+    ok, reason = make_plan(g).legal_merge(0, 1)
+    assert not ok and "a row kernel iterates rows and reduces one axis" in reason
 
 
 def test_sibling_reductions_share_one_kernel_with_two_outputs():

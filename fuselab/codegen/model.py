@@ -7,7 +7,7 @@ from typing import Any, Literal
 from ..plan.model import Template
 
 FP16_MODES = ("numpy", "fast")
-ROW_TIERS = ("auto", "warp", "block", "smem", "looped")
+ROW_TIERS = ("auto", "warp", "block", "smem", "looped", "thread")
 
 
 @dataclass(frozen=True)
@@ -22,8 +22,9 @@ class CodegenOptions:
         product first, and contraction changes the last bit (or more, after cancellation).
     sm_count: multiprocessors of the target device; grids are sized from it (the runtime
         passes the real count, 132 is an H200).
-    row_tier: "auto", or force a row-kernel tier ("warp", "block", "smem", "looped") to
-        compare them; a tier the row cannot use falls back to the automatic choice.
+    row_tier: "auto", or force a row-kernel tier ("warp", "block", "smem", "looped"; for
+        rows along a strided axis "thread", re-read in every pass) to compare them; a tier
+        the row cannot use falls back to the automatic choice.
     """
 
     fp16_math: str = "numpy"

@@ -1,6 +1,10 @@
 """The row template: softmax, layernorm, rmsnorm, logsumexp... over rows of length C.
 
-Every reduce node reduces the last axis of one full shape F (rows = prod(F[:-1])).
+Every reduce node reduces one axis k of one full shape F (rows: the positions of the
+other axes; plan.analysis.row_shapes). A row's columns are contiguous when k is the last
+axis (or every later axis has length 1); otherwise they lie `stride` elements apart (x -
+x.mean(0), a softmax over a middle axis), and each row is a thread's: adjacent threads
+take adjacent rows, so every column's loads are coalesced across a warp.
 Reductions that depend on earlier ones (softmax's sum of exp(x - max)) run in later
 passes over the same row: pass 1 computes the reductions that need no reduction, pass 2
 those that need pass 1's, and so on; a final pass computes and stores the full-shape
@@ -18,6 +22,9 @@ OneFlow's softmax, whose tiers these are, with one more):
   (up to 32 elements per thread and input).
 * looped: neither; a block per row re-reads the row from global memory in every pass.
 
+Strided rows, a thread each: the warp tier with one lane a row (the row in registers,
+up to 32 elements), or the thread tier (the row re-read from memory in every pass).
+
 Within a pass each thread works on packs of P adjacent columns: 16-byte accesses when C
 is a multiple of P, else the widest power of two that divides C (down to one column).
 Inputs indexed by the column alone (layernorm's gamma and beta) are loaded once per
@@ -31,6 +38,7 @@ import re
 from dataclasses import dataclass
 
 from ..ops import Kind
+from ..plan.analysis import row_shapes
 from . import index as ix
 from .accum import Accumulator, accumulator
 from .context import KernelContext, kernel_space
@@ -52,6 +60,8 @@ class _Row:
     shape: tuple[int, ...]       # F
     rows: int
     cols: int
+    axis: int                    # the reduced axis k
+    stride: int                  # elements between a row's columns (1: contiguous)
     reduces: list[int]
     levels: dict[int, int]       # reduce node -> pass number (1-based)
     full_out: list[int]
@@ -60,7 +70,7 @@ class _Row:
 
 @dataclass
 class _Layout:
-    tier: str                    # "warp", "block", "smem", "looped"
+    tier: str                    # "warp", "block", "smem", "looped", "thread"
     pack: int                    # columns per access
     threads: int                 # threads per row (lanes of a warp, or the block)
     packs: int                   # packs per thread (register tiers)
@@ -72,8 +82,10 @@ class _Layout:
 def _setup(ctx: KernelContext):
     p = _analyse(ctx)
     row_v, col_v = ix.Var("row", max(p.rows, 1)), ix.Var("col", max(p.cols, 1))
-    full = tuple(ix.delinearize(ix.Affine.of(row_v), p.shape[:-1])) + (ix.Affine.of(col_v),)
-    canonical = ix.linearize(full, p.shape)          # row * C + col
+    k = p.axis
+    others = ix.delinearize(ix.Affine.of(row_v), p.shape[:k] + p.shape[k + 1:])
+    full = tuple(others[:k]) + (ix.Affine.of(col_v),) + tuple(others[k:])
+    canonical = ix.linearize(full, p.shape)          # row * C + col (contiguous rows)
     row_cached, col_cached = _cached_inputs(ctx, p, full, canonical, ix.Affine.of(col_v))
     return p, row_v, col_v, full, canonical, row_cached, col_cached
 
@@ -89,6 +101,10 @@ def candidates(ctx: KernelContext) -> list[RowConfig]:
     h = _heuristic(ctx, p, row_cached, col_cached)
     out = [h]
     C = p.cols
+    if p.stride > 1:   # a thread a row: in registers when it fits, or re-read
+        return out + [c for c in (RowConfig(tier="warp", threads=1, why="candidate"),
+                                  RowConfig(tier="thread", threads=1, why="candidate"))
+                      if c.key() != h.key() and _fits(ctx, p, row_cached, col_cached, c)]
     # fewer lanes too: narrow rows (3 columns: 4 lanes, one idle, two shuffles a reduction
     # per element) may do better with a lane or two holding the row
     lanes = [t for t in (1, 2, 4, 8, 16, 32) if t >= h.threads // 4] if h.tier == "warp" else [32]
@@ -116,6 +132,10 @@ def _fits(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list
     C = p.cols
     pack = _pack(ctx, p, row_cached, col_cached)
     n_row = max(len(row_cached), 1)
+    if p.stride > 1 or cfg.tier == "thread":   # strided rows: a thread each, nothing else
+        return p.stride > 1 and (cfg.tier == "thread" or (
+            cfg.tier == "warp" and cfg.threads == 1 and C <= _elems_limit(ctx, row_cached, REG_ELEMS)
+            and C * n_row <= REG_BUDGET))
     if cfg.tier == "warp":
         per = ix.ceil_div(C, cfg.threads * pack) * pack
         return cfg.threads <= 32 and per <= _elems_limit(ctx, row_cached, WARP_ELEMS_MAX) and \
@@ -144,12 +164,17 @@ def generate(ctx: KernelContext, config: RowConfig | None = None) -> KernelCode:
     passes = max(p.levels.values(), default=0)
     elems = layout.packs * layout.pack
     row_bytes = sum(p.cols * g.nodes[n].dtype.itemsize for n in row_cached)
-    what = {"warp": f"warp tier: {layout.threads} lanes per row, {elems} elements per lane in registers",
+    what = {"warp": (f"warp tier: {layout.threads} lanes per row, {elems} elements per lane in registers"
+                     if p.stride == 1 else f"a thread per row, its {elems} elements in registers"),
             "block": f"block tier: a block of {layout.threads} threads per row, {elems} elements per thread "
                      "in registers",
             "smem": f"block tier: a block per row, the row ({row_bytes} bytes) in shared memory",
             "looped": f"looped tier: a block per row, re-read from global memory in each of "
+                      f"{passes + bool(p.full_out)} passes",
+            "thread": f"thread tier: a thread per row, re-read from memory in each of "
                       f"{passes + bool(p.full_out)} passes"}[layout.tier]
+    if p.stride > 1:
+        what += f"; rows along axis {p.axis}, their columns {p.stride} elements apart, adjacent rows on adjacent threads"
     notes = (what, f"{passes} reduction pass(es)" + (" + an output pass" if p.full_out else ""),
              f"packs of {layout.pack} columns"
              + (", column inputs cached in registers" if layout.col_in_registers and col_cached else ""))
@@ -175,8 +200,9 @@ def _analyse(ctx: KernelContext) -> _Row:
     shape = space.shape
     full_out = [o for o in ctx.kernel.outputs if ctx.graph.nodes[o].shape == shape]
     row_out = [o for o in ctx.kernel.outputs if ctx.graph.nodes[o].shape != shape]
-    return _Row(shape, space.rows, shape[-1], list(space.reduces), dict(zip(space.reduces, space.levels)),
-                full_out, row_out)
+    rs = row_shapes(shape, space.axes[0])
+    return _Row(shape, space.rows, rs.cols, rs.axis, rs.stride, list(space.reduces),
+                dict(zip(space.reduces, space.levels)), full_out, row_out)
 
 
 def _cached_inputs(ctx: KernelContext, p: _Row, full, canonical: ix.Affine,
@@ -207,6 +233,8 @@ def _pack(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list
     narrower power of two that divides C (every row then starts on a pack: a float16 row
     of 9014 columns moves in 4-byte pairs, not one half at a time)."""
     g = ctx.graph
+    if p.stride > 1:
+        return 1
     sizes = [g.nodes[n].dtype.itemsize for n in (*row_cached, *col_cached, *p.full_out)] or [4]
     pack = 16 // max(sizes)
     while p.cols % pack:
@@ -234,6 +262,11 @@ def _heuristic(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached:
     packs = ix.ceil_div(C, lanes * pack)
     why = f"forced by row_tier={forced}" if forced != "auto" else "heuristic"
     per_thread = _elems_limit(ctx, row_cached, REG_ELEMS)
+    if p.stride > 1:
+        kept = RowConfig(tier="warp", threads=1, why=f"{why}: strided rows of {C} columns fit a thread's registers")
+        if forced != "thread" and _fits(ctx, p, row_cached, col_cached, kept):   # others do not apply
+            return kept
+        return RowConfig(tier="thread", threads=1, why=f"{why}: strided rows, a thread each, re-read in each pass")
     if C <= WARP_MAX_COLS and packs * pack <= per_thread and forced in ("auto", "warp"):
         return RowConfig(tier="warp", threads=lanes, why=f"{why}: {C} columns fit a warp's registers")
     threads = min(512, max(128, _pow2_at_least(ix.ceil_div(C, per_thread))))
@@ -256,7 +289,7 @@ def _layout(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: li
     pack = _pack(ctx, p, row_cached, col_cached)
     n_row, n_col = max(len(row_cached), 1), len(col_cached)
     # at least one pack: a row of no columns still declares its (unused) caches
-    packs = max(1, ix.ceil_div(C, cfg.threads * pack)) if cfg.tier != "looped" else 0
+    packs = max(1, ix.ceil_div(C, cfg.threads * pack)) if cfg.tier not in ("looped", "thread") else 0
     # a warp works through many rows: caching the column inputs pays off
     col_regs = cfg.tier == "warp" and packs * pack * (n_row + n_col) <= REG_BUDGET
     return _Layout(cfg.tier, pack, cfg.threads, packs, row_cached, col_cached, col_regs)
@@ -418,7 +451,13 @@ class _RowCode:
             if self.lay.pack > 1:
                 return f"*reinterpret_cast<const {self._pack_type(nid)}*>({self.cache_name[nid]} + col0)"
             return f"{self.cache_name[nid]}[col0]"
-        return self._global_pack(nid, f"row * {C} + col0")
+        return self._global_pack(nid, self._at("col0"))
+
+    def _at(self, col: str) -> str:
+        """The offset of this row's element at column `col` in a full-shape array."""
+        if self.p.stride > 1:
+            return f"row_base + {col} * {self.p.stride}"
+        return f"row * {self.p.cols} + {col}"
 
     # -- passes -----------------------------------------------------------------
     def _pass(self, level: int | None) -> list[str]:
@@ -456,7 +495,7 @@ class _RowCode:
                     store_vecs[o] = self.ctx.names.fresh(f"{array_name(g, o)}_pk")
                     body.append(f"{store_vecs[o]}.v[p] = {v};")
                 else:
-                    body.append(f"{self.ctx.out_ptr[o]}[row * {self.p.cols} + col] = {v};")
+                    body.append(f"{self.ctx.out_ptr[o]}[{self._at('col')}] = {v};")
         if not any(re.search(r"\bcol\b", line) for line in body[1:]):
             body = body[1:]  # the column index is only needed by argmax and strided loads
         used = [n for n in cached if any(re.search(rf"\b{self.pack_name[n]}\b", line) for line in body + packed)]
@@ -465,7 +504,7 @@ class _RowCode:
         head += packed
         inner = (["#pragma unroll", f"for (int p = 0; p < {P}; ++p) {{", *indent(body, 1), "}"]
                  if P > 1 and body else body)
-        tail = [f"fl_store_vec<{P}>({self.ctx.out_ptr[o]} + row * {self.p.cols} + col0, {name});"
+        tail = [f"fl_store_vec<{P}>({self.ctx.out_ptr[o]} + {self._at('col0')}, {name});"
                 for o, name in store_vecs.items()]
         # the packs are declared inside this pass's loop: code after it (a row's values,
         # its one-per-row outputs) must load what it reads itself (rows of one column read
@@ -491,6 +530,9 @@ class _RowCode:
                     f"for (int k = 0; k < {self.lay.packs}; ++k) {{",
                     f"    const index_t col0 = (index_t(k) * {self.lay.threads} + lane) * {P};",
                     f"    if ({guard}) {{", *indent(body, 2), "    }", "}"]
+        if self.lay.tier == "thread":   # threads past the last row compute a copy and store nothing
+            loop = [f"for (index_t col0 = 0; col0 < {C}; ++col0) {{", *indent(body, 1), "}"]
+            return ["if (active) {", *indent(loop, 1), "}"] if storing else loop
         return [f"for (index_t col0 = threadIdx.x * {P}; col0 < {C}; col0 += blockDim.x * {P}) {{",
                 *indent(body, 1), "}"]
 
@@ -508,13 +550,13 @@ class _RowCode:
         """Fill the row cache from global memory (registers or shared memory)."""
         C, P = self.p.cols, self.lay.pack
         if self.registers:
-            return self._register_cache(self.cache_name, f"row * {C} + col0")
+            return self._register_cache(self.cache_name, self._at("col0"))
         if self.lay.tier == "smem":
             body = []
             for n in self.lay.row_cached:
                 dst = (f"*reinterpret_cast<{self._pack_type(n)}*>({self.cache_name[n]} + col0)" if P > 1
                        else f"{self.cache_name[n]}[col0]")
-                body.append(f"if (col0 < {C}) {dst} = {self._global_pack(n, f'row * {C} + col0')};")
+                body.append(f"if (col0 < {C}) {dst} = {self._global_pack(n, self._at('col0'))};")
             # a fixed trip count, unrolled: the row's loads are all in flight at once
             return ["#pragma unroll",
                     f"for (int k = 0; k < {self.lay.packs}; ++k) {{",
@@ -530,7 +572,7 @@ class _RowCode:
             if lvl != level:
                 continue
             a = self.accs[r]
-            out += a.warp_allreduce(self.lay.threads) if self.lay.tier == "warp" else a.block_allreduce()
+            out += a.warp_allreduce(self.lay.threads) if self.lay.tier in ("warp", "thread") else a.block_allreduce()
             name = self.ctx.names.fresh(f"v{r}")
             out.append(f"const {register_type(a.out_dtype)} {name} = {a.result()};"
                        f"  // %{r} {self.ctx.graph.nodes[r].op} of the row")
@@ -577,11 +619,13 @@ class _RowCode:
             v = em.stored(o, ix.delinearize(ix.Affine.of(self.row_v), g.nodes[o].shape))
             lines += em.take_lines()
             lines.append(f"{self.ctx.out_ptr[o]}[row] = {v};")
-        first = "lane == 0 && active" if self.lay.tier == "warp" else "threadIdx.x == 0"
+        first = "lane == 0 && active" if self.lay.tier in ("warp", "thread") else "threadIdx.x == 0"
         return [f"if ({first}) {{", *indent(lines, 1), "}"]
 
     def _per_row(self) -> list[str]:
-        lines = self._load_row()
+        S = self.p.stride
+        lines = [f"const index_t row_base = row / {S} * {self.p.cols * S} + row % {S};"] if S > 1 else []
+        lines += self._load_row()
         lines += [f"{self._carry_type(n)} {name}[{self.lay.packs}];  // %{n}, kept for a later pass"
                   for n, (name, _, _) in self.carry.items()]
         for level in range(1, max(self.p.levels.values()) + 1):
@@ -601,7 +645,7 @@ class _RowCode:
     def kernel(self) -> tuple[list[str], int, int | tuple[int, int], int]:
         rows, C = self.p.rows, self.p.cols
         col_cache = self._register_cache(self.col_name, "col0") if self.lay.col_in_registers else []
-        if self.lay.tier == "warp":
+        if self.lay.tier in ("warp", "thread"):
             lanes = self.lay.threads
             per_warp = 32 // lanes
             block = 128

@@ -205,11 +205,12 @@ def _space(graph: Graph, kern: Kernel, body: tuple[int, ...], lab: Mapping[int, 
         for a, b in zip(ref, lab[i]):
             uf.union(a, b)
     if kern.template is Template.ROW:  # per-row results line up with the rows of F
-        rows = ref[:-1]
+        k = graph.nodes[reduces[0]].args["axes"][0]
+        rows = ref[:k] + ref[k + 1:]
         for i in stored:
             if i in full:
                 continue
-            mine = lab[i][: len(rows)]
+            mine = lab[i][:k] + lab[i][k + 1:] if len(lab[i]) == len(ref) else lab[i]   # keepdims or not
             for a, b in zip(rows, mine):
                 uf.union(a, b)
     return ref

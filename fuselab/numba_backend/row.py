@@ -1,7 +1,8 @@
 """The row template: softmax, layernorm, rmsnorm, logsumexp... over rows of length C.
 
-Every reduce node reduces the last axis of one full shape F (rows = prod(F[:-1])). A
-parallel loop runs over the rows; inside, one loop along the row per pass: pass 1 folds the
+Every reduce node reduces one axis of one full shape F (rows: the positions of the other
+axes, as in the CUDA template; a row's columns may lie a stride apart). A parallel loop
+runs over the rows; inside, one loop along the row per pass: pass 1 folds the
 reductions that need no other reduction, pass 2 those that need pass 1's, and so on; a
 final pass computes and stores the full-shape outputs, and the per-row outputs are stored
 last. A row is read once from memory and stays in the core's cache for the later passes
@@ -82,8 +83,10 @@ def generate(ctx: PyContext) -> PyKernel:
     p = analyse(ctx)
     g = ctx.graph
     row, col = ix.Var("row", max(p.rows, 1)), ix.Var("col", max(p.cols, 1))
-    full = (*ix.delinearize(ix.Affine.of(row), p.shape[:-1]), ix.Affine.of(col))
-    at = ix.Affine.of(row) * p.cols + ix.Affine.of(col)
+    k = p.axis
+    others = ix.delinearize(ix.Affine.of(row), p.shape[:k] + p.shape[k + 1:])
+    full = (*others[:k], ix.Affine.of(col), *others[k:])
+    at = ix.linearize(full, p.shape)   # row * C + col when the row's columns are contiguous
     accs = {r: accumulator(g, r, ctx.names) for r in p.reduces}
     fixed: dict[int, str] = {}
     body: list[str] = []

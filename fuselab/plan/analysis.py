@@ -12,6 +12,7 @@ and ancestor tests on a few hundred nodes are then single big-int operations.
 """
 from __future__ import annotations
 
+import math
 from functools import cached_property
 from typing import Iterator, NamedTuple
 
@@ -45,6 +46,50 @@ def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
     if len(shape) > len(target):
         return False
     return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(target)))
+
+
+class RowShapes(NamedTuple):
+    """A row problem: full shape F reduced along one axis. Rows are the positions of the
+    other axes (`per_row`, in their order); a row's columns run along `axis`, contiguous
+    when every axis after it has length 1, else `stride` elements apart."""
+
+    full: tuple[int, ...]       # F
+    axis: int                   # the reduced axis
+    keep: tuple[int, ...]       # a per-row value with keepdims: F with a 1 at `axis`
+    per_row: tuple[int, ...]    # ... without: F without `axis`
+    rows: int
+    cols: int
+    stride: int                 # elements between a row's columns (1: contiguous)
+
+
+def row_shapes(F: tuple[int, ...], axis: int) -> RowShapes:
+    keep = F[:axis] + (1,) + F[axis + 1:]
+    per_row = F[:axis] + F[axis + 1:]
+    return RowShapes(F, axis, keep, per_row, math.prod(per_row), F[axis], math.prod(F[axis + 1:]))
+
+
+# A row kernel along a strided axis runs a thread per row: with fewer rows than this the
+# (default of legality.Budgets.min_strided_rows)
+# GPU idles (each thread walks its row's columns one load after another) and a column
+# reduction and a pointwise kernel are faster (x - x.mean(0) over 4096 columns). 2^15 rows
+# are about 250 threads per SM of an H200.
+MIN_STRIDED_ROWS = 1 << 15
+
+
+def row_problem_ok(rs: RowShapes, min_strided_rows: int = MIN_STRIDED_ROWS) -> bool:
+    """Whether a row kernel may run this row problem (legality's rule on rows, with the
+    planning budget Budgets.min_strided_rows)."""
+    return rs.rows >= 2 and (rs.stride == 1 or rs.rows >= min_strided_rows)
+
+
+def row_axis(graph: Graph, r: int) -> int | None:
+    """The one axis reduce node r reduces, if it reduces one axis of an array of >= 1 axes."""
+    nd = graph.nodes[r]
+    d = len(graph.nodes[nd.inputs[0]].shape)
+    axes = nd.args["axes"]
+    if d == 0 or len(axes) != 1 or (nd.args["flat"] and d > 1):
+        return None
+    return axes[0]
 
 
 class ReduceSig(NamedTuple):

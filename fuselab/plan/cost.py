@@ -43,7 +43,7 @@ import math
 from dataclasses import dataclass
 
 from ..ir import GraphBreak
-from .analysis import Analysis, analyse, bits, mask_of
+from .analysis import Analysis, RowShapes, analyse, bits, mask_of, row_shapes
 from .device import DeviceParams
 from .kernels import kernel_members, unfused_plan
 from .model import Kernel, Plan, Space, Template, kernel_stage
@@ -129,16 +129,34 @@ def _reads(an: Analysis, mask: int) -> dict[int, tuple[int, int]]:
 # row_cache_bytes; longer rows are looped
 WARP_COLS = 1024
 BLOCK_COLS = 512 * 32
+# a thread per strided row: later passes over rows of up to 256 bytes cost no DRAM traffic
+# (H200, 2026-12-03 03:40 UTC, x - x.mean(0) over 2^26 float32: 2-64 rows 88-95% of copy,
+# in registers or re-read alike; 256 rows re-read: 62%, as a second read of x predicts)
+STRIDED_CACHED_BYTES = 256
+STRIDED_ROWS_PER_SM = 1024  # rows (threads) an SM needs in flight before it streams at full speed
+
+
+def row_parallelism(shapes: RowShapes, params: DeviceParams) -> float:
+    """The fraction of the GPU a row kernel keeps busy: one row per block or warp needs a
+    row per SM; one row per thread (rows along a strided axis) STRIDED_ROWS_PER_SM."""
+    per_sm = STRIDED_ROWS_PER_SM if shapes.stride > 1 else 1
+    return min(1.0, shapes.rows / (params.sm_count * per_sm))
 
 
 def row_tier(an: Analysis, mask: int, space: Space, params: DeviceParams) -> tuple[str, int]:
     """(tier, row bytes) of a row kernel, as codegen/row.py's tiers go: "warp", "block"
-    (a block's registers), "smem" (shared memory) or "looped" (re-read in every pass)."""
+    (a block's registers), "smem" (shared memory) or "looped" (re-read in every pass); rows
+    along a strided axis, a thread each: "strided" (in registers) or "strided-looped"."""
     g = an.graph
     item = max((g.nodes[g.nodes[r].inputs[0]].dtype.itemsize for r in bits(mask & an.reduce_mask)),
                default=4)
-    cols = space.shape[-1] if space.shape else 1
+    shapes = row_shapes(space.shape, space.axes[0]) if space.shape else None
+    cols = shapes.cols if shapes else 1
     row_bytes = cols * item
+    if shapes and shapes.stride > 1:
+        # a thread per row along a strided axis: its row in registers or read again from
+        # L1/L2 in later passes while short, re-read from DRAM when long
+        return ("strided" if row_bytes <= STRIDED_CACHED_BYTES else "strided-looped"), row_bytes
     if cols <= WARP_COLS:
         return "warp", row_bytes
     if cols <= BLOCK_COLS * 4 // max(item, 4):
@@ -169,17 +187,17 @@ def estimate(an: Analysis, mask: int, stored: int, space: Space, params: DeviceP
         for v in bits(mask):
             flops += (n_full if space.full >> v & 1 else n_small) * weight[v]
         if space.template is Template.ROW:
-            p = min(1.0, space.rows / params.sm_count)
+            p = row_parallelism(row_shapes(space.shape, space.axes[0]), params)
             kind, row_bytes = row_tier(an, mask, space, params)
             tier = f"row:{kind}"
-            if kind == "warp":
+            if kind in ("warp", "strided"):
                 eff = params.eff_row_warp
             elif kind == "block":
                 eff = params.eff_row_block
             elif kind == "smem":
                 resident = max(1, params.smem_per_sm // max(row_bytes, 1))
                 eff = params.eff_row_smem * min(1.0, resident / params.chip_rows) ** params.chip_exp
-            else:
+            else:   # looped, strided-looped
                 eff = params.eff_row_looped
                 if space.passes > 1:
                     extra = (space.passes - 1) * sum(b for u, (b, _) in reads.items() if an.size[u] == n_full)
@@ -187,6 +205,8 @@ def estimate(an: Analysis, mask: int, stored: int, space: Space, params: DeviceP
             eff = params.eff_reduction
         else:
             eff = params.eff_pointwise
+    if tier.startswith("row:strided"):
+        eff *= params.eff_row_strided
     eff = min(1.0, eff)      # never faster than the bandwidth: the searches' bounds rely on it
     memory_s = ((bytes_read + bytes_written + extra) / (params.bandwidth * eff)
                 + l2_bytes / max(params.l2_bandwidth, params.bandwidth)) / p

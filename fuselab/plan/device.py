@@ -39,7 +39,8 @@ class DeviceParams:
       launch: argument binding, output allocation), paid once per run, not per kernel;
     - eff_*: the fraction of `bandwidth` a template (and row tier) reaches on large data:
       pointwise, reduction, row kernels whose row a warp holds (warp), a block's registers
-      (block), shared memory (smem), and looped rows (re-read per pass);
+      (block), shared memory (smem), and looped rows (re-read per pass); eff_row_strided
+      multiplies it for rows along a strided axis (a thread a row);
     - chip_rows, chip_exp: a block that keeps its row in shared memory loads, reduces and
       stores in phases; the other rows resident on the SM (r = shared memory per SM / row
       bytes) keep DRAM busy meanwhile. From `chip_rows` resident rows on that hides it;
@@ -65,6 +66,7 @@ class DeviceParams:
     eff_row_block: float = 1.0
     eff_row_smem: float = 1.0
     eff_row_looped: float = 1.0
+    eff_row_strided: float = 1.0
     chip_rows: float = 12.0
     chip_exp: float = 0.2
     smem_per_sm: int = 228 * 1024
@@ -93,7 +95,8 @@ class DeviceParams:
         "run_s": ("run_s", 1.0), "run_us": ("run_s", 1e-6),
         "eff_pointwise": ("eff_pointwise", 1.0), "eff_reduction": ("eff_reduction", 1.0),
         "eff_row_warp": ("eff_row_warp", 1.0), "eff_row_block": ("eff_row_block", 1.0), "eff_row_smem": ("eff_row_smem", 1.0),
-        "eff_row_looped": ("eff_row_looped", 1.0), "chip_rows": ("chip_rows", 1.0), "chip_exp": ("chip_exp", 1.0),
+        "eff_row_looped": ("eff_row_looped", 1.0), "eff_row_strided": ("eff_row_strided", 1.0),
+        "chip_rows": ("chip_rows", 1.0), "chip_exp": ("chip_exp", 1.0),
         "smem_per_sm": ("smem_per_sm", 1), "l2_bandwidth": ("l2_bandwidth", 1.0),
         "name": ("name", None), "device": ("name", None), "device_name": ("name", None),
         "source": ("source", None),

@@ -19,17 +19,22 @@ kernels.make_kernel: they are duplicated into every kernel that reads them.
   constants or loads of kernel inputs broadcastable to R (a stored epilogue node has shape
   R). mean = sum * (1/n) and norm = sqrt(sum(x*x)) are one kernel. Any axes: full, column,
   middle axis. No reduction may depend on another reduction of the same kernel.
-- ROW: one full shape F (ndim >= 1) whose LAST axis every reduce node reduces (its input
-  has exactly shape F, axes == (ndim-1,), keepdims or not). Every other node is ELEMWISE
-  over a shape that broadcasts to F, or "per-row": shape F[:-1]+(1,) (keepdims) or F[:-1].
-  Reduced values may be broadcast back (x - x.max(-1, keepdims=True)) and reductions may
-  depend on earlier ones (softmax: max then sum; layernorm: mean, var, normalise). A
-  per-row value without keepdims (shape F[:-1]) is only combined with other such values,
-  never broadcast against F (NumPy would align it with the columns). Views inside a ROW
-  kernel only on loads of kernel inputs, or a reshape that adds/removes the trailing unit
-  axis of a per-row value. Stored outputs: full-shape (F) or per-row nodes. A row kernel
-  needs at least two rows: with one row, a reduction broadcast back is the grid-wide
-  dependence of a full reduction (x / x.sum()), which no single kernel can do.
+- ROW: one full shape F (ndim >= 1) and one axis k of it that every reduce node reduces
+  (its input has exactly shape F, axes == (k,), keepdims or not): rows are the positions
+  of the other axes, a row's columns run along k (analysis.row_shapes; contiguous when k
+  is the last axis or every later axis has length 1, strided otherwise). Every other node
+  is ELEMWISE over a shape that broadcasts to F, or "per-row": F with a 1 at k
+  (keepdims) or F without k. Reduced values may be broadcast back
+  (x - x.max(-1, keepdims=True), x - x.mean(0)) and reductions may depend on earlier ones
+  (softmax: max then sum; layernorm: mean, var, normalise). A per-row value without
+  keepdims is only combined with other such values, never broadcast against F (NumPy
+  would align it with the columns), unless k == 0, where NumPy's alignment is the rows'.
+  Rows along a strided axis (a thread each) number at least Budgets.min_strided_rows when
+  planning (a budget: fewer leave the GPU idle; the template itself runs any number).
+  Views inside a ROW kernel only on loads of kernel inputs, or a reshape that adds/removes
+  the unit axis k of a per-row value. Stored outputs: full-shape (F) or per-row nodes. A
+  row kernel needs at least two rows: with one row, a reduction broadcast back is the
+  grid-wide dependence of a full reduction (x / x.sum()), which no single kernel can do.
 - OPAQUE: exactly one opaque node, alone.
 
 Every template: the computed nodes come from one stage of the trace. A graph break (Python
@@ -45,22 +50,25 @@ import math
 from dataclasses import dataclass
 
 from ..ops import Kind
-from .analysis import Analysis, bits, broadcasts_to, shape_text
+from .analysis import (MIN_STRIDED_ROWS, Analysis, bits, broadcasts_to, row_axis, row_problem_ok, row_shapes,
+                       shape_text)
 from .model import Space, Template, break_between
 
 
 @dataclass(frozen=True)
 class Budgets:
     """Limits on one kernel. Defaults keep generated kernels quick to compile and free of
-    register spills; they rarely bind on notebook cells."""
+    register spills, and row kernels along a strided axis busy; they rarely bind on
+    notebook cells."""
 
     max_nodes: int = 128          # compute nodes in one kernel
     max_params: int = 64          # arrays read + arrays written
     max_registers: int = 255      # estimate: 32 + 2 per value live at once (sm_90 cap: 255)
+    min_strided_rows: int = MIN_STRIDED_ROWS   # rows of a row kernel along a strided axis
 
 
 DEFAULT_BUDGETS = Budgets()
-UNLIMITED = Budgets(10**9, 10**9, 10**9)    # the template contract alone
+UNLIMITED = Budgets(10**9, 10**9, 10**9, 2)    # the template contract alone
 
 
 @dataclass(frozen=True)
@@ -122,7 +130,7 @@ def check(an: Analysis, mask: int, budgets: Budgets = DEFAULT_BUDGETS,
     if not reduces:
         return _only(_pointwise(an, mask, stored), template)
     if template is Template.ROW:
-        return _row(an, mask, members, stored, reduces)
+        return _row(an, mask, members, stored, reduces, budgets)
     if template is Template.REDUCTION:
         return _reduction(an, mask, stored, reduces)
     if template is not None:
@@ -130,7 +138,7 @@ def check(an: Analysis, mask: int, budgets: Budgets = DEFAULT_BUDGETS,
     red = _reduction(an, mask, stored, reduces)
     if red.ok:
         return red
-    row = _row(an, mask, members, stored, reduces)
+    row = _row(an, mask, members, stored, reduces, budgets)
     if row.ok:
         return row
     if red.dependence:
@@ -282,26 +290,30 @@ def _reduction(an: Analysis, mask: int, stored: int, reduces: int) -> Verdict:
                                      reduces=tuple(rs)))
 
 
-def _row(an: Analysis, mask: int, members: list[int], stored: int, reduces: int) -> Verdict:
+def _row(an: Analysis, mask: int, members: list[int], stored: int, reduces: int, budgets: Budgets) -> Verdict:
     g = an.graph
     rs = list(bits(reduces))
     r0 = rs[0]
     F = an.shape(g.nodes[r0].inputs[0])
-    d = len(F)
+    k = row_axis(g, r0)
     for r in rs:
-        nd = g.nodes[r]
-        Fr = an.shape(nd.inputs[0])
-        if d == 0 or nd.args["axes"] != (len(Fr) - 1,) or (nd.args["flat"] and len(Fr) > 1):
+        Fr = an.shape(g.nodes[r].inputs[0])
+        if row_axis(g, r) is None:
             return _fail(f"{an.ref(r)} reduces over {axes_text(an, r)}, but a row kernel "
-                         "iterates rows and reduces only the last axis")
-        if Fr != F:
-            return _fail(f"{an.ref(r0)} reduces rows of {shape_text(F)} but {an.ref(r)} rows of "
-                         f"{shape_text(Fr)}: a row kernel has one row shape")
-    rows = math.prod(F[:-1])
+                         "iterates rows and reduces one axis")
+        if (Fr, row_axis(g, r)) != (F, k):
+            return _fail(f"{an.ref(r0)} reduces {axes_text(an, r0)} but {an.ref(r)} reduces "
+                         f"{axes_text(an, r)}: a row kernel has one row shape and one reduced axis")
+    rs_shape = row_shapes(F, k)
+    rows = rs_shape.rows
     if rows < 2:
         return _fail(f"{an.ref(r0)} reduces {shape_text(F)} as one single row, and a row "
                      "kernel needs at least two rows")
-    P_keep, P_flat = F[:-1] + (1,), F[:-1]
+    if not row_problem_ok(rs_shape, budgets.min_strided_rows):
+        return _fail(f"{an.ref(r0)} reduces {axes_text(an, r0)}: {rows} rows whose columns lie "
+                     f"{rs_shape.stride} elements apart, a thread each, and a row kernel along a "
+                     f"strided axis needs at least {budgets.min_strided_rows} rows to keep the GPU busy")
+    P_keep, P_flat = rs_shape.keep, rs_shape.per_row
     align: dict[int, str] = {}   # "A": broadcast against F; "B": per-row without keepdims
     # members computed from the kernel's reductions alone: with rows of one column an
     # element and a per-row value have the same shape, and only these are per-row for sure
@@ -324,19 +336,21 @@ def _row(an: Analysis, mask: int, members: list[int], stored: int, reduces: int)
                     reads.append((u, "A", P_keep))
                     continue
                 if align[u] == "A" and an.shape(u) == P_keep and an.shape(f) == P_flat:
-                    if F[-1] == 1 and u not in from_reductions:
+                    if F[k] == 1 and u not in from_reductions:
                         # the kernel would compute an element's value once per row, reading
                         # no element (np.isinf(np.sqrt(x).squeeze()) beside x.any(axis=1))
                         return _fail(f"{an.ref(v)} reads {an.ref(u)}, an element of rows of one column, "
                                      f"as a per-row value through {an.ref(f)}: a row kernel computes "
                                      "per-row values from its reductions only")
-                    reads.append((u, "B", P_flat))
+                    reads.append((u, "A" if k == 0 else "B", P_flat))
                     continue
             return _fail(f"{an.ref(v)} reads {an.ref(u)} through the view {an.ref(f)}: a row "
                          "kernel views only the arrays it loads, or adds/removes the trailing "
                          "unit axis of a per-row value")
         if reduces >> v & 1:
-            align[v] = "A" if g.nodes[v].args["keepdims"] else "B"
+            # without keepdims, the result of reducing axis 0 still lines up with the rows
+            # when broadcast (x - x.mean(0)); along a later axis it lines up with the columns
+            align[v] = "A" if g.nodes[v].args["keepdims"] or k == 0 else "B"
             from_reductions.add(v)
             continue
         if all((u in from_reductions) if mask >> u & 1 else one_like(an.shape(u)) for u, _ in an.prods[v]):
@@ -359,19 +373,21 @@ def _row(an: Analysis, mask: int, members: list[int], stored: int, reduces: int)
                              f"{shape_text(F)}")
             align[v] = "A"
     for v in bits(stored):
-        ok = an.shape(v) in (F, P_keep) if align[v] == "A" else an.shape(v) == P_flat
+        ok = an.shape(v) in (F, P_keep) + ((P_flat,) if k == 0 else ()) if align[v] == "A" \
+            else an.shape(v) == P_flat
         if not ok:
             return _fail(f"{an.ref(v)} {_aval(an, v)} would be stored, but a row kernel stores "
                          f"whole rows {shape_text(F)} or one value per row")
     full = reduces
     for v in members:
         s = an.shape(v)
-        if align[v] == "A" and s and s[-1] == F[-1] and F[-1] != 1:
+        along = len(s) > len(F) - 1 - k and s[len(s) - len(F) + k] == F[k]   # varies along the row
+        if align[v] == "A" and along and F[k] != 1:
             full |= 1 << v
     level: dict[int, int] = {}
     for r in rs:
         level[r] = 1 + max((level[q] for q in bits(an.anc[r] & reduces)), default=0)
     after = any(an.anc[v] & reduces for v in bits(full & ~reduces))
     passes = max(level.values()) + (1 if after else 0)
-    return Verdict(True, space=Space(Template.ROW, F, P_flat, rows, passes, full, axes=(d - 1,),
+    return Verdict(True, space=Space(Template.ROW, F, P_flat, rows, passes, full, axes=(k,),
                                      reduces=tuple(rs), levels=tuple(level[r] for r in rs)))

@@ -34,7 +34,8 @@ from .data import DTYPES
 
 REDUCE_LAYOUTS = tuple(f"{base}{vec}" for base in (
     "reduction/thread", "reduction/lanes", "reduction/block", "reduction/split", "reduction/column",
-    "reduction/column-split", "row/warp", "row/block", "row/smem", "row/looped") for vec in ("", "+vec"))
+    "reduction/column-split", "row/warp", "row/block", "row/smem", "row/looped") for vec in ("", "+vec")) + (
+    "row/strided",)   # rows along a strided axis, a thread each: no vectors
 CLASSES = ("pointwise-vector", "pointwise-strided", "reduction", "row")
 REDUCE_OPS = ("sum", "prod", "max", "min", "any", "all", "argmax", "argmin", "var")
 
@@ -47,6 +48,8 @@ def layout_of(code: KernelCode) -> str:
     if code.template is Template.POINTWISE:
         return "pointwise/vector" if note.startswith("vector") else "pointwise/strided"
     if code.template is Template.ROW:
+        if "rows along axis" in note:
+            return "row/strided"
         tier = ("warp" if note.startswith("warp") else "looped" if note.startswith("looped") else
                 "smem" if "per row" in note and "shared memory" in note else "block")
         packed = any(n.startswith("packs of") and not n.startswith("packs of 1 ") for n in code.notes)

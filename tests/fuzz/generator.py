@@ -573,6 +573,10 @@ def _layout_shape(rng: np.random.Generator, layout: str, dt: np.dtype, sm: int) 
     if base == "reduction/column-split":
         k2 = int(rng.choice([32, 64, 128])) if vec else int(rng.choice([33, 65]))
         return (int(rng.integers(300, 2500)), k2), (0,)
+    if base == "row/strided":   # a thread a row along axis 0 of 2-D or the middle axis of 3-D
+        if rng.random() < 0.5:
+            return (int(rng.integers(2, 48)), int(rng.integers(3, 400))), (0,)
+        return (int(rng.integers(1, 4)), int(rng.integers(2, 48)), int(rng.integers(2, 100))), (1,)
     # row tiers: forced through the options; rows of a few hundred columns
     cols = mult(int(rng.integers(3, 400)))
     return (int(rng.integers(2, 9)), cols), (1,)
@@ -668,7 +672,9 @@ def options_for(rng: np.random.Generator, target: Target | None, real_sm: int | 
     count), and a forced row tier when the target is one."""
     sm = real_sm if real_sm is not None else int(rng.choice([1, 2, 4]))
     tier = "auto"
-    if target is not None and target.where.startswith("row/"):
+    if target is not None and target.where == "row/strided":
+        tier = str(rng.choice(["auto", "thread"]))   # in registers when short, or re-read
+    elif target is not None and target.where.startswith("row/"):
         tier = target.where.split("/")[1].removesuffix("+vec")
     elif rng.random() < 0.25:
         tier = str(rng.choice(["warp", "block", "smem", "looped"]))

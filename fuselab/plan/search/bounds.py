@@ -26,11 +26,10 @@ the assignment completes.
 """
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 from ..analysis import bits, broadcasts_to, mask_of
-from ..cost import read_bytes
+from ..cost import read_bytes, row_parallelism
 from .assignment import Assignment
 from .compat import ReduceState, independent_set
 from .context import SearchContext
@@ -101,7 +100,7 @@ class Bounds:
         rs = kernel.reduce
         if rs is not None and rs.row_ok and not (rs.reduction_ok and self._reduction_possible(m, rs, joinable)):
             # only a row kernel can hold it: one block per row
-            pf = min(1.0, rs.rows / self.ctx.params.sm_count)
+            pf = row_parallelism(rs.row_shape, self.ctx.params)
         mem = B / (self.bw * pf)
         comp = F / (self.thr * pf)
         out = (self.L + max(mem, comp), max(0.0, comp - mem), pf)
@@ -272,7 +271,7 @@ class Bounds:
         out = 0.0
         rs = self.ctx.keys.state_after(u, m, kernel.reduce)
         if rs is not None and rs.row_ok and not (rs.reduction_ok and self._reduction_possible(m | 1 << u, rs, joinable)):
-            p2 = min(1.0, rs.rows / self.ctx.params.sm_count)
+            p2 = row_parallelism(rs.row_shape, self.ctx.params)
             out = (c - self.L) * (1.0 / p2 - 1.0)
         self.join_costs[key] = out
         return out
@@ -323,10 +322,10 @@ class Bounds:
         return hit
 
     def _slow_rows(self) -> int:
-        """Reductions whose key is a row shape with fewer rows than the GPU has SMs."""
+        """Reductions whose key is a row shape too few rows to keep the GPU busy."""
         out = 0
         for r, F in self.ctx.keys.rowF.items():
-            if F is not None and math.prod(F[:-1]) < self.ctx.params.sm_count:
+            if F is not None and row_parallelism(F, self.ctx.params) < 1.0:
                 out |= 1 << r
         return out
 

@@ -7,39 +7,34 @@ As a kernel grows, `ReduceKeys.state_after` follows which templates can still ho
 """
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
-from ..analysis import Analysis, ReduceSig, bits, broadcasts_to
+from ..analysis import (MIN_STRIDED_ROWS, Analysis, ReduceSig, RowShapes, bits, broadcasts_to, row_axis,
+                        row_problem_ok, row_shapes)
 
 
 class ReduceState(NamedTuple):
     """What the reductions of a growing kernel still allow."""
 
     signature: ReduceSig | tuple        # its reductions' (analysis.ReduceSig)
-    row_shape: tuple[int, ...] | None   # F, when they reduce the last axis of >= 2 rows
+    row_shape: RowShapes | None         # when they reduce one axis as a row kernel can
     reduction_ok: bool                  # the reduction template can still hold the kernel
     row_ok: bool                        # the row template can
-
-    @property
-    def rows(self) -> int:
-        """How many rows a row kernel of this state runs."""
-        return math.prod(self.row_shape[:-1])
 
 
 NO_TEMPLATE = ReduceState((), None, False, False)   # no template can, whatever joins
 
 
 class ReduceKeys:
-    """Which reductions can share a kernel. Same key: same row shape F (reducing the last
-    axis over at least two rows: the row template), else same input, axes and result (the
-    reduction template). This is an equivalence, so distinct keys need distinct kernels."""
+    """Which reductions can share a kernel. Same key: same row shape F and axis (reducing
+    one axis over at least two rows: the row template), else same input, axes and result
+    (the reduction template). This is an equivalence, so distinct keys need distinct kernels."""
 
-    def __init__(self, an: Analysis) -> None:
+    def __init__(self, an: Analysis, min_strided_rows: int = MIN_STRIDED_ROWS) -> None:
         g = an.graph
         self.an = an
         self.sig: dict[int, ReduceSig] = {}
-        self.rowF: dict[int, tuple[int, ...] | None] = {}
+        self.rowF: dict[int, RowShapes | None] = {}
         self.key: dict[int, tuple] = {}
         self.results: dict[tuple, set[tuple[int, ...]]] = {}    # key -> result shapes
         self.stores: dict[tuple, set[tuple[int, ...]]] = {}     # key -> storable shapes
@@ -48,16 +43,14 @@ class ReduceKeys:
             nd = g.nodes[r]
             self.sig[r] = sig = an.reduce_sigs[r]
             I = sig.input
-            last = len(I) >= 2 and sig.axes == (len(I) - 1,) and not nd.args["flat"]
-            rows = 1
-            for d in I[:-1]:
-                rows *= d
-            self.rowF[r] = I if last and rows >= 2 else None
-            k = ("row", I) if self.rowF[r] else ("red", self.sig[r])
+            axis = row_axis(g, r) if len(I) >= 2 else None
+            rs = row_shapes(I, axis) if axis is not None else None
+            self.rowF[r] = rs if rs is not None and row_problem_ok(rs, min_strided_rows) else None
+            k = ("row", rs) if self.rowF[r] else ("red", self.sig[r])
             self.key[r] = k
             self.results.setdefault(k, set()).add(nd.shape)
             st = self.stores.setdefault(k, set())
-            st |= {I, nd.shape} | ({I[:-1] + (1,), I[:-1]} if k[0] == "row" else set())
+            st |= {I, nd.shape} | ({rs.keep, rs.per_row} if k[0] == "row" else set())
             self.below[k] = self.below.get(k, 0) | an.anc[r]
 
     def could_join(self, an: Analysis, v: int, k: tuple, stored: bool) -> bool:
@@ -70,7 +63,7 @@ class ReduceKeys:
             return True
         if any(broadcasts_to(shape, R) for R in self.results[k]):
             return True
-        return k[0] == "row" and (broadcasts_to(shape, k[1]) or shape == k[1][:-1])
+        return k[0] == "row" and (broadcasts_to(shape, k[1].full) or shape == k[1].per_row)
 
     def state_after(self, v: int, kin: int, state: ReduceState | None) -> ReduceState | None:
         """Which templates can still hold kernel `kin` once unit v joins it: None while
@@ -90,7 +83,7 @@ class ReduceKeys:
             shape = an.shape(v)
             red_ok = state.reduction_ok and broadcasts_to(shape, state.signature[2])
             F = state.row_shape
-            row_ok = state.row_ok and (broadcasts_to(shape, F) or shape == F[:-1])
+            row_ok = state.row_ok and (broadcasts_to(shape, F.full) or shape == F.per_row)
         if red_ok or row_ok:
             return ReduceState(state.signature, state.row_shape, red_ok, row_ok)
         return NO_TEMPLATE

@@ -33,7 +33,7 @@ class SearchContext:
                 self.fmin[v] = an.size[an.graph.nodes[v].inputs[0]] * weight[v]
             else:
                 self.fmin[v] = an.least_evals[v] * weight[v]
-        self.keys = ReduceKeys(an)
+        self.keys = ReduceKeys(an, cost.budgets.min_strided_rows)
         self.compat = compatibility(an, self.keys, terms.apart_with)
         self.stored = must_store(an, self.compat)
         # units that read each always-stored value and can never share its kernel
