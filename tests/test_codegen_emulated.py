@@ -68,6 +68,27 @@ def test_every_row_tier_matches_numpy(tier):
         assert check.ok, check.worst
 
 
+@pytest.mark.parametrize("tier", ["warp", "thread"])
+def test_both_strided_row_tiers_match_numpy(tier):
+    """Rows along axis 0, a thread each: held in registers (warp tier, one lane) or re-read
+    in every pass (thread tier), forced on rows both can take."""
+    from dataclasses import replace
+
+    from cases import strided_row_cases
+    from fuselab.plan.analysis import row_shapes
+    cases = [c for c in strided_row_cases() if "-float32-" in c.id][:9]
+    runner = HostRunner([p for c in cases for p in c.plans], replace(EMULATED, row_tier=tier))
+    for case in cases:
+        code = runner.codes[(case.plans[0], runner.default)][0]
+        if "rows along axis" not in code.notes[0]:
+            continue   # contiguous rows
+        space = case.plans[0].kernels[0].space
+        in_registers = tier == "warp" and row_shapes(space.shape, space.axes[0]).cols <= 64
+        assert code.notes[0].startswith("a thread per row" if in_registers else "thread tier"), code.notes[0]
+        check = compare(runner.run(case.plans[0], case.inputs), run_graph(case.graph, case.inputs), case.rtol)
+        assert check.ok, f"{case.id}: {check.worst}"
+
+
 def _hand_kernel(body: str, block: int, size: int | None = None):
     """A KernelCode around a hand-written body (the emulator's own behaviour under test),
     one block of `block` threads over int32 arrays x and y of `size` (default: `block`)."""

@@ -23,7 +23,7 @@ OneFlow's softmax, whose tiers these are, with one more):
 * looped: neither; a block per row re-reads the row from global memory in every pass.
 
 Strided rows, a thread each: the warp tier with one lane a row (the row in registers,
-up to 32 elements), or the thread tier (the row re-read from memory in every pass).
+up to 64 elements), or the thread tier (the row re-read from memory in every pass).
 
 Within a pass each thread works on packs of P adjacent columns: 16-byte accesses when C
 is a multiple of P, else the widest power of two that divides C (down to one column).
@@ -133,9 +133,11 @@ def _fits(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list
     pack = _pack(ctx, p, row_cached, col_cached)
     n_row = max(len(row_cached), 1)
     if p.stride > 1 or cfg.tier == "thread":   # strided rows: a thread each, nothing else
+        # a thread holds up to 64 four-byte columns: standardizing (64, 1M) along axis 0
+        # re-read its row in three passes at 56% of copy (H200, 2026-12-03)
         return p.stride > 1 and (cfg.tier == "thread" or (
-            cfg.tier == "warp" and cfg.threads == 1 and C <= _elems_limit(ctx, row_cached, REG_ELEMS)
-            and C * n_row <= REG_BUDGET))
+            cfg.tier == "warp" and cfg.threads == 1 and C <= _elems_limit(ctx, row_cached, WARP_ELEMS_MAX)
+            and C * n_row <= 2 * REG_BUDGET))
     if cfg.tier == "warp":
         per = ix.ceil_div(C, cfg.threads * pack) * pack
         return cfg.threads <= 32 and per <= _elems_limit(ctx, row_cached, WARP_ELEMS_MAX) and \

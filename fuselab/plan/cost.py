@@ -129,10 +129,13 @@ def _reads(an: Analysis, mask: int) -> dict[int, tuple[int, int]]:
 # row_cache_bytes; longer rows are looped
 WARP_COLS = 1024
 BLOCK_COLS = 512 * 32
-# a thread per strided row: later passes over rows of up to 256 bytes cost no DRAM traffic
-# (H200, 2026-12-03 03:40 UTC, x - x.mean(0) over 2^26 float32: 2-64 rows 88-95% of copy,
-# in registers or re-read alike; 256 rows re-read: 62%, as a second read of x predicts)
-STRIDED_CACHED_BYTES = 256
+# a thread per strided row holds up to 64 four-byte columns in registers (codegen/row.py);
+# longer rows are read again in every pass, and a thread walking its columns one load
+# after another streams at about 0.8 of a looped block (H200, 2026-12-03 03:52 UTC,
+# x - x.mean(0) of (256, 256k) float32: 229 us re-read against 188 us for a column mean
+# and a pointwise kernel; with 2-64 rows in registers 88-95% of copy)
+STRIDED_COLS = 64
+STRIDED_LOOPED_EFF = 0.8
 STRIDED_ROWS_PER_SM = 1024  # rows (threads) an SM needs in flight before it streams at full speed
 
 
@@ -154,9 +157,8 @@ def row_tier(an: Analysis, mask: int, space: Space, params: DeviceParams) -> tup
     cols = shapes.cols if shapes else 1
     row_bytes = cols * item
     if shapes and shapes.stride > 1:
-        # a thread per row along a strided axis: its row in registers or read again from
-        # L1/L2 in later passes while short, re-read from DRAM when long
-        return ("strided" if row_bytes <= STRIDED_CACHED_BYTES else "strided-looped"), row_bytes
+        # a thread per row along a strided axis: its row in registers, or re-read per pass
+        return ("strided" if cols <= STRIDED_COLS * 4 // max(item, 4) else "strided-looped"), row_bytes
     if cols <= WARP_COLS:
         return "warp", row_bytes
     if cols <= BLOCK_COLS * 4 // max(item, 4):
@@ -198,7 +200,7 @@ def estimate(an: Analysis, mask: int, stored: int, space: Space, params: DeviceP
                 resident = max(1, params.smem_per_sm // max(row_bytes, 1))
                 eff = params.eff_row_smem * min(1.0, resident / params.chip_rows) ** params.chip_exp
             else:   # looped, strided-looped
-                eff = params.eff_row_looped
+                eff = params.eff_row_looped * (STRIDED_LOOPED_EFF if kind == "strided-looped" else 1.0)
                 if space.passes > 1:
                     extra = (space.passes - 1) * sum(b for u, (b, _) in reads.items() if an.size[u] == n_full)
         elif space.template is Template.REDUCTION:
