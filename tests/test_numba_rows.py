@@ -187,3 +187,24 @@ def test_layernorm_row_kernel_matches_numpy_across_shapes():
                   for n, i in zip(g.input_names(), g.input_ids)}
         check = compare(run_numba(one_kernel(g, Template.ROW), inputs, SERIAL), run_graph(g, inputs), 1e-4)
         assert check.ok, (rows, cols, check.worst)
+
+
+def test_rows_along_axis_0_on_the_cpu_are_planned_where_they_stream():
+    """On the CPU's parameters a thread walking a strided row streams while the row has
+    up to 16 columns (one stream per column for the prefetchers): x - x.mean(0) with 2
+    rows of 40000 is one row kernel, with 32 rows a column mean and a subtraction; both
+    give NumPy's results through the Numba backend."""
+    from fuselab.plan import make_plan
+    from fuselab.plan.device import DeviceParams
+    from fuselab.trace.run import trace_cell
+
+    cpu = DeviceParams.from_dict({"sm_count": 2, "bandwidth_GBps": 20, "launch_us": 2, "eff_row_strided": 0.2,
+                                  "strided_cols": 16, "run_s": 0.0})
+    rng = np.random.default_rng(5)
+    for rows, kernels in ((2, ["row"]), (32, ["reduction", "pointwise"])):
+        x = rng.standard_normal((rows, 40000)).astype(np.float32)
+        g = trace_cell("y = x - x.mean(axis=0)", {"np": np, "x": x}).graph
+        plan = make_plan(g, "auto", params=cpu)
+        assert [k.template.value for k in plan.kernels] == kernels
+        check = compare(run_numba(plan, {"x": x}, PARALLEL), run_graph(g, {"x": x}), 1e-5)
+        assert check.ok, check.worst

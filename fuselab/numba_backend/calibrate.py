@@ -162,8 +162,10 @@ def device_params(force: bool = False):
     from ..plan.cost import DeviceParams
     # no GPU terms: a CPU has no shared-memory row tiers, and a plan's run costs its
     # kernels' calls (launch_s) rather than the CUDA runtime's fixed preparation
-    # rows along a strided axis: the row loop walks each row's columns a stride apart, a
-    # cache line per element (x - x.mean(0), (2, 4M) float32: 228 ms against 44 ms for the
-    # column mean and the subtraction apart, 2 cores): a tenth of the bandwidth
-    return DeviceParams.from_dict({**calibrate(force), "run_s": 0.0, "chip_exp": 0.0, "eff_row_strided": 0.1},
-                                  source="calibration (CPU)")
+    # rows along a strided axis: each row's loop walks its columns a stride apart, one
+    # stream per column. Up to 16 the prefetchers follow them (x - x.mean(0), 2 cores:
+    # (2, 4M) 4.2 ms and (16, 1M) 11.6 ms against 16.8 and 19.6 ms for the column mean and
+    # the subtraction apart); beyond, a line per element ((32, 500k) 50 ms against 17 ms,
+    # (1000, 1000) 3.2 against 0.68 ms): a fifth of the bandwidth
+    return DeviceParams.from_dict({**calibrate(force), "run_s": 0.0, "chip_exp": 0.0, "eff_row_strided": 0.2,
+                                   "strided_cols": 16}, source="calibration (CPU)")

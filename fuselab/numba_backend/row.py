@@ -8,9 +8,10 @@ final pass computes and stores the full-shape outputs, and the per-row outputs a
 last. A row is read once from memory and stays in the core's cache for the later passes
 (the CPU's counterpart of the CUDA row tiers' on-chip row).
 
-Each pass computes a chunk of CHUNK elements in a loop that LLVM vectorizes and folds
-sums and max/min into CHUNK lanes in that same loop (accum.fold_loop with lanes), which
-are combined in lane order after the row: the order depends on the shapes only, so
+Each pass computes a chunk of CHUNK elements in a loop that LLVM vectorizes and, in rows
+of CHUNK columns or more, folds sums and max/min into CHUNK lanes in that same loop
+(accum.fold_loop with lanes), which are combined in lane order after the row (shorter
+rows fold in order): the order depends on the shapes only, so
 results do not depend on the number of threads. A value that costs more than a load (an
 `exp`, a `tanh`: ROW_BUFFER_OPS) which a pass computes and a later pass needs again at
 the same element (softmax's exp(x - max), for its sum and then for its output) is kept
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from ..codegen import index as ix
 from ..codegen.row import _analyse as analyse   # the row contract is the CUDA template's
-from .accum import accumulator, fold_loop
+from .accum import CHUNK, accumulator, fold_loop
 from .context import Phase, PyContext
 from .emit import indent
 from .model import PyKernel
@@ -110,8 +111,10 @@ def generate(ctx: PyContext) -> PyKernel:
         values = {r: em.value(g.nodes[r].inputs[0], full) for r in mine}
         computes = em.computes()
         kept = keep(em, level)
+        # lanes pay off along a row of a chunk or more; filling and combining them for a
+        # row of a few columns cost more than the row ((2, 4M) along axis 0: 5x)
         setup, loop = fold_loop("col", "0", str(p.cols), [accs[r] for r in mine], em.take_lines() + kept, values,
-                                ctx.names, computes or bool(kept), lanes=True)
+                                ctx.names, computes or bool(kept), lanes=p.cols >= CHUNK)
         body += setup
         for r in mine:
             body += accs[r].declare()

@@ -129,12 +129,11 @@ def _reads(an: Analysis, mask: int) -> dict[int, tuple[int, int]]:
 # row_cache_bytes; longer rows are looped
 WARP_COLS = 1024
 BLOCK_COLS = 512 * 32
-# a thread per strided row holds up to 64 four-byte columns in registers (codegen/row.py);
-# longer rows are read again in every pass, and a thread walking its columns one load
+# a thread per strided row holds up to 64 four-byte columns in registers (codegen/row.py;
+# DeviceParams.strided_cols); longer rows are read again in every pass, and a thread walking its columns one load
 # after another streams at about 0.8 of a looped block (H200, 2026-12-03 03:52 UTC,
 # x - x.mean(0) of (256, 256k) float32: 229 us re-read against 188 us for a column mean
 # and a pointwise kernel; with 2-64 rows in registers 88-95% of copy)
-STRIDED_COLS = 64
 STRIDED_LOOPED_EFF = 0.8
 STRIDED_ROWS_PER_SM = 1024  # rows (threads) an SM needs in flight before it streams at full speed
 
@@ -158,7 +157,7 @@ def row_tier(an: Analysis, mask: int, space: Space, params: DeviceParams) -> tup
     row_bytes = cols * item
     if shapes and shapes.stride > 1:
         # a thread per row along a strided axis: its row in registers, or re-read per pass
-        return ("strided" if cols <= STRIDED_COLS * 4 // max(item, 4) else "strided-looped"), row_bytes
+        return ("strided" if cols <= params.strided_cols * 4 // max(item, 4) else "strided-looped"), row_bytes
     if cols <= WARP_COLS:
         return "warp", row_bytes
     if cols <= BLOCK_COLS * 4 // max(item, 4):
@@ -207,7 +206,7 @@ def estimate(an: Analysis, mask: int, stored: int, space: Space, params: DeviceP
             eff = params.eff_reduction
         else:
             eff = params.eff_pointwise
-    if tier.startswith("row:strided"):
+    if tier == "row:strided-looped":
         eff *= params.eff_row_strided
     eff = min(1.0, eff)      # never faster than the bandwidth: the searches' bounds rely on it
     memory_s = ((bytes_read + bytes_written + extra) / (params.bandwidth * eff)

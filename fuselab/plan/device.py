@@ -40,7 +40,9 @@ class DeviceParams:
     - eff_*: the fraction of `bandwidth` a template (and row tier) reaches on large data:
       pointwise, reduction, row kernels whose row a warp holds (warp), a block's registers
       (block), shared memory (smem), and looped rows (re-read per pass); eff_row_strided
-      multiplies it for rows along a strided axis (a thread a row);
+      multiplies it for rows along a strided axis re-read in every pass (a thread a row),
+      which are those of more than `strided_cols` four-byte columns (a GPU thread's
+      registers hold 64; a CPU core's prefetchers follow about 16 strided streams);
     - chip_rows, chip_exp: a block that keeps its row in shared memory loads, reduces and
       stores in phases; the other rows resident on the SM (r = shared memory per SM / row
       bytes) keep DRAM busy meanwhile. From `chip_rows` resident rows on that hides it;
@@ -67,6 +69,7 @@ class DeviceParams:
     eff_row_smem: float = 1.0
     eff_row_looped: float = 1.0
     eff_row_strided: float = 1.0
+    strided_cols: int = 64
     chip_rows: float = 12.0
     chip_exp: float = 0.2
     smem_per_sm: int = 228 * 1024
@@ -96,6 +99,7 @@ class DeviceParams:
         "eff_pointwise": ("eff_pointwise", 1.0), "eff_reduction": ("eff_reduction", 1.0),
         "eff_row_warp": ("eff_row_warp", 1.0), "eff_row_block": ("eff_row_block", 1.0), "eff_row_smem": ("eff_row_smem", 1.0),
         "eff_row_looped": ("eff_row_looped", 1.0), "eff_row_strided": ("eff_row_strided", 1.0),
+        "strided_cols": ("strided_cols", 1),
         "chip_rows": ("chip_rows", 1.0), "chip_exp": ("chip_exp", 1.0),
         "smem_per_sm": ("smem_per_sm", 1), "l2_bandwidth": ("l2_bandwidth", 1.0),
         "name": ("name", None), "device": ("name", None), "device_name": ("name", None),
@@ -127,7 +131,7 @@ class DeviceParams:
                 continue
             if not math.isfinite(v) or v <= 0:
                 raise ValueError(f"calibration value {key}={value!r} must be a positive number")
-            kw[fname] = int(round(v)) if fname in ("sm_count", "row_cache_bytes", "smem_per_sm") else v
+            kw[fname] = int(round(v)) if fname in ("sm_count", "row_cache_bytes", "smem_per_sm", "strided_cols") else v
         return cls(**kw)
 
     @classmethod
