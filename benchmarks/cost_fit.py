@@ -58,8 +58,8 @@ class Row:
 def load_rows(paths: list[str]) -> list[Row]:
     import fuselab
     from fuselab.plan import make_plan
-    from sweep_cases import cases
-    by_name = {c.name: c for c in cases()}
+    from sweep_cases import cases, wide_cases
+    by_name = {c.name: c for c in cases() + wide_cases()}
     seen: dict[str, Row] = {}
     for path in paths:
         data = json.loads(Path(path).read_text())
@@ -119,6 +119,8 @@ def fit(rows: list[Row], names: tuple[str, ...] = FITTED, start: dict[str, float
 
 
 def quantiles(q: list[float]) -> str:
+    if not q:
+        return "no cases"
     s = sorted(q)
     at = lambda f: s[min(len(s) - 1, int(round(f * (len(s) - 1))))]  # noqa: E731
     return f"min {s[0]:.2f}, 10% {at(0.1):.2f}, median {at(0.5):.2f}, 90% {at(0.9):.2f}, max {s[-1]:.2f}"
@@ -174,8 +176,8 @@ def write_fixture(path: Path, rows: list[Row], files: list[str]) -> None:
     """The measured points the tests check the model against (tests/test_cost_calibration.py):
     each case's cell, input shapes, kernels and measured time, with each sweep's device
     calibration."""
-    from sweep_cases import cases
-    by_name = {c.name: c for c in cases()}
+    from sweep_cases import cases, wide_cases
+    by_name = {c.name: c for c in cases() + wide_cases()}
     sweeps = {}
     for f in files:
         data = json.loads(Path(f).read_text())
