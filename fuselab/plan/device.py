@@ -61,7 +61,7 @@ class DeviceParams:
     sm_count: int = 132
     row_cache_bytes: int = 200 * 1024
     sync_s: float = 10e-6
-    run_s: float = 11.4e-6
+    run_s: float = 15.3e-6
     eff_pointwise: float = 1.0
     eff_reduction: float = 1.0
     eff_row_warp: float = 1.0
