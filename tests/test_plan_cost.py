@@ -79,6 +79,19 @@ def test_a_kernel_reading_a_slice_reads_only_the_slice():
     assert k.bytes_read == 10 * F32 and k.bytes_written == 10 * F32
 
 
+def test_a_step_along_the_last_axis_reads_the_sectors_it_skips():
+    """x[:, ::2] of float32 fetches every 32-byte sector of x's rows; x[::2] skips rows."""
+    import fuselab
+    x = np.zeros((64, 4096), np.float32)
+    sums = {}
+    for src in ("y = x[:, ::2].sum(axis=1)", "y = x[::2].sum(axis=1)", "y = x[:, ::16].sum(axis=1)"):
+        (k,) = report(make_plan(fuselab.trace_cell(src, {"np": np, "x": x}).graph), P).kernels
+        sums[src] = k.bytes_read
+    assert sums["y = x[:, ::2].sum(axis=1)"] == x.nbytes
+    assert sums["y = x[::2].sum(axis=1)"] == x.nbytes // 2
+    assert sums["y = x[:, ::16].sum(axis=1)"] == x.nbytes // 2   # 8 floats a sector: every other sector
+
+
 def test_peak_intermediate_memory_follows_lifetimes():
     n = 256
     def build(inp):
