@@ -79,12 +79,18 @@ class _Layout:
     col_in_registers: bool
 
 
+def full_index(p: "_Row", row_v: ix.Var, col_v: ix.Var) -> tuple[ix.Affine, ...]:
+    """The index of element (row, col) along each axis of F: the row delinearized over
+    the other axes, the column at the reduced axis (the Numba row kernel's too)."""
+    k = p.axis
+    others = ix.delinearize(ix.Affine.of(row_v), p.shape[:k] + p.shape[k + 1:])
+    return (*others[:k], ix.Affine.of(col_v), *others[k:])
+
+
 def _setup(ctx: KernelContext):
     p = _analyse(ctx)
     row_v, col_v = ix.Var("row", max(p.rows, 1)), ix.Var("col", max(p.cols, 1))
-    k = p.axis
-    others = ix.delinearize(ix.Affine.of(row_v), p.shape[:k] + p.shape[k + 1:])
-    full = tuple(others[:k]) + (ix.Affine.of(col_v),) + tuple(others[k:])
+    full = full_index(p, row_v, col_v)
     canonical = ix.linearize(full, p.shape)          # row * C + col (contiguous rows)
     row_cached, col_cached = _cached_inputs(ctx, p, full, canonical, ix.Affine.of(col_v))
     return p, row_v, col_v, full, canonical, row_cached, col_cached

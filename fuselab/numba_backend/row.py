@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from ..codegen import index as ix
 from ..codegen.row import _analyse as analyse   # the row contract is the CUDA template's
+from ..codegen.row import full_index
 from .accum import CHUNK, accumulator, fold_loop
 from .context import Phase, PyContext
 from .emit import indent
@@ -84,9 +85,7 @@ def generate(ctx: PyContext) -> PyKernel:
     p = analyse(ctx)
     g = ctx.graph
     row, col = ix.Var("row", max(p.rows, 1)), ix.Var("col", max(p.cols, 1))
-    k = p.axis
-    others = ix.delinearize(ix.Affine.of(row), p.shape[:k] + p.shape[k + 1:])
-    full = (*others[:k], ix.Affine.of(col), *others[k:])
+    full = full_index(p, row, col)
     at = ix.linearize(full, p.shape)   # row * C + col when the row's columns are contiguous
     accs = {r: accumulator(g, r, ctx.names) for r in p.reduces}
     fixed: dict[int, str] = {}

@@ -68,11 +68,10 @@ def row_shapes(F: tuple[int, ...], axis: int) -> RowShapes:
     return RowShapes(F, axis, keep, per_row, math.prod(per_row), F[axis], math.prod(F[axis + 1:]))
 
 
-# A row kernel along a strided axis runs a thread per row: with fewer rows than this the
-# (default of legality.Budgets.min_strided_rows)
-# GPU idles (each thread walks its row's columns one load after another) and a column
-# reduction and a pointwise kernel are faster (x - x.mean(0) over 4096 columns). 2^15 rows
-# are about 250 threads per SM of an H200.
+# The default of legality.Budgets.min_strided_rows. A row kernel along a strided axis runs
+# a thread per row: with fewer rows than this the GPU idles (each thread walks its row's
+# columns one load after another) and a column reduction and a pointwise kernel are faster
+# (x - x.mean(0) over 4096 columns). 2^15 rows are about 250 threads per SM of an H200.
 MIN_STRIDED_ROWS = 1 << 15
 
 

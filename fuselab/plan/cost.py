@@ -144,10 +144,11 @@ def _fetched(an: Analysis, s: int) -> int:
 WARP_COLS = 1024
 BLOCK_COLS = 512 * 32
 # a thread per strided row holds up to 64 four-byte columns in registers (codegen/row.py;
-# DeviceParams.strided_cols); longer rows are read again in every pass, and a thread walking its columns one load
-# after another streams at about 0.8 of a looped block (H200, 2026-12-03 03:52 UTC,
-# x - x.mean(0) of (256, 256k) float32: 229 us re-read against 188 us for a column mean
-# and a pointwise kernel; with 2-64 rows in registers 88-95% of copy)
+# DeviceParams.strided_cols); longer rows are read again in every pass, and a thread
+# walking its columns one load after another streams at about 0.8 of a looped block
+# (H200, 2026-12-03 03:52 UTC, x - x.mean(0) of (256, 256k) float32: 229 us re-read
+# against 188 us for a column mean and a pointwise kernel; with 2-64 rows in registers
+# 88-95% of copy)
 STRIDED_LOOPED_EFF = 0.8
 STRIDED_ROWS_PER_SM = 1024  # rows (threads) an SM needs in flight before it streams at full speed
 
@@ -213,15 +214,15 @@ def estimate(an: Analysis, mask: int, stored: int, space: Space, params: DeviceP
                 resident = max(1, params.smem_per_sm // max(row_bytes, 1))
                 eff = params.eff_row_smem * min(1.0, resident / params.chip_rows) ** params.chip_exp
             else:   # looped, strided-looped
-                eff = params.eff_row_looped * (STRIDED_LOOPED_EFF if kind == "strided-looped" else 1.0)
+                eff = params.eff_row_looped
+                if kind == "strided-looped":
+                    eff *= STRIDED_LOOPED_EFF * params.eff_row_strided
                 if space.passes > 1:
                     extra = (space.passes - 1) * sum(b for u, (b, _) in reads.items() if an.size[u] == n_full)
         elif space.template is Template.REDUCTION:
             eff = params.eff_reduction
         else:
             eff = params.eff_pointwise
-    if tier == "row:strided-looped":
-        eff *= params.eff_row_strided
     eff = min(1.0, eff)      # never faster than the bandwidth: the searches' bounds rely on it
     memory_s = ((bytes_read + bytes_written + extra) / (params.bandwidth * eff)
                 + l2_bytes / max(params.l2_bandwidth, params.bandwidth)) / p
