@@ -5,6 +5,7 @@ shapes (benchmarks/sweep_cases.py). One device run:
     PYTHONPATH=. python3 benchmarks/sweep.py --out $OUT/sweep.json [--deadline 480] [--only softmax]
     PYTHONPATH=. python3 benchmarks/sweep.py --out $OUT/random.json --random 60 --seed 7   # untuned shapes
     PYTHONPATH=. python3 benchmarks/sweep.py --wide --only "strided rows" --alt max       # auto against max
+    PYTHONPATH=. python3 benchmarks/sweep.py --wide --only "slab rows" --alt strided-apart  # ... no strided rows
 
 For each case: the cell is traced (CuPy inputs), planned `auto` and run as a user's first
 run would (compile, launch configurations tuned on this GPU, first result), wall-clock
@@ -34,6 +35,18 @@ os.environ.setdefault("FUSELAB_CACHE_DIR", tempfile.mkdtemp(prefix="fuselab-swee
 from sweep_cases import Case, cases, make_inputs, random_cases, wide_cases  # noqa: E402
 
 START = time.perf_counter()
+
+
+def alt_plan(graph, alt: str):
+    """The plan of strategy `alt`, or with "strided-apart" auto's plan without row kernels
+    along a strided axis (their reductions and uses in kernels apart)."""
+    from dataclasses import replace
+
+    from fuselab.plan import make_plan
+    from fuselab.plan.legality import DEFAULT_BUDGETS
+    if alt == "strided-apart":
+        return make_plan(graph, "auto", budgets=replace(DEFAULT_BUDGETS, min_strided_rows=1 << 62))
+    return make_plan(graph, alt)
 
 
 def run_case(case: Case, repeats: int, with_torch: bool, params, alt: str = "") -> dict[str, Any]:
@@ -110,7 +123,7 @@ def run_case(case: Case, repeats: int, with_torch: bool, params, alt: str = "") 
     if torch_fn is not None:
         fns["torch"] = torch_fn
     if alt:   # another strategy's plan, where it differs, timed in the same rounds
-        plan_alt = make_plan(traced.graph, alt)
+        plan_alt = alt_plan(traced.graph, alt)
         if [k.nodes for k in plan_alt.kernels] != [k.nodes for k in plan.kernels]:
             exe_alt = runtime.Executable(plan_alt)
             env_alt = exe_alt.prepare(traced.inputs)
@@ -151,7 +164,8 @@ def main() -> None:
                     help="N cases of random family, dtype and shape (sweep_cases.random_cases) instead")
     ap.add_argument("--seed", type=int, default=0, help="the seed of --random")
     ap.add_argument("--alt", default="", metavar="STRATEGY",
-                    help="also time this strategy's plan (e.g. max) where it differs from auto's")
+                    help="also time this strategy's plan (e.g. max, or strided-apart: auto without row "
+                         "kernels along a strided axis) where it differs from auto's")
     args = ap.parse_args()
     from fuselab import runtime
     from fuselab.plan.cost import DeviceParams

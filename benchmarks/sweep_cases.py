@@ -231,6 +231,25 @@ def strided_row_cases() -> list[Case]:
     out.append(Case("strided rows float32", f"softmax axis 0 (32,{_fmt(N // 32)})",
                     "m = x.max(axis=0, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(axis=0, keepdims=True)",
                     {"x": ((32, N // 32), "float32")}, _colsoftmax))
+    return out + slab_row_cases()
+
+
+def slab_row_cases() -> list[Case]:
+    """Strided rows a block per slab of adjacent rows (`--only "slab rows"`): too few rows
+    for a thread each, or so few adjacent ones (under 32) that a warp's loads straddle
+    slabs."""
+    out = []
+    mid = "m = x.max(axis=1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(axis=1, keepdims=True)"
+    for dt, shape in (("float32", (4096, 1024, 16)), ("float16", (512, 16384, 8)), ("float32", (626, 4736, 17)),
+                      ("float32", (8192, 2048, 3)), ("float16", (2048, 1000, 33))):
+        out.append(Case(f"slab rows {dt}", f"softmax axis 1 {str(shape).replace(' ', '')}", mid,
+                        {"x": (shape, dt)}, _midsoftmax))
+    out.append(Case("slab rows float32", "standardize axis 1 (2048,4096,8)",
+                    "y = (x - x.mean(axis=1, keepdims=True)) / x.std(axis=1, keepdims=True)",
+                    {"x": ((2048, 4096, 8), "float32")},
+                    lambda x: (x - x.mean(1, keepdim=True)) / x.std(1, keepdim=True, unbiased=False)))
+    out.append(Case("slab rows float32", "x - x.mean(0) (8192,8192)", "y = x - x.mean(axis=0)",
+                    {"x": ((8192, 8192), "float32")}, lambda x: x - x.mean(0)))
     return out
 
 

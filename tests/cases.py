@@ -205,6 +205,11 @@ STRIDED_ROWS = [   # (cell, shape): rows along a strided axis need MIN_STRIDED_R
     ("y = x - x.mean(1, keepdims=True)\nz = x.std(1)", (4, 9, 8200)),
     ("y = (x - x.mean(0)) * g[:, None] + 1", (9, 33000)),          # g: one value per column
     ("y = x - x.mean(1, keepdims=True)", (5, 7, 1)),               # trailing unit axis: contiguous
+    # slabs: few adjacent rows (17, 3) of long strided rows, a block each (float16 sums of
+    # at most ~300 elements: NumPy's own add in half at every step, not 1% off)
+    ("m = x.max(1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(1, keepdims=True)", (3, 301, 17)),
+    ("s = x.std(1)\ni = x.argmin(1)\ny = x - x.mean(1, keepdims=True)", (4, 3001, 3)),
+    ("y = x - np.log(np.exp(x).sum(1, keepdims=True))", (2, 900, 45)),   # 45: a chunk of 32 and a partial one
 ]
 
 

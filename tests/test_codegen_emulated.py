@@ -68,15 +68,18 @@ def test_every_row_tier_matches_numpy(tier):
         assert check.ok, check.worst
 
 
-@pytest.mark.parametrize("tier", ["warp", "thread"])
-def test_both_strided_row_tiers_match_numpy(tier):
-    """Rows along axis 0, a thread each: held in registers (warp tier, one lane) or re-read
-    in every pass (thread tier), forced on rows both can take."""
+@pytest.mark.parametrize("tier", ["warp", "thread", "slab", "slab-smem"])
+def test_every_strided_row_tier_matches_numpy(tier):
+    """Rows along a strided axis, a thread each: held in registers (warp tier, one lane) or
+    re-read in every pass (thread tier); or a block per slab of adjacent rows, re-read or in
+    shared memory (slabs of 3, 17, and 45 rows: a chunk of 32 and a partial one), forced
+    on rows every tier can take."""
     from dataclasses import replace
 
     from cases import strided_row_cases
     from fuselab.plan.analysis import row_shapes
-    cases = [c for c in strided_row_cases() if "-float32-" in c.id][:9]
+    cases = [c for c in strided_row_cases() if "-float32-" in c.id or
+             (tier.startswith("slab") and "-float16-" in c.id)]
     runner = HostRunner([p for c in cases for p in c.plans], replace(EMULATED, row_tier=tier))
     for case in cases:
         code = runner.codes[(case.plans[0], runner.default)][0]
@@ -84,7 +87,11 @@ def test_both_strided_row_tiers_match_numpy(tier):
             continue   # contiguous rows
         space = case.plans[0].kernels[0].space
         in_registers = tier == "warp" and row_shapes(space.shape, space.axes[0]).cols <= 64
-        assert code.notes[0].startswith("a thread per row" if in_registers else "thread tier"), code.notes[0]
+        want = {"slab": "slab tier: a block per slab", "slab-smem": "slab tier: a block per slab"}.get(
+            tier, "a thread per row" if in_registers else "thread tier")
+        assert code.notes[0].startswith(want), code.notes[0]
+        if tier.startswith("slab"):
+            assert ("shared memory" in code.notes[0]) == (tier == "slab-smem"), code.notes[0]
         check = compare(runner.run(case.plans[0], case.inputs), run_graph(case.graph, case.inputs), case.rtol)
         assert check.ok, f"{case.id}: {check.worst}"
 

@@ -191,6 +191,53 @@ def test_every_row_tier_on_the_gpu(tier, cols):
         assert check.ok, check.worst
 
 
+@pytest.mark.parametrize("tier", ["warp", "thread", "slab", "slab-smem"])
+def test_every_strided_row_tier_on_the_gpu(tier):
+    """Rows along a strided axis in each of their tiers, forced (odd strides, partial
+    slab chunks, argmin and std among the reductions), against NumPy."""
+    from fuselab import runtime
+    from fuselab.codegen import CodegenOptions
+
+    from cases import strided_row_cases
+    for case in strided_row_cases():
+        got = runtime.execute(case.plans[0], case.inputs, options=CodegenOptions(row_tier=tier))
+        check = runtime.compare(got, run_graph_of(case), case.rtol)
+        assert check.ok, f"{case.id}, {tier} tier: {check.worst}"
+
+
+@pytest.mark.parametrize("shape,axis", [((300, 1000, 17), 1), ((400, 3000, 3), 1), ((1251, 600, 17), 1),
+                                        ((8, 700, 1000), 1), ((700, 9000), 0)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_slab_rows_chosen_automatically(shape, axis, dtype):
+    """Shapes whose strided rows are too few for a thread each but make slabs: the plan
+    puts softmax in one row kernel of a slab tier, and it matches NumPy."""
+    import fuselab
+    from fuselab import runtime
+    from fuselab.codegen import CodegenOptions, generate
+    from fuselab.plan import make_plan
+    from fuselab.interp import run_graph
+    src = (f"m = x.max({axis}, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum({axis}, keepdims=True)\n"
+           f"v = x.var({axis})")
+    x = np.random.default_rng(3).uniform(-3, 3, shape).astype(dtype)
+    g = fuselab.trace_cell(src, {"np": np, "x": x}).graph
+    plan = make_plan(g, "auto")
+    codes = generate(plan, CodegenOptions())
+    assert len(plan.kernels) == 1 and codes[0].notes[0].startswith("slab tier"), [c.notes[0] for c in codes]
+    got = runtime.execute(plan, {"x": x})
+    # float16: against float32's results rounded, as NumPy's float16 sums along a strided
+    # axis add in half at every step (of 3000 values, several percent off)
+    x32 = x.astype(np.float32)
+    g32 = fuselab.trace_cell(src, {"np": np, "x": x32}).graph
+    want = {k: v.astype(dtype) for k, v in run_graph(g32, {"x": x32}).items()}
+    check = runtime.compare(got, want, 1e-2 if dtype == np.float16 else 1e-4)
+    assert check.ok, check.worst
+
+
+def run_graph_of(case: Case):
+    from fuselab.interp import run_graph
+    return run_graph(case.graph, case.inputs)
+
+
 @pytest.mark.parametrize("tier", ["auto", "warp", "block", "smem", "looped"])
 @pytest.mark.parametrize("cols", [8, 16, 1000, 4096, 32768])
 def test_float16_row_max_and_min_of_packed_halves(tier, cols):

@@ -208,3 +208,11 @@ def test_rows_along_axis_0_on_the_cpu_are_planned_where_they_stream():
         assert [k.template.value for k in plan.kernels] == kernels
         check = compare(run_numba(plan, {"x": x}, PARALLEL), run_graph(g, {"x": x}), 1e-5)
         assert check.ok, check.worst
+    # slabs of adjacent strided rows are a GPU block's; the CPU walks them row by row, one
+    # stream per column (eff_row_slab): a softmax over (300, 1000, 17) stays apart there
+    src = "m = x.max(1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(1, keepdims=True)"
+    g = trace_cell(src, {"np": np, "x": np.zeros((300, 1000, 17), np.float32)}).graph
+    assert [k.template.value for k in make_plan(g, "auto").kernels] == ["row"]   # the GPU's
+    slow = DeviceParams.from_dict({"sm_count": 2, "bandwidth_GBps": 20, "launch_us": 2, "eff_row_slab": 0.2,
+                                   "run_s": 0.0})
+    assert "row" not in [k.template.value for k in make_plan(g, "auto", params=slow).kernels]

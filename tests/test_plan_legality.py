@@ -109,6 +109,39 @@ def test_centering_many_short_columns_is_one_row_kernel_along_axis_0():
     assert plan.kernels[0].space.rows == 1 << 20
 
 
+@pytest.mark.parametrize("shape,axis,layout", [
+    ((1251, 4736, 17), 1, "slab"),      # 21,267 rows: too few for a thread each; 1251 slabs
+    ((4096, 1024, 16), 1, "slab"),      # enough rows, but 16 adjacent ones: a warp's loads straddle slabs
+    ((256, 8, 32768), 1, "thread"),     # 8M rows, adjacent ones 32768 wide
+    ((700, 9000), 0, "slab"),           # 9000 rows in 282 chunks of 32
+    ((40, 3000, 3), 1, None),           # 40 slabs: too few blocks
+    ((64, 32), 0, None),                # 32 rows of 64: neither
+    ((200000, 4, 3), 1, "thread"),      # slabs of 12 elements: too small to share out
+])
+def test_strided_rows_run_a_thread_each_or_a_block_per_slab(shape, axis, layout):
+    from fuselab.plan.analysis import row_problem_ok, row_shapes, strided_layout
+    rs = row_shapes(shape, axis)
+    assert strided_layout(rs) == layout
+    assert row_problem_ok(rs) == (layout is not None)
+    assert row_problem_ok(rs, 2)    # the template itself runs any of them
+
+
+def test_softmax_over_a_middle_axis_of_few_adjacent_rows_is_one_slab_kernel():
+    """(1251, 4736, 17) float16: 17 adjacent rows of 4736 columns, a block per slab; with
+    40 slabs the merge is refused, and the reason names both layouts' needs."""
+    import fuselab
+    from fuselab.codegen import CodegenOptions, generate
+    src = "m = x.max(1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(1, keepdims=True)"
+    x = np.lib.stride_tricks.as_strided(np.zeros(1, np.float16), (1251, 4736, 17), (0, 0, 0))
+    plan = make_plan(fuselab.trace_cell(src, {"np": np, "x": x}).graph)
+    assert templates(plan) == ["row"]
+    assert generate(plan, CodegenOptions())[0].notes[0].startswith("slab tier: a block per slab of 17 adjacent rows")
+    small = make_plan(fuselab.trace_cell(src, {"np": np, "x": np.zeros((40, 3000, 3), np.float16)}).graph)
+    assert templates(small) == ["reduction", "reduction", "pointwise"]
+    ok, reason = small.legal_merge(0, 1)
+    assert not ok and "at least 32768 rows (a thread each)" in reason and "at least 256 blocks" in reason
+
+
 def test_two_reduced_axes_are_no_row_kernel():
     g = cell(lambda b, inp: {"y": (x := inp("x", (4, 8, 16))) - x.sum((0, 2), keepdims=True)})
     ok, reason = make_plan(g).legal_merge(0, 1)

@@ -174,6 +174,41 @@ def test_tuning_on_the_gpu_picks_a_candidate_and_is_cached(tmp_path, monkeypatch
 
 
 @pytest.mark.gpu
+def test_a_candidate_the_compiler_refuses_is_left_out_of_tuning(tmp_path, monkeypatch):
+    """Only the kernels themselves must compile: a tuning candidate that NVRTC refuses
+    (a limit its configuration's checks missed) is not timed, and the cell runs."""
+    import cupy
+    from fuselab import runtime
+    from fuselab.codegen.nvrtc import CompileError
+    from fuselab.runtime import launch
+    monkeypatch.setenv("FUSELAB_CACHE_DIR", str(tmp_path))
+    real = launch.compile_kernels
+    refused: list[str] = []
+
+    def compile_kernels(codes):
+        bad = [c for c in codes if c.config is not None and c.config.key() == victim]
+        if bad:
+            refused.append(bad[0].config.label())
+            raise CompileError(bad[0].name, bad[0].source, "error: refused for the test")
+        return real(codes)
+
+    x = cupy.random.default_rng(0).standard_normal((4096, 2048), dtype=np.float32)
+    traced = fuselab.trace_cell(CELLS[0][0], {"np": np, "x": x})
+    plan = make_plan(traced.graph, "auto")
+    from fuselab.runtime.device import device_options
+    cands = launch_candidates(plan, 0, device_options(None))
+    assert len(cands) > 2
+    victim = cands[-1].key()
+    monkeypatch.setattr(launch, "compile_kernels", compile_kernels)
+    exe = runtime.Executable(plan)
+    out = exe.run(traced.inputs)
+    assert set(refused) == {cands[-1].label()}
+    timed = [label for label, _ in exe.tuning[0].times]
+    assert cands[-1].label() not in timed and len(timed) == len(cands) - 1
+    assert runtime.compare(out, run_graph(plan.graph, traced.inputs, cupy), 1e-5).ok
+
+
+@pytest.mark.gpu
 def test_threads_sharing_an_executable_tune_once_and_all_compute(tmp_path, monkeypatch):
     """Dask's threaded scheduler (or a GPU worker with several threads) runs one plan's
     executable for many blocks at once: one thread tunes each kernel, the others launch

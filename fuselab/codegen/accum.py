@@ -122,6 +122,20 @@ class Accumulator:
         return [f"__shared__ {self.ctype} {sv}[32];",
                 f"{self.var} = fl_block_allreduce({self.var}, {self.functor}, {sv});"]
 
+    def group_allreduce(self, group: int, groups: int) -> list[str]:
+        """Every thread gets the reduction of the threads with its index modulo `group`
+        (a slab's row), folded as a tree over the stripes through `group * groups` values
+        of shared memory."""
+        if groups <= 1:
+            return []
+        n = group * groups
+        sv, si = f"smem_{self.var}", f"smem_{self.idx}"
+        if self.is_arg:
+            return [f"__shared__ {self.ctype} {sv}[{n}];", f"__shared__ long long {si}[{n}];",
+                    f"fl_group_allreduce_arg<{self.is_max}>({self.var}, {self.idx}, {sv}, {si}, {group}, {groups});"]
+        return [f"__shared__ {self.ctype} {sv}[{n}];",
+                f"{self.var} = fl_group_allreduce({self.var}, {self.functor}, {sv}, {group}, {groups});"]
+
     def result(self, at: str = "") -> str:
         """The reduce node's value in its register type."""
         if self.is_arg:

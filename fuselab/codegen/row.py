@@ -23,7 +23,13 @@ OneFlow's softmax, whose tiers these are, with one more):
 * looped: neither; a block per row re-reads the row from global memory in every pass.
 
 Strided rows, a thread each: the warp tier with one lane a row (the row in registers,
-up to 64 elements), or the thread tier (the row re-read from memory in every pass).
+up to 64 elements), or the thread tier (the row re-read from memory in every pass). Or a
+block per slab (plan.analysis.strided_layout): the Sb adjacent rows of one outer index
+(all of them when there are at most 32, else a chunk), with threads striped over the
+columns: thread t takes row t % Sb and columns t / Sb, t / Sb + M, ... (M = threads / Sb),
+so a warp reads consecutive addresses; each pass's partials meet in shared memory, combined
+as a tree over the stripes. The slab tier re-reads the slab in every pass (from DRAM when
+the slabs in flight outgrow L2), the slab-smem tier keeps it in shared memory.
 
 Within a pass each thread works on packs of P adjacent columns: 16-byte accesses when C
 is a multiple of P, else the widest power of two that divides C (down to one column).
@@ -38,7 +44,7 @@ import re
 from dataclasses import dataclass
 
 from ..ops import Kind
-from ..plan.analysis import row_shapes
+from ..plan.analysis import SLAB_INNER, row_shapes, strided_layout
 from . import index as ix
 from .accum import Accumulator, accumulator
 from .context import KernelContext, kernel_space
@@ -53,6 +59,7 @@ WARP_ELEMS_MAX = 64         # a warp tier candidate may hold up to this many (lo
 REG_BUDGET = 64             # all register caches of a thread together
 SMEM_LIMIT = 200 * 1024     # bytes of row cache per block (an SM has 228 KB)
 SMEM_THREADS = 512
+SLAB_SCRATCH_LIMIT = 40 * 1024   # static shared memory of a slab's combines (48 KB without opt-in)
 
 
 @dataclass
@@ -70,13 +77,62 @@ class _Row:
 
 @dataclass
 class _Layout:
-    tier: str                    # "warp", "block", "smem", "looped", "thread"
+    tier: str                    # "warp", "block", "smem", "looped", "thread", "slab", "slab-smem"
     pack: int                    # columns per access
     threads: int                 # threads per row (lanes of a warp, or the block)
     packs: int                   # packs per thread (register tiers)
     row_cached: list[int]        # inputs read at (row, col): the row cache
     col_cached: list[int]        # inputs read at (col): the column cache
     col_in_registers: bool
+    slab: "_Slab | None" = None   # the slab tiers' geometry
+
+
+@dataclass(frozen=True)
+class _Slab:
+    """A block per slab: `width` adjacent rows (Sb) of one outer index, `stripes` threads
+    (M) per row; `chunks` slabs per outer index, `groups` slabs in all."""
+
+    width: int
+    stripes: int
+    chunks: int
+    groups: int
+
+    @property
+    def threads(self) -> int:
+        return self.width * self.stripes
+
+
+SLAB_TIERS = ("slab", "slab-smem")
+
+
+def _slab(ctx: KernelContext, p: "_Row", threads: int) -> _Slab:
+    """All of an outer index's rows when they are at most SLAB_INNER, else the widest
+    chunk of 32-256 that still gives two blocks an SM."""
+    S = p.stride
+    outer = p.rows // S if S else 0
+    width = S
+    if S > SLAB_INNER:
+        width = SLAB_INNER
+        for w in (256, 128, 64):
+            if w <= S and outer * ix.ceil_div(S, w) >= 2 * ctx.options.sm_count:
+                width = w
+                break
+    chunks = ix.ceil_div(S, width) if S else 0
+    return _Slab(width, max(1, threads // width), chunks, outer * chunks)
+
+
+def _scratch_bytes(ctx: KernelContext, p: "_Row", threads: int) -> int:
+    """Static shared memory of the slab tiers' combines: a value a thread per reduction."""
+    g = ctx.graph
+    total = 0
+    for r in p.reduces:
+        a = accumulator(g, r, Names())
+        total += a.nbytes + (8 if a.is_arg else 0)
+    return total * threads
+
+
+def _slab_bytes(ctx: KernelContext, p: "_Row", row_cached: list[int], slab: _Slab) -> int:
+    return sum(ix.ceil_div(p.cols * slab.width * ctx.graph.nodes[n].dtype.itemsize, 16) * 16 for n in row_cached)
 
 
 def full_index(p: "_Row", row_v: ix.Var, col_v: ix.Var) -> tuple[ix.Affine, ...]:
@@ -107,10 +163,11 @@ def candidates(ctx: KernelContext) -> list[RowConfig]:
     h = _heuristic(ctx, p, row_cached, col_cached)
     out = [h]
     C = p.cols
-    if p.stride > 1:   # a thread a row: in registers when it fits, or re-read
-        return out + [c for c in (RowConfig(tier="warp", threads=1, why="candidate"),
-                                  RowConfig(tier="thread", threads=1, why="candidate"))
-                      if c.key() != h.key() and _fits(ctx, p, row_cached, col_cached, c)]
+    if p.stride > 1:   # a thread a row (in registers when it fits, or re-read), or slabs
+        more = [RowConfig(tier="warp", threads=1, why="candidate"), RowConfig(tier="thread", threads=1, why="candidate")]
+        if p.cols * min(p.stride, SLAB_INNER) >= 256:   # a slab shares out among its threads
+            more += [RowConfig(tier=t, threads=n, why="candidate") for t in ("slab-smem", "slab") for n in (256, 512, 1024)]
+        return (out + [c for c in more if c.key() != h.key() and _fits(ctx, p, row_cached, col_cached, c)])[:7]
     # fewer lanes too: narrow rows (3 columns: 4 lanes, one idle, two shuffles a reduction
     # per element) may do better with a lane or two holding the row
     lanes = [t for t in (1, 2, 4, 8, 16, 32) if t >= h.threads // 4] if h.tier == "warp" else [32]
@@ -138,6 +195,13 @@ def _fits(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list
     C = p.cols
     pack = _pack(ctx, p, row_cached, col_cached)
     n_row = max(len(row_cached), 1)
+    if cfg.tier in SLAB_TIERS:   # strided rows, a block per slab (in shared memory when it fits)
+        if p.stride <= 1 or cfg.threads not in (128, 256, 512, 1024):
+            return False
+        slab = _slab(ctx, p, cfg.threads)
+        scratch = _scratch_bytes(ctx, p, slab.threads)   # float64 variances take 40 bytes a thread
+        return scratch <= SLAB_SCRATCH_LIMIT and (
+            cfg.tier == "slab" or _slab_bytes(ctx, p, row_cached, slab) + scratch <= SMEM_LIMIT)
     if p.stride > 1 or cfg.tier == "thread":   # strided rows: a thread each, nothing else
         # a thread holds up to 64 four-byte columns: standardizing (64, 1M) along axis 0
         # re-read its row in three passes at 56% of copy (H200, 2026-12-03)
@@ -180,7 +244,12 @@ def generate(ctx: KernelContext, config: RowConfig | None = None) -> KernelCode:
             "looped": f"looped tier: a block per row, re-read from global memory in each of "
                       f"{passes + bool(p.full_out)} passes",
             "thread": f"thread tier: a thread per row, re-read from memory in each of "
-                      f"{passes + bool(p.full_out)} passes"}[layout.tier]
+                      f"{passes + bool(p.full_out)} passes",
+            "slab": f"slab tier: a block per slab of {layout.slab.width if layout.slab else 0} adjacent rows, "
+                    f"{layout.slab.stripes if layout.slab else 0} threads a row, re-read in each of "
+                    f"{passes + bool(p.full_out)} passes",
+            "slab-smem": f"slab tier: a block per slab of {layout.slab.width if layout.slab else 0} adjacent rows, "
+                         f"{layout.slab.stripes if layout.slab else 0} threads a row, the slab in shared memory"}[layout.tier]
     if p.stride > 1:
         what += f"; rows along axis {p.axis}, their columns {p.stride} elements apart, adjacent rows on adjacent threads"
     notes = (what, f"{passes} reduction pass(es)" + (" + an output pass" if p.full_out else ""),
@@ -271,6 +340,19 @@ def _heuristic(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached:
     why = f"forced by row_tier={forced}" if forced != "auto" else "heuristic"
     per_thread = _elems_limit(ctx, row_cached, REG_ELEMS)
     if p.stride > 1:
+        rs = row_shapes(p.shape, p.axis)
+        if forced in SLAB_TIERS or (forced == "auto" and strided_layout(rs) == "slab"):
+            # a big slab (160 KiB of float16: one block an SM) has the most loads in flight
+            # with the most threads
+            threads = 1024 if forced == "auto" and p.cols * min(p.stride, SLAB_INNER) >= 64 * 1024 else 512
+            while threads > 128 and _scratch_bytes(ctx, p, threads) > SLAB_SCRATCH_LIMIT:
+                threads //= 2
+            cached = RowConfig(tier="slab-smem", threads=threads, why=f"{why}: a block per slab of "
+                               f"{_slab(ctx, p, threads).width} adjacent rows, kept in shared memory")
+            if forced != "slab" and _fits(ctx, p, row_cached, col_cached, cached):
+                return cached
+            return RowConfig(tier="slab", threads=threads, why=f"{why}: a block per slab of "
+                             f"{_slab(ctx, p, threads).width} adjacent rows, re-read in every pass")
         kept = RowConfig(tier="warp", threads=1, why=f"{why}: strided rows of {C} columns fit a thread's registers")
         if forced != "thread" and _fits(ctx, p, row_cached, col_cached, kept):   # others do not apply
             return kept
@@ -297,10 +379,12 @@ def _layout(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: li
     pack = _pack(ctx, p, row_cached, col_cached)
     n_row, n_col = max(len(row_cached), 1), len(col_cached)
     # at least one pack: a row of no columns still declares its (unused) caches
-    packs = max(1, ix.ceil_div(C, cfg.threads * pack)) if cfg.tier not in ("looped", "thread") else 0
+    packs = max(1, ix.ceil_div(C, cfg.threads * pack)) if cfg.tier in ("warp", "block", "smem") else 0
     # a warp works through many rows: caching the column inputs pays off
     col_regs = cfg.tier == "warp" and packs * pack * (n_row + n_col) <= REG_BUDGET
-    return _Layout(cfg.tier, pack, cfg.threads, packs, row_cached, col_cached, col_regs)
+    slab = _slab(ctx, p, cfg.threads) if cfg.tier in SLAB_TIERS else None
+    return _Layout(cfg.tier, pack, slab.threads if slab else cfg.threads, packs, row_cached, col_cached, col_regs,
+                   slab)
 
 
 class _RowCode:
@@ -455,6 +539,8 @@ class _RowCode:
             return f"{self.col_name[nid]}[k]" if self.lay.col_in_registers else self._global_pack(nid, "col0")
         if self.registers:
             return f"{self.cache_name[nid]}[k]"
+        if self.lay.tier == "slab-smem":
+            return f"{self.cache_name[nid]}[col0 * {self.lay.slab.width} + il]"
         if self.lay.tier == "smem":
             if self.lay.pack > 1:
                 return f"*reinterpret_cast<const {self._pack_type(nid)}*>({self.cache_name[nid]} + col0)"
@@ -538,8 +624,11 @@ class _RowCode:
                     f"for (int k = 0; k < {self.lay.packs}; ++k) {{",
                     f"    const index_t col0 = (index_t(k) * {self.lay.threads} + lane) * {P};",
                     f"    if ({guard}) {{", *indent(body, 2), "    }", "}"]
-        if self.lay.tier == "thread":   # threads past the last row compute a copy and store nothing
-            loop = [f"for (index_t col0 = 0; col0 < {C}; ++col0) {{", *indent(body, 1), "}"]
+        if self.lay.tier in ("thread", *SLAB_TIERS):   # threads past the last row compute a copy, store nothing
+            first, step = ("stripe", self.lay.slab.stripes) if self.lay.slab else ("0", 1)
+            # a slab's thread has loads of several columns in flight at once
+            loop = (["#pragma unroll 4"] if self.lay.slab else []) + [
+                f"for (index_t col0 = {first}; col0 < {C}; col0 += {step}) {{", *indent(body, 1), "}"]
             return ["if (active) {", *indent(loop, 1), "}"] if storing else loop
         return [f"for (index_t col0 = threadIdx.x * {P}; col0 < {C}; col0 += blockDim.x * {P}) {{",
                 *indent(body, 1), "}"]
@@ -559,6 +648,26 @@ class _RowCode:
         C, P = self.p.cols, self.lay.pack
         if self.registers:
             return self._register_cache(self.cache_name, self._at("col0"))
+        if self.lay.tier == "slab-smem":
+            # the slab's rows side by side, as in memory when the slab takes all of them
+            Sb, S, T = self.lay.slab.width, self.p.stride, self.lay.threads
+            out = ["__syncthreads();  // the previous slab's readers are done"]
+            for n in self.lay.row_cached:
+                cache, ptr = self.cache_name[n], self.ctx.in_ptr[n]
+                if Sb == S:   # one contiguous run: 16-byte loads where its length allows
+                    st = storage_type(self.ctx.graph.nodes[n].dtype)
+                    v = 16 // ctype_size(st)
+                    while (C * S) % v:
+                        v //= 2
+                    move = (f"*reinterpret_cast<fl_vec<{st}, {v}>*>({cache} + e) = fl_load_vec<{v}>({ptr} + slab_base + e);"
+                            if v > 1 else f"{cache}[e] = {ptr}[slab_base + e];")
+                    out += ["#pragma unroll 4", f"for (index_t e = threadIdx.x * {v}; e < {C * S}; e += {T * v}) {{",
+                            f"    {move}", "}"]
+                else:
+                    out += ["#pragma unroll 4", f"for (index_t e = threadIdx.x; e < {C * Sb}; e += {T}) {{",
+                            f"    if (slab_first + e % {Sb} < {S}) {cache}[e] = {ptr}[slab_base + e / {Sb} * {S} + e % {Sb}];",
+                            "}"]
+            return out + ["__syncthreads();"]
         if self.lay.tier == "smem":
             body = []
             for n in self.lay.row_cached:
@@ -580,7 +689,10 @@ class _RowCode:
             if lvl != level:
                 continue
             a = self.accs[r]
-            out += a.warp_allreduce(self.lay.threads) if self.lay.tier in ("warp", "thread") else a.block_allreduce()
+            if self.lay.slab:
+                out += a.group_allreduce(self.lay.slab.width, self.lay.slab.stripes)
+            else:
+                out += a.warp_allreduce(self.lay.threads) if self.lay.tier in ("warp", "thread") else a.block_allreduce()
             name = self.ctx.names.fresh(f"v{r}")
             out.append(f"const {register_type(a.out_dtype)} {name} = {a.result()};"
                        f"  // %{r} {self.ctx.graph.nodes[r].op} of the row")
@@ -627,7 +739,8 @@ class _RowCode:
             v = em.stored(o, ix.delinearize(ix.Affine.of(self.row_v), g.nodes[o].shape))
             lines += em.take_lines()
             lines.append(f"{self.ctx.out_ptr[o]}[row] = {v};")
-        first = "lane == 0 && active" if self.lay.tier in ("warp", "thread") else "threadIdx.x == 0"
+        first = {"warp": "lane == 0 && active", "thread": "lane == 0 && active", "slab": "stripe == 0 && active",
+                 "slab-smem": "stripe == 0 && active"}.get(self.lay.tier, "threadIdx.x == 0")
         return [f"if ({first}) {{", *indent(lines, 1), "}"]
 
     def _per_row(self) -> list[str]:
@@ -649,6 +762,33 @@ class _RowCode:
             lines += self._pass(None)
         lines += self._row_outputs()
         return lines
+
+    def _slab_kernel(self) -> tuple[list[str], int, int, int]:
+        """A block per slab, slabs in a grid-stride loop; the loop is block-uniform, so
+        every thread reaches the combines' barriers."""
+        sl, S, C = self.lay.slab, self.p.stride, self.p.cols
+        g = self.ctx.graph
+        smem = 0
+        decls = []
+        if self.lay.tier == "slab-smem":
+            decls.append("extern __shared__ __align__(16) unsigned char slab_cache[];")
+            for n in self.lay.row_cached:
+                st = storage_type(g.nodes[n].dtype)
+                decls.append(f"{st}* {self.cache_name[n]} = reinterpret_cast<{st}*>(slab_cache + {smem});")
+                smem += ix.ceil_div(C * sl.width * ctype_size(st), 16) * 16
+        lines = decls + [f"const int il = threadIdx.x % {sl.width};   // this thread's row of the slab",
+                         f"const int stripe = threadIdx.x / {sl.width};   // ... and its first column"]
+        body = [f"const index_t slab_first = slab % {sl.chunks} * {sl.width};",
+                f"const index_t slab_base = slab / {sl.chunks} * {C * S} + slab_first;",
+                f"const bool active = slab_first + il < {S};",
+                f"const index_t row = slab / {sl.chunks} * {S} + (active ? slab_first + il : {S - 1});",
+                *self._per_row()]
+        if not any("slab_base" in line for line in body[2:]):
+            body = [line for line in body if not line.startswith("const index_t slab_base")]
+        grid = min(sl.groups, self.ctx.grid_cap()) if sl.groups else 0
+        lines += [f"for (index_t slab = blockIdx.x; slab < {sl.groups}; slab += gridDim.x) {{",
+                  *indent(body, 1), "}"]
+        return lines, grid, sl.threads, smem
 
     def kernel(self) -> tuple[list[str], int, int | tuple[int, int], int]:
         rows, C = self.p.rows, self.p.cols
@@ -673,6 +813,8 @@ class _RowCode:
                           f"    const index_t row = active ? first + threadIdx.x % 32 / {lanes} : {rows - 1};",
                           *indent(body, 1), "}"]
             return lines, grid, block, 0
+        if self.lay.slab:
+            return self._slab_kernel()
         grid = min(rows, self.ctx.split_target()) if rows else 0
         if self.lay.tier == "block":
             lines = ["const int lane = threadIdx.x;", *col_cache]

@@ -167,5 +167,6 @@ def device_params(force: bool = False):
     # (2, 4M) 4.2 ms and (16, 1M) 11.6 ms against 16.8 and 19.6 ms for the column mean and
     # the subtraction apart); beyond, a line per element ((32, 500k) 50 ms against 17 ms,
     # (1000, 1000) 3.2 against 0.68 ms): a fifth of the bandwidth
+    # (slabs of strided rows run row by row too)
     return DeviceParams.from_dict({**calibrate(force), "run_s": 0.0, "chip_exp": 0.0, "eff_row_strided": 0.2,
-                                   "strided_cols": 16}, source="calibration (CPU)")
+                                   "eff_row_slab": 0.2, "strided_cols": 16}, source="calibration (CPU)")

@@ -75,10 +75,41 @@ def row_shapes(F: tuple[int, ...], axis: int) -> RowShapes:
 MIN_STRIDED_ROWS = 1 << 15
 
 
+# Strided rows can also run a block per *slab*: the rows of one outer index (and a chunk
+# of SLAB_INNER of its inner positions), its threads striped over the reduced axis so that
+# a warp reads consecutive addresses (softmax over the middle axis of (1251, 4736, 17):
+# 21,267 rows, too few for a thread each, whose 17 adjacent rows waste half of every
+# 32-byte sector a thread-per-row warp reads). A slab needs enough elements to keep a
+# block's threads busy, and the slabs enough blocks to fill the GPU: 1/128 of the rows the
+# thread layout needs (256 blocks with the default budget).
+SLAB_INNER = 32             # adjacent rows a slab block covers at least (all, when fewer)
+SLAB_MIN_ELEMS = 2048       # elements of one slab chunk: 4 a thread of a 512-thread block
+SLAB_BLOCKS_PER_ROW = 128   # min_strided_rows / this: the slabs the planner asks for
+
+
+def slab_blocks(rs: RowShapes) -> int:
+    """Blocks of the slab layout with chunks of SLAB_INNER inner positions (the most it
+    splits into without breaking a warp's 128-byte reads)."""
+    return rs.rows // max(rs.stride, 1) * -(-rs.stride // SLAB_INNER)
+
+
+def strided_layout(rs: RowShapes, min_strided_rows: int = MIN_STRIDED_ROWS) -> str | None:
+    """How rows along a strided axis run: "thread" (a thread a row, adjacent rows on
+    adjacent threads), "slab" (a block per slab of adjacent rows, its threads striped over
+    the columns), or None (neither keeps the GPU busy: legality refuses the row kernel).
+    Slabs where the thread layout has too few rows, or rows so few a slab (under 32) that
+    a warp's loads straddle slabs, as long as the slab is big enough to share out."""
+    slab_ok = (rs.cols * min(rs.stride, SLAB_INNER) >= SLAB_MIN_ELEMS
+               and slab_blocks(rs) >= min_strided_rows // SLAB_BLOCKS_PER_ROW)
+    if slab_ok and (rs.rows < min_strided_rows or rs.stride < SLAB_INNER):
+        return "slab"
+    return "thread" if rs.rows >= min_strided_rows else None
+
+
 def row_problem_ok(rs: RowShapes, min_strided_rows: int = MIN_STRIDED_ROWS) -> bool:
     """Whether a row kernel may run this row problem (legality's rule on rows, with the
     planning budget Budgets.min_strided_rows)."""
-    return rs.rows >= 2 and (rs.stride == 1 or rs.rows >= min_strided_rows)
+    return rs.rows >= 2 and (rs.stride == 1 or strided_layout(rs, min_strided_rows) is not None)
 
 
 def row_axis(graph: Graph, r: int) -> int | None:

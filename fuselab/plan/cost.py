@@ -43,7 +43,8 @@ import math
 from dataclasses import dataclass
 
 from ..ir import GraphBreak
-from .analysis import Analysis, RowShapes, analyse, bits, mask_of, row_shapes
+from .analysis import (SLAB_INNER, Analysis, RowShapes, analyse, bits, mask_of, row_shapes, slab_blocks,
+                       strided_layout)
 from .device import DeviceParams
 from .kernels import kernel_members, unfused_plan
 from .model import Kernel, Plan, Space, Template, kernel_stage
@@ -151,11 +152,15 @@ BLOCK_COLS = 512 * 32
 # 88-95% of copy)
 STRIDED_LOOPED_EFF = 0.8
 STRIDED_ROWS_PER_SM = 1024  # rows (threads) an SM needs in flight before it streams at full speed
+SLABS_PER_SM = 2            # slab blocks an SM needs (one loads while another combines)
 
 
 def row_parallelism(shapes: RowShapes, params: DeviceParams) -> float:
     """The fraction of the GPU a row kernel keeps busy: one row per block or warp needs a
-    row per SM; one row per thread (rows along a strided axis) STRIDED_ROWS_PER_SM."""
+    row per SM; one row per thread (rows along a strided axis) STRIDED_ROWS_PER_SM; a
+    block per slab of strided rows SLABS_PER_SM slabs."""
+    if shapes.stride > 1 and strided_layout(shapes) == "slab":
+        return min(1.0, slab_blocks(shapes) / (params.sm_count * SLABS_PER_SM))
     per_sm = STRIDED_ROWS_PER_SM if shapes.stride > 1 else 1
     return min(1.0, shapes.rows / (params.sm_count * per_sm))
 
@@ -163,13 +168,18 @@ def row_parallelism(shapes: RowShapes, params: DeviceParams) -> float:
 def row_tier(an: Analysis, mask: int, space: Space, params: DeviceParams) -> tuple[str, int]:
     """(tier, row bytes) of a row kernel, as codegen/row.py's tiers go: "warp", "block"
     (a block's registers), "smem" (shared memory) or "looped" (re-read in every pass); rows
-    along a strided axis, a thread each: "strided" (in registers) or "strided-looped"."""
+    along a strided axis, a thread each: "strided" (in registers) or "strided-looped"; a
+    block per slab of them: "slab-smem" (in shared memory) or "slab" (re-read). Row bytes
+    are a slab's for the slab tiers."""
     g = an.graph
     item = max((g.nodes[g.nodes[r].inputs[0]].dtype.itemsize for r in bits(mask & an.reduce_mask)),
                default=4)
     shapes = row_shapes(space.shape, space.axes[0]) if space.shape else None
     cols = shapes.cols if shapes else 1
     row_bytes = cols * item
+    if shapes and shapes.stride > 1 and strided_layout(shapes) == "slab":
+        slab_bytes = row_bytes * min(shapes.stride, SLAB_INNER)
+        return ("slab-smem" if slab_bytes <= params.row_cache_bytes else "slab"), slab_bytes
     if shapes and shapes.stride > 1:
         # a thread per row along a strided axis: its row in registers, or re-read per pass
         return ("strided" if cols <= params.strided_cols * 4 // max(item, 4) else "strided-looped"), row_bytes
@@ -210,9 +220,15 @@ def estimate(an: Analysis, mask: int, stored: int, space: Space, params: DeviceP
                 eff = params.eff_row_warp
             elif kind == "block":
                 eff = params.eff_row_block
-            elif kind == "smem":
+            elif kind in ("smem", "slab-smem"):
                 resident = max(1, params.smem_per_sm // max(row_bytes, 1))
                 eff = params.eff_row_smem * min(1.0, resident / params.chip_rows) ** params.chip_exp
+                if kind == "slab-smem":
+                    eff *= params.eff_row_slab
+            elif kind == "slab":   # re-read in every pass: a slab too big for shared memory
+                eff = params.eff_row_looped * params.eff_row_slab   # also leaves L2 before its next pass
+                if space.passes > 1:
+                    extra = (space.passes - 1) * sum(b for u, (b, _) in reads.items() if an.size[u] == n_full)
             else:   # looped, strided-looped
                 eff = params.eff_row_looped
                 if kind == "strided-looped":

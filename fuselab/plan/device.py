@@ -43,6 +43,9 @@ class DeviceParams:
       multiplies it for rows along a strided axis re-read in every pass (a thread a row),
       which are those of more than `strided_cols` four-byte columns (a GPU thread's
       registers hold 64; a CPU core's prefetchers follow about 16 strided streams);
+      eff_row_slab multiplies it for strided rows a block per slab of adjacent rows (the
+      GPU's block combines its stripes between passes; the CPU runs those row by row,
+      strided);
     - chip_rows, chip_exp: a block that keeps its row in shared memory loads, reduces and
       stores in phases; the other rows resident on the SM (r = shared memory per SM / row
       bytes) keep DRAM busy meanwhile. From `chip_rows` resident rows on that hides it;
@@ -69,6 +72,9 @@ class DeviceParams:
     eff_row_smem: float = 1.0
     eff_row_looped: float = 1.0
     eff_row_strided: float = 1.0
+    # a slab's block loads, combines through shared memory and stores in turn: 0.6-0.96 of
+    # the prediction at full efficiency on the H200 (2026-12-03, seven slab shapes)
+    eff_row_slab: float = 0.7
     strided_cols: int = 64
     chip_rows: float = 12.0
     chip_exp: float = 0.2
@@ -99,6 +105,7 @@ class DeviceParams:
         "eff_pointwise": ("eff_pointwise", 1.0), "eff_reduction": ("eff_reduction", 1.0),
         "eff_row_warp": ("eff_row_warp", 1.0), "eff_row_block": ("eff_row_block", 1.0), "eff_row_smem": ("eff_row_smem", 1.0),
         "eff_row_looped": ("eff_row_looped", 1.0), "eff_row_strided": ("eff_row_strided", 1.0),
+        "eff_row_slab": ("eff_row_slab", 1.0),
         "strided_cols": ("strided_cols", 1),
         "chip_rows": ("chip_rows", 1.0), "chip_exp": ("chip_exp", 1.0),
         "smem_per_sm": ("smem_per_sm", 1), "l2_bandwidth": ("l2_bandwidth", 1.0),

@@ -29,7 +29,8 @@ kernels.make_kernel: they are duplicated into every kernel that reads them.
   (softmax: max then sum; layernorm: mean, var, normalise). A per-row value without
   keepdims is only combined with other such values, never broadcast against F (NumPy
   would align it with the columns), unless k == 0, where NumPy's alignment is the rows'.
-  Rows along a strided axis (a thread each) number at least Budgets.min_strided_rows when
+  Rows along a strided axis number at least Budgets.min_strided_rows (a thread each) or
+  form big enough slabs of adjacent rows (a block each; analysis.strided_layout) when
   planning (a budget: fewer leave the GPU idle; the template itself runs any number).
   Views inside a ROW kernel only on loads of kernel inputs, or a reshape that adds/removes
   the unit axis k of a per-row value. Stored outputs: full-shape (F) or per-row nodes. A
@@ -50,8 +51,8 @@ import math
 from dataclasses import dataclass
 
 from ..ops import Kind
-from .analysis import (MIN_STRIDED_ROWS, Analysis, bits, broadcasts_to, row_axis, row_problem_ok, row_shapes,
-                       shape_text)
+from .analysis import (MIN_STRIDED_ROWS, SLAB_BLOCKS_PER_ROW, SLAB_MIN_ELEMS, Analysis, bits, broadcasts_to,
+                       row_axis, row_problem_ok, row_shapes, shape_text)
 from .model import Space, Template, break_between
 
 
@@ -311,8 +312,10 @@ def _row(an: Analysis, mask: int, members: list[int], stored: int, reduces: int,
                      "kernel needs at least two rows")
     if not row_problem_ok(rs_shape, budgets.min_strided_rows):
         return _fail(f"{an.ref(r0)} reduces {axes_text(an, r0)}: {rows} rows whose columns lie "
-                     f"{rs_shape.stride} elements apart, a thread each, and a row kernel along a "
-                     f"strided axis needs at least {budgets.min_strided_rows} rows to keep the GPU busy")
+                     f"{rs_shape.stride} elements apart. A row kernel along a strided axis needs at "
+                     f"least {budgets.min_strided_rows} rows (a thread each), or slabs of adjacent rows "
+                     f"of at least {SLAB_MIN_ELEMS} elements in at least "
+                     f"{budgets.min_strided_rows // SLAB_BLOCKS_PER_ROW} blocks, to keep the GPU busy")
     P_keep, P_flat = rs_shape.keep, rs_shape.per_row
     align: dict[int, str] = {}   # "A": broadcast against F; "B": per-row without keepdims
     # members computed from the kernel's reductions alone: with rows of one column an

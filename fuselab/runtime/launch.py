@@ -9,6 +9,7 @@ import numpy as np
 
 from ..codegen import generate
 from ..codegen.model import CodegenOptions, KernelCode, OpaqueCall
+from ..codegen.nvrtc import CompileError
 from ..interp import eval_nodes
 from ..plan.model import Plan
 from .._version import __version__
@@ -76,8 +77,7 @@ class Executable:
         if len(self.codes) != len(plan.kernels):
             raise ValueError(f"{len(self.codes)} codes for a plan of {len(plan.kernels)} kernels")
         kernels = [c for c in self.codes if isinstance(c, KernelCode)]
-        extra = [c for p in self._pending.values() for c in p.candidates[1:]]
-        compiled_all = compile_kernels(kernels + extra)
+        compiled_all, extra = self._compile(kernels)
         compiled = dict(zip((c.index for c in kernels), compiled_all))
         self._candidate_fns = {id(c): f.function for c, f in zip(extra, compiled_all[len(kernels):])}
         self.compile_s = {c.name: compiled[c.index].compile_s for c in kernels}
@@ -201,6 +201,30 @@ class Executable:
             events[-1].record()
         self.peak_bytes = peak + self.scratch_bytes
         return {name: env[i] for name, i in self.plan.graph.outputs}
+
+    def _compile(self, kernels: list[KernelCode]) -> tuple[list, list[KernelCode]]:
+        """The kernels and the tuning candidates compiled together; a candidate the
+        compiler refuses (a limit the configuration's checks missed) is left out of the
+        timing instead of failing the cell: only the kernels themselves must compile."""
+        extra = [c for p in self._pending.values() for c in p.candidates[1:]]
+        try:
+            return compile_kernels(kernels + extra), extra
+        except (CompileError, FuselabRuntimeError):
+            if not extra:
+                raise
+        done = compile_kernels(kernels)
+        kept: list[KernelCode] = []
+        for p in self._pending.values():
+            ok = [p.candidates[0]]
+            for c in p.candidates[1:]:
+                try:
+                    done += compile_kernels([c])
+                except (CompileError, FuselabRuntimeError):
+                    continue
+                ok.append(c)
+                kept.append(c)
+            p.candidates[:] = ok
+        return done, kept
 
     def _tune(self, k: int, step: "_Launch", ins: list, outs: list) -> "_Launch":
         """Time kernel k's candidates on these buffers, keep the fastest (here and on disk).

@@ -673,7 +673,8 @@ def options_for(rng: np.random.Generator, target: Target | None, real_sm: int | 
     sm = real_sm if real_sm is not None else int(rng.choice([1, 2, 4]))
     tier = "auto"
     if target is not None and target.where == "row/strided":
-        tier = str(rng.choice(["auto", "thread"]))   # in registers when short, or re-read
+        # in registers when short, or re-read; or a block per slab, re-read or in shared memory
+        tier = str(rng.choice(["auto", "thread", "slab", "slab-smem"]))
     elif target is not None and target.where.startswith("row/"):
         tier = target.where.split("/")[1].removesuffix("+vec")
     elif rng.random() < 0.25:
