@@ -542,3 +542,24 @@ def test_indices_with_a_negative_term_go_through_fl_index():
     assert text.startswith("fl_index(") and "142" in text
     assert not ix.render(ix.Affine.of(i) * 3 + 7).startswith("fl_index(")
     assert "fl_index" in prelude_for(f"x[{text}]")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_a_slab_in_shared_memory_keeps_softmax_exp_in_place_of_x(dtype):
+    """Softmax over the middle axis of (300, 1000, 17), a block per slab in shared memory:
+    the sum pass writes exp(x - max) over the slab's copy of x (no later pass reads x), so
+    the output pass divides it and computes no exp; a cell whose output pass reads x
+    again keeps x."""
+    import fuselab
+    from fuselab.plan import make_plan
+    x = np.zeros((300, 1000, 17), dtype)
+    soft = "m = x.max(1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(1, keepdims=True)"
+    code = generate(make_plan(fuselab.trace_cell(soft, {"np": np, "x": x}).graph))[0]
+    assert code.notes[0].startswith("slab tier") and "shared memory" in code.notes[0]
+    sum_pass, output_pass = code.source.split("// Pass 2")[1].split("// Output pass")
+    assert "exp(" in sum_pass and "x_row[col0 * 17 + il] = " in sum_pass
+    assert "exp(" not in output_pass
+    again = "m = x.max(1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(1, keepdims=True) + x"
+    code = generate(make_plan(fuselab.trace_cell(again, {"np": np, "x": x}).graph))[0]
+    assert code.notes[0].startswith("slab tier")
+    assert "x_row[col0 * 17 + il] = " not in code.source

@@ -252,6 +252,8 @@ def generate(ctx: KernelContext, config: RowConfig | None = None) -> KernelCode:
                          f"{layout.slab.stripes if layout.slab else 0} threads a row, the slab in shared memory"}[layout.tier]
     if p.stride > 1:
         what += f"; rows along axis {p.axis}, their columns {p.stride} elements apart, adjacent rows on adjacent threads"
+        if layout.slab:
+            what += f", a row's columns {layout.slab.stripes} threads apart"
     notes = (what, f"{passes} reduction pass(es)" + (" + an output pass" if p.full_out else ""),
              f"packs of {layout.pack} columns"
              + (", column inputs cached in registers" if layout.col_in_registers and col_cached else ""))
@@ -403,7 +405,8 @@ class _RowCode:
         self.fixed_half: dict[int, str] = {}   # ... and its float16 bits, for float16 nodes
         # values computed in one pass and read again in a later one, kept in registers:
         # node -> (array name, the pass that computes them, held as float16 bits)
-        self.carry: dict[int, tuple[str, int | None, bool]] = self._plan_carry() if self.registers else {}
+        self.carry: dict[int, tuple[str, int | None, bool]] = (
+            self._plan_carry() if self.registers else self._plan_slab_carry() if layout.tier == "slab-smem" else {})
 
     # -- values carried between passes ------------------------------------------
     def _passes(self) -> list[int | None]:
@@ -467,6 +470,65 @@ class _RowCode:
             out[n] = (self.ctx.names.fresh(f"v{n}_kept"), passes[first[n]], half)
         return out
 
+    def _plan_slab_carry(self) -> dict[int, tuple[str, int | None, bool]]:
+        """The slab tier's carry: a value a later pass would compute again (softmax's
+        exp(x - max)) written over the shared-memory copy of an input that no pass after
+        it reads (x), where both have the same storage type. A thread's slots are its own,
+        and the value is written after the pass has read the input there."""
+        g, ctx = self.ctx.graph, self.ctx
+        passes = self._passes()
+        computed_in: dict[int, int] = {}
+        wanted: list[int] = []
+        for k, level in enumerate(passes):
+            for n in sorted(self._visit(level, set())[0]):
+                nd = g.nodes[n]
+                if n not in computed_in:
+                    computed_in[n] = k
+                elif n not in wanted and nd.kind is Kind.ELEMWISE and nd.shape == self.p.shape:
+                    wanted.append(n)
+        out: dict[int, tuple[str, int | None, bool]] = {}
+        taken: set[int] = set()
+        for n in reversed(wanted):   # the last of a chain first: it saves the most
+            half = is_half(g.nodes[n].dtype) and ctx.options.fp16_math == "numpy"
+            ctype = "fl_half" if half else register_type(g.nodes[n].dtype)
+            born = computed_in[n]
+            carried = set(out) | {n}
+            for x in self.lay.row_cached:
+                if x in taken or storage_type(g.nodes[x].dtype) != ctype:
+                    continue
+                if any(x in self._row_loads(level, carried) for level in passes[born + 1:]):
+                    continue
+                out[n] = (self.cache_name[x], passes[born], half)
+                taken.add(x)
+                break
+        return out
+
+    def _row_loads(self, level: int | None, carried: set[int]) -> set[int]:
+        """Inputs a pass reads at this row's own elements when `carried` are kept."""
+        g = self.ctx.graph
+        seen: set[int] = set()
+
+        def load(nid: int, offset: ix.Affine) -> str:
+            if offset == self.canonical:
+                seen.add(nid)
+            return "0"
+
+        def load_half(nid: int, offset: ix.Affine) -> str:
+            load(nid, offset)
+            return "h"
+
+        fixed = {r: "0" for r in self.p.reduces} | {c: "0" for c in carried}
+        em = ValueEmitter(g, self.ctx.kernel.nodes, self.ctx.kernel.inputs, self.ctx.options, Names(), load,
+                          fixed, fixed_half={c: "h" for c in carried}, load_half=load_half)
+        if level is None:
+            for o in self.p.full_out:
+                em.stored(o, self.full)
+        else:
+            for r, lvl in self.p.levels.items():
+                if lvl == level:
+                    em.value(g.nodes[r].inputs[0], self.full)
+        return seen
+
     def _min_blocks(self) -> int:
         """Blocks per SM a block tier asks the compiler to fit (its register limit)."""
         g = self.ctx.graph
@@ -480,6 +542,8 @@ class _RowCode:
 
     def _carry_elem(self, n: int) -> str:
         name = self.carry[n][0]
+        if self.lay.tier == "slab-smem":   # in place of an input's shared-memory copy
+            return f"{name}[col0 * {self.lay.slab.width} + il]"
         return f"{name}[k].v[p]" if self.lay.pack > 1 else f"{name}[k]"
 
     # -- values ---------------------------------------------------------------
@@ -747,8 +811,9 @@ class _RowCode:
         S = self.p.stride
         lines = [f"const index_t row_base = row / {S} * {self.p.cols * S} + row % {S};"] if S > 1 else []
         lines += self._load_row()
-        lines += [f"{self._carry_type(n)} {name}[{self.lay.packs}];  // %{n}, kept for a later pass"
-                  for n, (name, _, _) in self.carry.items()]
+        if self.registers:
+            lines += [f"{self._carry_type(n)} {name}[{self.lay.packs}];  // %{n}, kept for a later pass"
+                      for n, (name, _, _) in self.carry.items()]
         for level in range(1, max(self.p.levels.values()) + 1):
             for r, lvl in self.p.levels.items():
                 if lvl == level:
