@@ -563,3 +563,17 @@ def test_a_slab_in_shared_memory_keeps_softmax_exp_in_place_of_x(dtype):
     code = generate(make_plan(fuselab.trace_cell(again, {"np": np, "x": x}).graph))[0]
     assert code.notes[0].startswith("slab tier")
     assert "x_row[col0 * 17 + il] = " not in code.source
+
+
+def test_many_rows_of_threads_fold_as_a_tree():
+    """A column reduction over narrow kept runs (8 columns: 2 lanes a row of threads, 128
+    rows) folds its rows in log2 steps, not one after another; 8 rows stay a plain loop."""
+    import fuselab
+    from fuselab.plan import make_plan
+    narrow = np.zeros((2048, 4096, 8), np.float32)
+    code = generate(make_plan(fuselab.trace_cell("v = x.var(axis=1)", {"np": np, "x": narrow}).graph))[0]
+    assert code.config.lanes == 2
+    assert "for (int h = 64; h > 0; h /= 2)" in code.source and "y < 128" not in code.source
+    wide = np.zeros((4096, 1024), np.float32)
+    code = generate(make_plan(fuselab.trace_cell("v = x.var(axis=0)", {"np": np, "x": wide}).graph))[0]
+    assert code.config.lanes == 32 and "for (int h = " not in code.source
