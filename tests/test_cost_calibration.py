@@ -29,17 +29,16 @@ POINTS = {p["case"]: p for p in DATA["points"]}
 # measured well off the model, for reasons outside it (benchmarks/COST_MODEL.md):
 KNOWN_MISSES = {
     # reductions over a middle axis apart from their use, where the kept rows are narrow
-    # (17 or 33 elements: half the lanes of the column reductions idle; the float16
-    # pointwise kernel computes every broadcast offset): 0.42-0.71. Row kernels a block per
-    # slab would run them (H200, 2026-12-03 06:48: (2048, 1000, 33) 300 us against 376),
-    # but the model, taking the kernels apart at full bandwidth, plans them apart
-    "slab rows float32 softmax axis 1 (626,4736,17)",
+    # (33 elements: half the lanes of the column reductions idle, which the model now
+    # charges, and the float16 pointwise kernel computes every broadcast offset, which it
+    # does not): 0.59. One slab kernel would be faster (H200, 2026-12-03 06:40: 300 us
+    # against 376), but the model plans them apart
     "slab rows float16 softmax axis 1 (2048,1000,33)",
     # a column variance (Welford) over rows of 8 elements: 26% of copy, a quarter of the
     # model's time
     "slab rows float32 standardize axis 1 (2048,4096,8)",
     # a slab of 64 KiB in shared memory, 3 an SM: the model's shared-memory phases
-    # (chip_rows) take it for slower than it runs (1.39)
+    # (chip_rows) take it for slower than it runs (1.3-1.4)
     "slab rows float32 softmax axis 1 (4096,1024,16)",
     # rows of 3 columns: a lane a row, the warp mostly idle (0.73)
     "odd softmax 3",

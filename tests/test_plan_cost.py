@@ -150,3 +150,26 @@ def test_a_power_by_a_small_integer_costs_multiplies_and_other_powers_cost_powf(
     w = analyse(g).weights(p)
     assert w[cube] == 2.0
     assert w[frac] == 48 * p.transcendental
+
+
+def test_column_reductions_pay_for_idle_lanes_on_narrow_kept_runs():
+    """Lanes of a column reduction cover the contiguous kept run in powers of two (codegen
+    reduction.py): 17 kept elements use 17 of 32 lanes, 33 use 33 of 64; runs the lanes
+    tile exactly, and reductions over the last axis, lose nothing. The model's time grows
+    by the idle share."""
+    from fuselab.plan.cost import column_lane_use
+    assert column_lane_use((626, 4736, 17), (1,), 4) == 17 / 32
+    assert column_lane_use((2048, 1000, 33), (1,), 2) == 33 / 64
+    assert column_lane_use((2048, 4096, 8), (1,), 4) == 1.0        # 2 lanes of 4
+    assert column_lane_use((4096, 1024), (0,), 4) == 1.0
+    assert column_lane_use((64, 1024), (1,), 4) == 1.0             # over the last axis
+    assert column_lane_use((100, 3), (0,), 8) == 0.75               # 4 lanes of 1, float64
+
+    import fuselab
+    times = {}
+    for inner in (16, 17):
+        x = np.empty((2000, 1000, inner), np.float32)
+        plan = make_plan(fuselab.trace_cell("s = x.sum(axis=1)", {"np": np, "x": x}).graph)
+        assert [k.template.value for k in plan.kernels] == ["reduction"]
+        times[inner] = report(plan, DeviceParams(run_s=0.0, launch_s=0.0)).time_s
+    assert times[17] / times[16] > 1.8 * 17 / 16 * 0.99    # 17 / 32 of the lanes busy

@@ -165,6 +165,27 @@ def row_parallelism(shapes: RowShapes, params: DeviceParams) -> float:
     return min(1.0, shapes.rows / (params.sm_count * per_sm))
 
 
+def column_lane_use(shape: tuple[int, ...], axes: tuple[int, ...], item: int) -> float:
+    """The share of a column reduction's lanes that hold a kept element. codegen's column
+    layout (reduction.py) puts lanes of up to `width` elements across the contiguous kept
+    run K after the last reduced axis, a power of two of them up to a warp: a run of 17
+    keeps 17 of 32 lanes busy, 33 keeps 33 of 64 (H200, 2026-12-03: such reductions ran at
+    0.48-0.59 of the full-bandwidth prediction). 1 for reductions over the last axis."""
+    if not axes or not shape:
+        return 1.0
+    K = math.prod(shape[max(axes) + 1:])
+    if K <= 1:
+        return 1.0
+    width = max(1, min(4, 16 // max(item, 1)))
+    while K % width:
+        width //= 2
+    lanes = 1
+    while lanes < 32 and lanes * width < K:
+        lanes *= 2
+    tile = lanes * width
+    return K / (-(-K // tile) * tile)
+
+
 def row_tier(an: Analysis, mask: int, space: Space, params: DeviceParams) -> tuple[str, int]:
     """(tier, row bytes) of a row kernel, as codegen/row.py's tiers go: "warp", "block"
     (a block's registers), "smem" (shared memory) or "looped" (re-read in every pass); rows
@@ -236,7 +257,9 @@ def estimate(an: Analysis, mask: int, stored: int, space: Space, params: DeviceP
                 if space.passes > 1:
                     extra = (space.passes - 1) * sum(b for u, (b, _) in reads.items() if an.size[u] == n_full)
         elif space.template is Template.REDUCTION:
-            eff = params.eff_reduction
+            item = max((g.nodes[g.nodes[r].inputs[0]].dtype.itemsize for r in bits(mask & an.reduce_mask)),
+                       default=4)
+            eff = params.eff_reduction * column_lane_use(space.shape, space.axes, item)
         else:
             eff = params.eff_pointwise
     eff = min(1.0, eff)      # never faster than the bandwidth: the searches' bounds rely on it
