@@ -115,12 +115,7 @@ class Accumulator:
         return [f"{self.var} = fl_warp_allreduce({self.var}, {self.functor}, {width});"]
 
     def block_allreduce(self) -> list[str]:
-        sv, si = f"smem_{self.var}", f"smem_{self.idx}"
-        if self.is_arg:
-            return [f"__shared__ {self.ctype} {sv}[32];", f"__shared__ long long {si}[32];",
-                    f"fl_block_allreduce_arg<{self.is_max}>({self.var}, {self.idx}, {sv}, {si});"]
-        return [f"__shared__ {self.ctype} {sv}[32];",
-                f"{self.var} = fl_block_allreduce({self.var}, {self.functor}, {sv});"]
+        return self._through_shared("fl_block_allreduce", 32)
 
     def group_allreduce(self, group: int, groups: int) -> list[str]:
         """Every thread gets the reduction of the threads with its index modulo `group`
@@ -128,13 +123,17 @@ class Accumulator:
         of shared memory."""
         if groups <= 1:
             return []
-        n = group * groups
+        return self._through_shared("fl_group_allreduce", group * groups, f", {group}, {groups}")
+
+    def _through_shared(self, helper: str, size: int, extra: str = "") -> list[str]:
+        """A prelude allreduce `helper` (its `_arg` form for argmax/argmin) over a shared
+        scratch array of `size` values declared here."""
         sv, si = f"smem_{self.var}", f"smem_{self.idx}"
         if self.is_arg:
-            return [f"__shared__ {self.ctype} {sv}[{n}];", f"__shared__ long long {si}[{n}];",
-                    f"fl_group_allreduce_arg<{self.is_max}>({self.var}, {self.idx}, {sv}, {si}, {group}, {groups});"]
-        return [f"__shared__ {self.ctype} {sv}[{n}];",
-                f"{self.var} = fl_group_allreduce({self.var}, {self.functor}, {sv}, {group}, {groups});"]
+            return [f"__shared__ {self.ctype} {sv}[{size}];", f"__shared__ long long {si}[{size}];",
+                    f"{helper}_arg<{self.is_max}>({self.var}, {self.idx}, {sv}, {si}{extra});"]
+        return [f"__shared__ {self.ctype} {sv}[{size}];",
+                f"{self.var} = {helper}({self.var}, {self.functor}, {sv}{extra});"]
 
     def result(self, at: str = "") -> str:
         """The reduce node's value in its register type."""

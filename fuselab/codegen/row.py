@@ -412,12 +412,24 @@ class _RowCode:
     def _passes(self) -> list[int | None]:
         return list(range(1, max(self.p.levels.values()) + 1)) + ([None] if self.p.full_out else [])
 
-    def _visit(self, level: int | None, carried: set[int]) -> tuple[set[int], set[int]]:
-        """A dry run of one pass: the nodes it computes, and the carried ones it reads."""
+    def _visit(self, level: int | None, carried: set[int]) -> tuple[set[int], set[int], set[int]]:
+        """A dry run of one pass: the nodes it computes, the carried ones it reads, and
+        the inputs it reads at this row's own elements."""
         g = self.ctx.graph
+        loads: set[int] = set()
+
+        def load(nid: int, offset: ix.Affine) -> str:
+            if offset == self.canonical:
+                loads.add(nid)
+            return "0"
+
+        def load_half(nid: int, offset: ix.Affine) -> str:
+            load(nid, offset)
+            return "h"
+
         fixed = {r: "0" for r in self.p.reduces} | {c: "0" for c in carried}
         em = ValueEmitter(g, self.ctx.kernel.nodes, self.ctx.kernel.inputs, self.ctx.options, Names(),
-                          lambda nid, off: "0", fixed, fixed_half={c: "h" for c in carried}, load_half=lambda n, o: "h")
+                          load, fixed, fixed_half={c: "h" for c in carried}, load_half=load_half)
         if level is None:
             for o in self.p.full_out:
                 em.stored(o, self.full)
@@ -425,7 +437,7 @@ class _RowCode:
             for r, lvl in self.p.levels.items():
                 if lvl == level:
                     em.value(g.nodes[r].inputs[0], self.full)
-        return {nid for nid, _ in em.lines if nid >= 0}, em.used_fixed & carried
+        return {nid for nid, _ in em.lines if nid >= 0}, em.used_fixed & carried, loads
 
     def _plan_carry(self) -> dict[int, tuple[str, int | None, bool]]:
         """Element-wise values of the row that a later pass would compute again (softmax's
@@ -437,7 +449,7 @@ class _RowCode:
         first: dict[int, int] = {}
         wanted: list[int] = []
         for k, level in enumerate(passes):
-            computed, _ = self._visit(level, set())
+            computed = self._visit(level, set())[0]
             for n in sorted(computed):
                 nd = g.nodes[n]
                 if n in first:
@@ -496,38 +508,12 @@ class _RowCode:
             for x in self.lay.row_cached:
                 if x in taken or storage_type(g.nodes[x].dtype) != ctype:
                     continue
-                if any(x in self._row_loads(level, carried) for level in passes[born + 1:]):
+                if any(x in self._visit(level, carried)[2] for level in passes[born + 1:]):
                     continue
                 out[n] = (self.cache_name[x], passes[born], half)
                 taken.add(x)
                 break
         return out
-
-    def _row_loads(self, level: int | None, carried: set[int]) -> set[int]:
-        """Inputs a pass reads at this row's own elements when `carried` are kept."""
-        g = self.ctx.graph
-        seen: set[int] = set()
-
-        def load(nid: int, offset: ix.Affine) -> str:
-            if offset == self.canonical:
-                seen.add(nid)
-            return "0"
-
-        def load_half(nid: int, offset: ix.Affine) -> str:
-            load(nid, offset)
-            return "h"
-
-        fixed = {r: "0" for r in self.p.reduces} | {c: "0" for c in carried}
-        em = ValueEmitter(g, self.ctx.kernel.nodes, self.ctx.kernel.inputs, self.ctx.options, Names(), load,
-                          fixed, fixed_half={c: "h" for c in carried}, load_half=load_half)
-        if level is None:
-            for o in self.p.full_out:
-                em.stored(o, self.full)
-        else:
-            for r, lvl in self.p.levels.items():
-                if lvl == level:
-                    em.value(g.nodes[r].inputs[0], self.full)
-        return seen
 
     def _min_blocks(self) -> int:
         """Blocks per SM a block tier asks the compiler to fit (its register limit)."""
@@ -828,19 +814,23 @@ class _RowCode:
         lines += self._row_outputs()
         return lines
 
+    def _smem_caches(self, buffer: str, elems: int) -> tuple[list[str], int]:
+        """Declare each row-cached input's `elems` elements in dynamic shared memory, at
+        16-byte boundaries; the declarations and the bytes they take."""
+        g = self.ctx.graph
+        decls = [f"extern __shared__ __align__(16) unsigned char {buffer}[];"]
+        smem = 0
+        for n in self.lay.row_cached:
+            st = storage_type(g.nodes[n].dtype)
+            decls.append(f"{st}* {self.cache_name[n]} = reinterpret_cast<{st}*>({buffer} + {smem});")
+            smem += ix.ceil_div(elems * ctype_size(st), 16) * 16
+        return decls, smem
+
     def _slab_kernel(self) -> tuple[list[str], int, int, int]:
         """A block per slab, slabs in a grid-stride loop; the loop is block-uniform, so
         every thread reaches the combines' barriers."""
         sl, S, C = self.lay.slab, self.p.stride, self.p.cols
-        g = self.ctx.graph
-        smem = 0
-        decls = []
-        if self.lay.tier == "slab-smem":
-            decls.append("extern __shared__ __align__(16) unsigned char slab_cache[];")
-            for n in self.lay.row_cached:
-                st = storage_type(g.nodes[n].dtype)
-                decls.append(f"{st}* {self.cache_name[n]} = reinterpret_cast<{st}*>(slab_cache + {smem});")
-                smem += ix.ceil_div(C * sl.width * ctype_size(st), 16) * 16
+        decls, smem = self._smem_caches("slab_cache", C * sl.width) if self.lay.tier == "slab-smem" else ([], 0)
         lines = decls + [f"const int il = threadIdx.x % {sl.width};   // this thread's row of the slab",
                          f"const int stripe = threadIdx.x / {sl.width};   // ... and its first column"]
         body = [f"const index_t slab_first = slab % {sl.chunks} * {sl.width};",
@@ -889,15 +879,7 @@ class _RowCode:
             # two blocks per SM: one loads its row while the other reduces (registers <= 64
             # at 512 threads); float64's wider values and arithmetic need one block's room
             return lines, grid, (self.lay.threads, self._min_blocks()), 0
-        g = self.ctx.graph
-        smem = 0
-        decls = []
-        if self.lay.tier == "smem":
-            decls.append("extern __shared__ __align__(16) unsigned char row_cache[];")
-            for n in self.lay.row_cached:
-                st = storage_type(g.nodes[n].dtype)
-                decls.append(f"{st}* {self.cache_name[n]} = reinterpret_cast<{st}*>(row_cache + {smem});")
-                smem += ix.ceil_div(C * ctype_size(st), 16) * 16
+        decls, smem = self._smem_caches("row_cache", C) if self.lay.tier == "smem" else ([], 0)
         body = self._per_row()
         if self.lay.tier == "smem":
             body.append("__syncthreads();  // the next row overwrites the cache")
