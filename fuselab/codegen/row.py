@@ -131,8 +131,10 @@ def _scratch_bytes(ctx: KernelContext, p: "_Row", threads: int) -> int:
     return total * threads
 
 
-def _slab_bytes(ctx: KernelContext, p: "_Row", row_cached: list[int], slab: _Slab) -> int:
-    return sum(ix.ceil_div(p.cols * slab.width * ctx.graph.nodes[n].dtype.itemsize, 16) * 16 for n in row_cached)
+def _cache_bytes(ctx: KernelContext, row_cached: list[int], elems: int) -> int:
+    """Dynamic shared memory of `elems` elements of each row-cached input, each array
+    starting on a 16-byte boundary (_RowCode._smem_caches lays them out so)."""
+    return sum(ix.ceil_div(elems * ctx.graph.nodes[n].dtype.itemsize, 16) * 16 for n in row_cached)
 
 
 def full_index(p: "_Row", row_v: ix.Var, col_v: ix.Var) -> tuple[ix.Affine, ...]:
@@ -201,7 +203,7 @@ def _fits(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list
         slab = _slab(ctx, p, cfg.threads)
         scratch = _scratch_bytes(ctx, p, slab.threads)   # float64 variances take 40 bytes a thread
         return scratch <= SLAB_SCRATCH_LIMIT and (
-            cfg.tier == "slab" or _slab_bytes(ctx, p, row_cached, slab) + scratch <= SMEM_LIMIT)
+            cfg.tier == "slab" or _cache_bytes(ctx, row_cached, p.cols * slab.width) + scratch <= SMEM_LIMIT)
     if p.stride > 1 or cfg.tier == "thread":   # strided rows: a thread each, nothing else
         # a thread holds up to 64 four-byte columns: standardizing (64, 1M) along axis 0
         # re-read its row in three passes at 56% of copy (H200, 2026-12-03)
@@ -245,11 +247,11 @@ def generate(ctx: KernelContext, config: RowConfig | None = None) -> KernelCode:
                       f"{passes + bool(p.full_out)} passes",
             "thread": f"thread tier: a thread per row, re-read from memory in each of "
                       f"{passes + bool(p.full_out)} passes",
-            "slab": f"slab tier: a block per slab of {layout.slab.width if layout.slab else 0} adjacent rows, "
-                    f"{layout.slab.stripes if layout.slab else 0} threads a row, re-read in each of "
-                    f"{passes + bool(p.full_out)} passes",
-            "slab-smem": f"slab tier: a block per slab of {layout.slab.width if layout.slab else 0} adjacent rows, "
-                         f"{layout.slab.stripes if layout.slab else 0} threads a row, the slab in shared memory"}[layout.tier]
+            "slab": f"re-read in each of {passes + bool(p.full_out)} passes",
+            "slab-smem": "the slab in shared memory"}[layout.tier]
+    if layout.slab:
+        what = (f"slab tier: a block per slab of {layout.slab.width} adjacent rows, "
+                f"{layout.slab.stripes} threads a row, {what}")
     if p.stride > 1:
         what += f"; rows along axis {p.axis}, their columns {p.stride} elements apart, adjacent rows on adjacent threads"
         if layout.slab:
@@ -349,12 +351,11 @@ def _heuristic(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached:
             threads = 1024 if forced == "auto" and p.cols * min(p.stride, SLAB_INNER) >= 64 * 1024 else 512
             while threads > 128 and _scratch_bytes(ctx, p, threads) > SLAB_SCRATCH_LIMIT:
                 threads //= 2
-            cached = RowConfig(tier="slab-smem", threads=threads, why=f"{why}: a block per slab of "
-                               f"{_slab(ctx, p, threads).width} adjacent rows, kept in shared memory")
+            slab = f"{why}: a block per slab of {_slab(ctx, p, threads).width} adjacent rows"
+            cached = RowConfig(tier="slab-smem", threads=threads, why=f"{slab}, kept in shared memory")
             if forced != "slab" and _fits(ctx, p, row_cached, col_cached, cached):
                 return cached
-            return RowConfig(tier="slab", threads=threads, why=f"{why}: a block per slab of "
-                             f"{_slab(ctx, p, threads).width} adjacent rows, re-read in every pass")
+            return RowConfig(tier="slab", threads=threads, why=f"{slab}, re-read in every pass")
         kept = RowConfig(tier="warp", threads=1, why=f"{why}: strided rows of {C} columns fit a thread's registers")
         if forced != "thread" and _fits(ctx, p, row_cached, col_cached, kept):   # others do not apply
             return kept
@@ -439,6 +440,21 @@ class _RowCode:
                     em.value(g.nodes[r].inputs[0], self.full)
         return {nid for nid, _ in em.lines if nid >= 0}, em.used_fixed & carried, loads
 
+    def _recomputed(self) -> tuple[dict[int, int], list[int]]:
+        """The first pass (its index in _passes) that computes each node, and the
+        full-shape element-wise nodes a later pass would compute again, in order."""
+        g = self.ctx.graph
+        first: dict[int, int] = {}
+        wanted: list[int] = []
+        for k, level in enumerate(self._passes()):
+            for n in sorted(self._visit(level, set())[0]):
+                nd = g.nodes[n]
+                if n not in first:
+                    first[n] = k
+                elif n not in wanted and nd.kind is Kind.ELEMWISE and nd.shape == self.p.shape:
+                    wanted.append(n)
+        return first, wanted
+
     def _plan_carry(self) -> dict[int, tuple[str, int | None, bool]]:
         """Element-wise values of the row that a later pass would compute again (softmax's
         exp(x - max) in its output pass), kept in registers when they fit: the later pass
@@ -446,17 +462,7 @@ class _RowCode:
         conversions, which cost as much as the loads)."""
         g, lay = self.ctx.graph, self.lay
         passes = self._passes()
-        first: dict[int, int] = {}
-        wanted: list[int] = []
-        for k, level in enumerate(passes):
-            computed = self._visit(level, set())[0]
-            for n in sorted(computed):
-                nd = g.nodes[n]
-                if n in first:
-                    if n not in wanted and nd.kind is Kind.ELEMWISE and nd.shape == self.p.shape:
-                        wanted.append(n)
-                else:
-                    first[n] = k
+        first, wanted = self._recomputed()
         if not wanted:
             return {}
         # only what later passes still read once the others are carried too
@@ -489,15 +495,7 @@ class _RowCode:
         and the value is written after the pass has read the input there."""
         g, ctx = self.ctx.graph, self.ctx
         passes = self._passes()
-        computed_in: dict[int, int] = {}
-        wanted: list[int] = []
-        for k, level in enumerate(passes):
-            for n in sorted(self._visit(level, set())[0]):
-                nd = g.nodes[n]
-                if n not in computed_in:
-                    computed_in[n] = k
-                elif n not in wanted and nd.kind is Kind.ELEMWISE and nd.shape == self.p.shape:
-                    wanted.append(n)
+        computed_in, wanted = self._recomputed()
         out: dict[int, tuple[str, int | None, bool]] = {}
         taken: set[int] = set()
         for n in reversed(wanted):   # the last of a chain first: it saves the most
@@ -789,8 +787,8 @@ class _RowCode:
             v = em.stored(o, ix.delinearize(ix.Affine.of(self.row_v), g.nodes[o].shape))
             lines += em.take_lines()
             lines.append(f"{self.ctx.out_ptr[o]}[row] = {v};")
-        first = {"warp": "lane == 0 && active", "thread": "lane == 0 && active", "slab": "stripe == 0 && active",
-                 "slab-smem": "stripe == 0 && active"}.get(self.lay.tier, "threadIdx.x == 0")
+        first = ("stripe == 0 && active" if self.lay.slab else
+                 "lane == 0 && active" if self.lay.tier in ("warp", "thread") else "threadIdx.x == 0")
         return [f"if ({first}) {{", *indent(lines, 1), "}"]
 
     def _per_row(self) -> list[str]:
@@ -819,12 +817,11 @@ class _RowCode:
         16-byte boundaries; the declarations and the bytes they take."""
         g = self.ctx.graph
         decls = [f"extern __shared__ __align__(16) unsigned char {buffer}[];"]
-        smem = 0
-        for n in self.lay.row_cached:
+        for k, n in enumerate(self.lay.row_cached):
             st = storage_type(g.nodes[n].dtype)
-            decls.append(f"{st}* {self.cache_name[n]} = reinterpret_cast<{st}*>({buffer} + {smem});")
-            smem += ix.ceil_div(elems * ctype_size(st), 16) * 16
-        return decls, smem
+            at = _cache_bytes(self.ctx, self.lay.row_cached[:k], elems)
+            decls.append(f"{st}* {self.cache_name[n]} = reinterpret_cast<{st}*>({buffer} + {at});")
+        return decls, _cache_bytes(self.ctx, self.lay.row_cached, elems)
 
     def _slab_kernel(self) -> tuple[list[str], int, int, int]:
         """A block per slab, slabs in a grid-stride loop; the loop is block-uniform, so

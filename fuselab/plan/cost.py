@@ -186,15 +186,19 @@ def column_lane_use(shape: tuple[int, ...], axes: tuple[int, ...], item: int) ->
     return K / (-(-K // tile) * tile)
 
 
+def _reduced_itemsize(an: Analysis, mask: int) -> int:
+    """The widest element a kernel's reductions read (4 when it has none)."""
+    g = an.graph
+    return max((g.nodes[g.nodes[r].inputs[0]].dtype.itemsize for r in bits(mask & an.reduce_mask)), default=4)
+
+
 def row_tier(an: Analysis, mask: int, space: Space, params: DeviceParams) -> tuple[str, int]:
     """(tier, row bytes) of a row kernel, as codegen/row.py's tiers go: "warp", "block"
     (a block's registers), "smem" (shared memory) or "looped" (re-read in every pass); rows
     along a strided axis, a thread each: "strided" (in registers) or "strided-looped"; a
     block per slab of them: "slab-smem" (in shared memory) or "slab" (re-read). Row bytes
     are a slab's for the slab tiers."""
-    g = an.graph
-    item = max((g.nodes[g.nodes[r].inputs[0]].dtype.itemsize for r in bits(mask & an.reduce_mask)),
-               default=4)
+    item = _reduced_itemsize(an, mask)
     shapes = row_shapes(space.shape, space.axes[0]) if space.shape else None
     cols = shapes.cols if shapes else 1
     row_bytes = cols * item
@@ -214,7 +218,6 @@ def row_tier(an: Analysis, mask: int, space: Space, params: DeviceParams) -> tup
 def estimate(an: Analysis, mask: int, stored: int, space: Space, params: DeviceParams,
              index: int = -1, name: str = "") -> KernelCost:
     """Predicted cost of the kernel computing `mask` and storing `stored` over `space`."""
-    g = an.graph
     reads = _reads(an, mask)
     bytes_read = sum(b for b, _ in reads.values())
     l2_bytes = sum(l2 for _, l2 in reads.values())
@@ -246,20 +249,16 @@ def estimate(an: Analysis, mask: int, stored: int, space: Space, params: DeviceP
                 eff = params.eff_row_smem * min(1.0, resident / params.chip_rows) ** params.chip_exp
                 if kind == "slab-smem":
                     eff *= params.eff_row_slab
-            elif kind == "slab":   # re-read in every pass: a slab too big for shared memory
-                eff = params.eff_row_looped * params.eff_row_slab   # also leaves L2 before its next pass
-                if space.passes > 1:
-                    extra = (space.passes - 1) * sum(b for u, (b, _) in reads.items() if an.size[u] == n_full)
-            else:   # looped, strided-looped
+            else:   # looped, strided-looped, slab: re-read in every pass
                 eff = params.eff_row_looped
                 if kind == "strided-looped":
                     eff *= STRIDED_LOOPED_EFF * params.eff_row_strided
+                elif kind == "slab":   # a slab too big for shared memory also leaves L2 before its next pass
+                    eff *= params.eff_row_slab
                 if space.passes > 1:
                     extra = (space.passes - 1) * sum(b for u, (b, _) in reads.items() if an.size[u] == n_full)
         elif space.template is Template.REDUCTION:
-            item = max((g.nodes[g.nodes[r].inputs[0]].dtype.itemsize for r in bits(mask & an.reduce_mask)),
-                       default=4)
-            eff = params.eff_reduction * column_lane_use(space.shape, space.axes, item)
+            eff = params.eff_reduction * column_lane_use(space.shape, space.axes, _reduced_itemsize(an, mask))
         else:
             eff = params.eff_pointwise
     eff = min(1.0, eff)      # never faster than the bandwidth: the searches' bounds rely on it
