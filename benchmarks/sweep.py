@@ -32,7 +32,7 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 os.environ.setdefault("CUPY_CACHE_DIR", tempfile.mkdtemp(prefix="fuselab-sweep-cupy-"))
 os.environ.setdefault("FUSELAB_CACHE_DIR", tempfile.mkdtemp(prefix="fuselab-sweep-tune-"))
 
-from sweep_cases import Case, cases, make_inputs, random_cases, wide_cases  # noqa: E402
+from sweep_cases import NEW_FAMILIES, Case, cases, make_inputs, random_cases, wide_cases  # noqa: E402
 
 START = time.perf_counter()
 
@@ -163,6 +163,8 @@ def main() -> None:
     ap.add_argument("--random", type=int, default=0, metavar="N",
                     help="N cases of random family, dtype and shape (sweep_cases.random_cases) instead")
     ap.add_argument("--seed", type=int, default=0, help="the seed of --random")
+    ap.add_argument("--families", default="", help="comma-separated family names: --random draws only these "
+                    "(e.g. standardize,batchnorm; 'new' for sweep_cases.NEW_FAMILIES)")
     ap.add_argument("--alt", default="", metavar="STRATEGY",
                     help="also time this strategy's plan (e.g. max, or strided-apart: auto without row "
                          "kernels along a strided axis) where it differs from auto's")
@@ -183,7 +185,10 @@ def main() -> None:
     result = {"device": info.name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "calibration": calib, "rows": []}
     out = Path(args.out)
-    chosen = random_cases(args.seed, args.random) if args.random else wide_cases() if args.wide else cases()
+    fams = tuple(f for f in args.families.split(",") if f)
+    if fams == ("new",):
+        fams = NEW_FAMILIES
+    chosen = random_cases(args.seed, args.random, fams) if args.random else wide_cases() if args.wide else cases()
     todo = [c for c in chosen if not args.only or any(s in c.name for s in args.only.split(","))]
     for case in todo:
         if time.perf_counter() - START > args.deadline:

@@ -282,7 +282,8 @@ def _split(rng: np.random.Generator, total: int, dims: int, lo: int = 2) -> tupl
     return tuple(max(lo, int(round(total ** f))) for f in fracs)
 
 
-def _random_case(rng: np.random.Generator, tag: str) -> Case:
+def _random_case(rng: np.random.Generator, tag: str, family: str | None = None) -> Case:
+    """A case of random dtype and shape, of a random first family unless `family` is given."""
     dt = str(rng.choice(["float32"] * 5 + ["float16"] * 2 + ["float64"]))
     itemsize = np.dtype(dt).itemsize
     nbytes = _log_int(rng, 1 << 21, 1 << 28)          # 2 MiB (in L2) to 256 MiB
@@ -290,7 +291,9 @@ def _random_case(rng: np.random.Generator, tag: str) -> Case:
     family = str(rng.choice(["softmax", "layernorm", "logsumexp", "row reduce", "column reduce",
                              "3-D reduce", "var/std", "two-pass", "broadcast", "stencil 2-D",
                              "stencil 3-D", "chain", "small", "4-D reduce", "axis softmax", "norm",
-                             "leaky sum", "strided", "transposed", "int reduce", "moments"]))
+                             "leaky sum", "strided", "transposed", "int reduce", "moments"])) if family is None else family
+    if family in NEW_FAMILIES:
+        return _everyday_case(rng, tag, family, dt, n)
 
     def case(fam: str, shape_txt: str, src: str, inputs: dict, fn, kind: str = "memory") -> Case:
         return Case(f"random {fam}", f"{tag} {shape_txt}", src, inputs, fn, kind=kind)
@@ -415,7 +418,93 @@ def _random_case(rng: np.random.Generator, tag: str) -> Case:
     return case(f"small softmax {dt}", f"({rows},{w})", SOFTMAX, {"x": ((rows, w), dt)}, _softmax, kind="launch")
 
 
-def random_cases(seed: int, count: int) -> list[Case]:
-    """`count` cases of random family, dtype and shape, the same for the same seed."""
+# Everyday cells the first families left out (added 2026-12-03): statistics along any
+# axis, batch-norm over several axes, broadcast reductions, full reductions, mixed dtypes.
+NEW_FAMILIES = ("standardize", "rmsnorm", "pairwise", "full reduce", "outer", "mixed dtype",
+                "count", "clip", "matvec", "batchnorm")
+
+
+def _everyday_case(rng: np.random.Generator, tag: str, family: str, dt: str, n: int) -> Case:
+    def case(fam: str, shape_txt: str, src: str, inputs: dict, fn, kind: str = "memory",
+             outputs: tuple[str, ...] = ("y",)) -> Case:
+        return Case(f"random {fam}", f"{tag} {shape_txt}", src, inputs, fn, kind=kind, outputs=outputs)
+
+    def txt(shape: tuple[int, ...]) -> str:
+        return str(shape).replace(" ", "")
+
+    if family == "standardize":                     # z-scores along any axis of 2-D or 3-D data
+        shape = _split(rng, n, int(rng.integers(2, 4)))
+        axis = int(rng.integers(len(shape)))
+        return case(f"standardize {dt}", f"{txt(shape)} axis {axis}",
+                    f"y = (x - x.mean(axis={axis}, keepdims=True)) / x.std(axis={axis}, keepdims=True)",
+                    {"x": (shape, dt)},
+                    lambda x, a=axis: (x - x.mean(a, keepdim=True)) / x.std(a, keepdim=True, unbiased=False))
+    if family == "rmsnorm":
+        w = _log_int(rng, 2, 65536)
+        rows = max(1, n // w)
+        return case(f"rmsnorm {dt}", f"({rows},{w})",
+                    "y = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-6) * g",
+                    {"x": ((rows, w), dt), "g": ((w,), dt)},
+                    lambda x, g: x / ((x * x).mean(-1, keepdim=True) + 1e-6).sqrt() * g)
+    if family == "pairwise":                        # squared distances through a 3-D broadcast
+        k = _log_int(rng, 2, 256)
+        a, b = _split(rng, max(4, n // k), 2)
+        return case(f"pairwise {dt}", f"({a},{k})x({b},{k})",
+                    "d = ((p[:, None, :] - q[None, :, :]) ** 2).sum(axis=-1)",
+                    {"p": ((a, k), dt), "q": ((b, k), dt)},
+                    lambda p, q: ((p[:, None, :] - q[None, :, :]) ** 2).sum(-1), kind="compute", outputs=("d",))
+    if family == "full reduce":
+        shape = _split(rng, n, int(rng.integers(1, 4)))
+        red = str(rng.choice(["sum", "max", "sumsq", "std"]))
+        src = {"sum": "y = x.sum()", "max": "y = np.abs(x).max()", "sumsq": "y = (x * x).mean()",
+               "std": "y = x.std()"}[red]
+        tfn = {"sum": lambda x: x.sum(), "max": lambda x: x.abs().amax(), "sumsq": lambda x: (x * x).mean(),
+               "std": lambda x: x.std(unbiased=False)}[red]
+        return case(f"full {red} {dt}", txt(shape), src, {"x": (shape, dt)}, tfn)
+    if family == "outer":                           # a kernel matrix from two vectors: write-bound
+        a, b = _split(rng, n, 2)
+        return case(f"outer {dt}", f"({a},{b})", "y = np.exp(-(u[:, None] - v[None, :]) ** 2)",
+                    {"u": ((a,), dt), "v": ((b,), dt)}, lambda u, v: (-(u[:, None] - v[None, :]) ** 2).exp())
+    if family == "mixed dtype":                     # half or int8 data, float32 scale and shift
+        src_dt = str(rng.choice(["float16", "int8"]))
+        rows, w = _split(rng, n, 2)
+        return case(f"mixed {src_dt}->float32", f"({rows},{w})",
+                    "y = x.astype(np.float32) * s + t", {"x": ((rows, w), src_dt), "s": ((w,), "float32"),
+                                                         "t": ((w,), "float32")},
+                    lambda x, s, t: x.float() * s + t)
+    if family == "count":                           # boolean reductions along an axis
+        shape = _split(rng, n, 2)
+        axis = int(rng.integers(2))
+        if rng.uniform() < 0.5:
+            return case(f"count {dt}", f"{txt(shape)} axis {axis}", f"y = (x > 0.5).sum(axis={axis})",
+                        {"x": (shape, dt)}, lambda x, a=axis: (x > 0.5).sum(a))
+        return case(f"any {dt}", f"{txt(shape)} axis {axis}", f"y = np.any(np.abs(x) > 3.0, axis={axis})",
+                    {"x": (shape, dt)}, lambda x, a=axis: (x.abs() > 3.0).any(a))
+    if family == "clip":                            # scale, shift and clip along the last axis
+        shape = _split(rng, n, int(rng.integers(1, 4)))
+        w = shape[-1]
+        return case(f"clip {dt}", txt(shape), "y = np.clip(x * s + 0.5, 0.0, 6.0)",
+                    {"x": (shape, dt), "s": ((w,), dt)}, lambda x, s: (x * s + 0.5).clamp(0.0, 6.0))
+    if family == "matvec":                          # a matrix-vector product written as a broadcast sum
+        rows, w = _split(rng, n, 2)
+        if rng.uniform() < 0.5:
+            return case(f"matvec rows {dt}", f"({rows},{w})", "y = (x * v).sum(axis=1)",
+                        {"x": ((rows, w), dt), "v": ((w,), dt)}, lambda x, v: (x * v).sum(1))
+        return case(f"matvec columns {dt}", f"({rows},{w})", "y = (x * v[:, None]).sum(axis=0)",
+                    {"x": ((rows, w), dt), "v": ((rows,), dt)}, lambda x, v: (x * v[:, None]).sum(0))
+    # batch-norm over (N, C, H, W): statistics over axes (0, 2, 3), applied back
+    shape = _split(rng, n, 4)
+    return case(f"batchnorm {dt}", txt(shape),
+                "mu = x.mean(axis=(0, 2, 3), keepdims=True)\nvar = x.var(axis=(0, 2, 3), keepdims=True)\n"
+                "y = (x - mu) / np.sqrt(var + 1e-5)", {"x": (shape, dt)},
+                lambda x: (x - x.mean((0, 2, 3), keepdim=True))
+                / (x.var((0, 2, 3), keepdim=True, unbiased=False) + 1e-5).sqrt())
+
+
+def random_cases(seed: int, count: int, families: tuple[str, ...] = ()) -> list[Case]:
+    """`count` cases of random dtype and shape, the same for the same seed: of the first
+    families (the stream earlier seeds' tables came from), or of `families`, chosen evenly."""
     rng = np.random.default_rng(seed)
-    return [_random_case(rng, f"s{seed}.{k}") for k in range(count)]
+    if not families:
+        return [_random_case(rng, f"s{seed}.{k}") for k in range(count)]
+    return [_random_case(rng, f"s{seed}.{k}", str(families[k % len(families)])) for k in range(count)]

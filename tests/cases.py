@@ -568,7 +568,35 @@ def variance_overflow_cases() -> list[Case]:
     return out
 
 
+def gather_cases(seed=15) -> list[Case]:
+    """Broadcast operands whose runs are no multiple of a vector, read element by element
+    while the rest moves as vectors (pointwise's gathered loads), with a tail of elements
+    past the last whole vector; and reductions whose runs take only narrower vectors."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for dt in (np.float16, np.float32, np.float64, np.int8):
+        b = GraphBuilder()
+        x = b.input("x", (5, 13, 33), dt)
+        s = b.input("s", (5, 1, 33), dt)
+        w = b.input("w", (13,), dt)
+        ww = b.broadcast_to(b.reshape(w, (13, 1)), (5, 13, 33))
+        y = b.elemwise("multiply", [b.elemwise("subtract", [x, b.broadcast_to(s, (5, 13, 33))]), ww])
+        col = b.arange(0, 33, 1, dt)
+        z = b.elemwise("add", [x, b.broadcast_to(col, (5, 13, 33))])
+        g = b.build([("y", y), ("z", z)])
+        inputs = {"x": sample(dt, (5, 13, 33), rng), "s": sample(dt, (5, 1, 33), rng), "w": sample(dt, (13,), rng)}
+        out.append(Case(f"gather-broadcast-{_name(dt)}", g, inputs, [unfused_plan(g)]))
+    for dt, shape, axis in ((np.float16, (3, 5, 18), (0, 2)), (np.float32, (3, 5, 54), (0, 2)),
+                            (np.float16, (40, 6), (0,)), (np.float32, (40, 6), (0,))):
+        b = GraphBuilder()
+        x = b.input("x", shape, dt)
+        g = b.build([("s", b.reduce("sum", x, axis=axis)), ("m", b.reduce("max", x, axis=axis))])
+        out.append(Case(f"narrow-vectors-{_name(dt)}-{'x'.join(map(str, shape))}", g,
+                        {"x": sample(dt, shape, rng)}, [unfused_plan(g)]))
+    return out
+
+
 def all_cases() -> list[Case]:
     return (elementwise_cases() + cast_cases() + reduction_cases() + prod_cases() + fused_reduction_cases()
             + row_cases() + strided_row_cases() + empty_cases() + view_cases() + overflow_cases() + power_cases() + stencil_cases()
-            + variance_cases() + transposed_reduction_cases() + transposed_pointwise_cases())
+            + variance_cases() + transposed_reduction_cases() + transposed_pointwise_cases() + gather_cases())

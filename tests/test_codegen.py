@@ -577,3 +577,37 @@ def test_many_rows_of_threads_fold_as_a_tree():
     wide = np.zeros((4096, 1024), np.float32)
     code = generate(make_plan(fuselab.trace_cell("v = x.var(axis=0)", {"np": np, "x": wide}).graph))[0]
     assert code.config.lanes == 32 and "for (int h = " not in code.source
+
+
+def test_broadcast_operands_are_gathered_and_the_rest_moves_as_vectors():
+    """A softmax over axis 1 of (n, 1000, 33), unfused: the (n, 1, 33) max and sum follow
+    no vector (runs of 33), so they are read element by element while the full-size
+    operands and results move as 16-byte vectors; a transposed operand as large as the
+    output keeps the strided path."""
+    import fuselab
+    from fuselab.plan import make_plan
+    x = np.zeros((64, 1000, 33), np.float16)
+    soft = "m = x.max(axis=1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(axis=1, keepdims=True)"
+    codes = generate(make_plan(fuselab.trace_cell(soft, {"np": np, "x": x}).graph, "unfused"))
+    pw = [c for c in codes if c.template is Template.POINTWISE]
+    assert len(pw) == 3   # x - m, exp, e / s
+    for code in (pw[0], pw[2]):
+        assert code.notes[0].startswith("vector path: 8 elements") and "1 load gathered" in code.notes[0]
+        assert "(i + e) / 33000 * 33 + (i + e) % 33]" in code.source
+    assert "fl_store_vec<8>(out_y + i" in pw[2].source
+    t = np.zeros((33, 1000), np.float32)
+    code = generate(make_plan(fuselab.trace_cell("y = t.T * 2 + 1", {"np": np, "t": t}).graph))[0]
+    assert "gathered" not in " ".join(code.notes)
+
+
+def test_reductions_take_narrower_vectors_where_wide_ones_do_not_fit():
+    """Runs of 33540 halves (batch-norm statistics over axes (0, 2, 3)) take 8-byte
+    vectors, not single halves; kept runs of 6 floats take pairs."""
+    import fuselab
+    from fuselab.plan import make_plan
+    x = np.zeros((3, 16, 15, 2236), np.float16)
+    code = generate(make_plan(fuselab.trace_cell("s = x.sum(axis=(0, 2, 3))", {"np": np, "x": x}).graph))[0]
+    assert code.config.width == 4, code.notes
+    c = np.zeros((40000, 6), np.float32)
+    code = generate(make_plan(fuselab.trace_cell("s = c.sum(axis=0)", {"np": np, "c": c}).graph))[0]
+    assert code.config.width == 2, code.notes

@@ -25,17 +25,21 @@ class Load:
     node: int
     offset: ix.Affine
     param: str          # the element function's parameter
-    access: str = ""    # "vector", "uniform" (one value for the whole vector) or "" (scalar)
+    access: str = ""    # "vector", "uniform" (one value for the whole vector), "shiftK", "gather" or "" (scalar)
     from_index: bool = False
+    gathered: ix.Affine | None = None   # "gather": the offset of element e of the vector
+
 
     def ctype(self, graph) -> str:
         dt = graph.nodes[self.node].dtype
         return register_type(dt) if self.from_index else storage_type(dt)
 
-    def scalar(self, ctx: KernelContext) -> str:
+    def scalar(self, ctx: KernelContext, offset: ix.Affine | None = None) -> str:
+        """The element at `offset` (default: the load's own)."""
+        at = ix.render(self.offset if offset is None else offset)
         if self.from_index:
-            return arange_expr(ctx.graph.nodes[self.node], ix.render(self.offset))
-        return f"{ctx.in_ptr[self.node]}[{ix.render(self.offset)}]"
+            return arange_expr(ctx.graph.nodes[self.node], at)
+        return f"{ctx.in_ptr[self.node]}[{at}]"
 
 
 @dataclass
@@ -148,7 +152,8 @@ def vector_groups(ctx: KernelContext, loads: Sequence[Load], sym: ix.Var, width:
 
 
 def vector_width(ctx: KernelContext, loads: Sequence[Load], stored: Sequence[int], sym: ix.Var,
-                 stored_offsets: Sequence[ix.Affine] = (), max_width: int = 16, shifts: bool = False) -> int:
+                 stored_offsets: Sequence[ix.Affine] = (), max_width: int = 16, shifts: bool = False,
+                 gather_max: int = 0, whole: bool = False) -> int:
     """The widest vector (16 bytes of the widest type) every load and store can follow
     along `sym`; 1 when some access cannot. Marks each load's access. With `shifts`,
     loads off by a constant (shifted slices of a stencil) read two aligned vectors and
@@ -156,26 +161,39 @@ def vector_width(ctx: KernelContext, loads: Sequence[Load], stored: Sequence[int
     (vector_groups: how many); and an access that a vector cannot follow is tried with
     narrower ones: rows of 4316 halves start 8 bytes off a 16-byte boundary, so their
     loads take 8-byte vectors (the strided path's 2-byte ones ran a float16 broadcast at
-    54% of copy on the H200)."""
+    54% of copy on the H200); a reduction over runs of 33540 halves reads 8-byte vectors,
+    not single halves. With `whole`, the width also divides `sym`'s extent (loops that
+    take whole vectors only). A load no vector can follow, of an array of at most
+    `gather_max` elements, is read element by element at its own offset ("gather") while
+    the rest move as vectors: a broadcast operand whose runs are no multiple of the vector
+    (the (n, 1, 33) max of a softmax over axis 1 of (n, 1000, 33)) no longer sends every
+    load and store down the 2-byte strided path. Only small arrays, read again and again
+    from cache: a large one gathered (a transpose, a strided slice) would spread each
+    warp's load over `width` times the lines of an element-per-thread loop."""
     g = ctx.graph
     sizes = [g.nodes[n].dtype.itemsize for n in stored] + [g.nodes[l.node].dtype.itemsize for l in loads]
     if not sizes:
         return 1
     width = min(16 // max(sizes), max_width)
     while width >= 2:   # narrower vectors where a shifted load's wider pair would leave the array
+        if whole and sym.extent % width:
+            width //= 2
+            continue
         kinds = [("uniform" if sym not in l.offset.symbols() else None) if l.from_index
                  else access(l.offset, sym, width) for l in loads]
+        kinds = ["gather" if k is None and gather_max and (l.from_index or g.nodes[l.node].aval.size <= gather_max)
+                 else k for k, l in zip(kinds, loads)]
         for k, l in enumerate(loads):
             if (kinds[k] or "").startswith("shift") and not (
                     shifts and shifted_groups(l.offset, sym, width, g.nodes[l.node].aval.size) * 2 >= sym.extent // width):
                 kinds[k] = "narrower"
         if any(k is None for k in kinds) or any(access(o, sym, width) != "vector" for o in stored_offsets):
-            if not shifts:
-                return 1
             kinds = ["narrower"]
         if "narrower" not in kinds:
+            element_at = ix.Var(f"({sym.name} + e)", sym.extent)
             for l, k in zip(loads, kinds):
                 l.access = k  # type: ignore[assignment]
+                l.gathered = ix.rename(l.offset, sym, element_at) if k == "gather" else None
             return width
         width //= 2
     return 1
@@ -204,6 +222,9 @@ def vector_load_decls(ctx: KernelContext, fn: ElementFunction, width: int) -> tu
         st = storage_type(g.nodes[l.node].dtype)
         size = g.nodes[l.node].dtype.itemsize
         off = ix.render(l.offset)
+        if l.access == "gather":   # element by element, in the call (see vector_width)
+            args.append(l.scalar(ctx, l.gathered))
+            continue
         if l.from_index:
             decls.append(Decl(l.ctype(g), l.param, l.scalar(ctx)))
             args.append(l.param)

@@ -132,6 +132,18 @@ def extent(s: Sym) -> int:
     return max(1, hi // s.div + 1)
 
 
+def rename(a: Affine, old: Var, new: Var) -> Affine:
+    """`a` with loop variable `old` written as `new` (inside divisions too), unsimplified:
+    the same value, rendered under another name (a vector's element `i + e`)."""
+    def sym(s: Sym) -> Sym:
+        if s == old:
+            return new
+        if isinstance(s, DivMod):
+            return DivMod(rename(s.base, old, new), s.div, s.mod)
+        return s
+    return Affine(a.const, tuple((sym(s), c) for s, c in a.terms))
+
+
 def var(name: str, extent_: int) -> Affine:
     return Affine.of(Var(name, extent_))
 

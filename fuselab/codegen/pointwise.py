@@ -32,6 +32,7 @@ from .types import storage_type
 
 
 TILE = 32          # the transpose path's tiles: TILE x TILE elements
+GATHER_REUSE = 4   # the vector path gathers loads of arrays with at most 1/4 of the elements
 TILE_ROWS = 8      # rows of threads a tile's block has (each takes TILE / TILE_ROWS rows)
 
 
@@ -111,6 +112,12 @@ def _analyse(ctx: KernelContext):
     before = set(ctx.names.used)
     fn = element.build(ctx, ix.delinearize(ix.Affine.of(i), shape), k.outputs)
     width = element.vector_width(ctx, fn.loads, k.outputs, i, shifts=True)
+    if width == 1:
+        # the loads that vectors cannot follow all belong to broadcast operands (each
+        # element used 4 times or more, from cache): gather those element by element
+        # and move the rest and the stores as vectors. Before the stencil and row paths,
+        # which an outer product's odd rows took at 43% of copy (H200, 2026-12-03).
+        width = element.vector_width(ctx, fn.loads, k.outputs, i, shifts=True, gather_max=n_elems // GATHER_REUSE)
     rows = sten = tr = None
     if width == 1:   # the other paths' names as if the flat one had not been tried
         after = ctx.names.used
@@ -188,7 +195,9 @@ def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> Kerne
     if width > 1:
         nbytes = width * max(g.nodes[a].dtype.itemsize for a in
                              [*k.outputs, *(l.node for l in fn.loads if l.access.startswith(("vector", "shift")))])
-        notes = [f"vector path: {width} elements per thread step, {nbytes}-byte accesses{per}"]
+        gathered = sum(l.access == "gather" for l in fn.loads)
+        notes = [f"vector path: {width} elements per thread step, {nbytes}-byte accesses{per}"
+                 + (f"; {gathered} load{'s' if gathered > 1 else ''} gathered element by element" if gathered else "")]
         groups = element.vector_groups(ctx, fn.loads, ix.Var("i", max(n_elems, 1)), width)
         lines += [f"const index_t groups = {groups};   // vectors taken whole"]
         lines += _vector_loop(ctx, fn, width, B, U)

@@ -319,9 +319,7 @@ def _inner_setup(ctx: KernelContext, p: _Problem):
                        _reduced_values(ctx, p), what=", the values it reduces")
     store_offsets = [ix.linearize(_coords(p, ix.Affine.of(o_var), ix.Affine.of(r_var)), p.shape)] \
         if p.prologue_out else []
-    width = element.vector_width(ctx, fn.loads, p.prologue_out, r_var, store_offsets) if p.reduced else 1
-    if p.reduced % max(width, 1):
-        width = 1
+    width = element.vector_width(ctx, fn.loads, p.prologue_out, r_var, store_offsets, whole=True) if p.reduced else 1
     return fn, store_offsets, width
 
 
@@ -548,9 +546,7 @@ def _column_setup(ctx: KernelContext, p: _Problem):
     coords = _coords(p, ix.Affine.of(k1_var) * K2 + ix.Affine.of(k2_var), ix.Affine.of(r_var))
     fn = element.build(ctx, coords, p.prologue_out, _reduced_values(ctx, p), what=", the values it reduces")
     store_offsets = [ix.linearize(coords, p.shape)] if p.prologue_out else []
-    width = element.vector_width(ctx, fn.loads, p.prologue_out, k2_var, store_offsets, max_width=4)
-    if K2 % width:
-        width = 1
+    width = element.vector_width(ctx, fn.loads, p.prologue_out, k2_var, store_offsets, max_width=4, whole=True)
     return fn, store_offsets, width
 
 
