@@ -536,6 +536,22 @@ def variance_cases(seed=10) -> list[Case]:
         g = b.build([("v", b.reduce("var", x, axis=axis, dtype=np.float32))])
         inputs = {"x": (np.random.default_rng(seed).standard_normal(shape) + mean).astype(np.float32)}
         out.append(Case(f"variance-far-from-zero-{shape}-{axis}", g, inputs, [one_kernel(g, Template.REDUCTION)], 1e-5))
+    # z-scores over an axis of 2 or 3 whose elements sit a few ulps apart: NumPy's squared
+    # deviations are from its rounded mean (sum / n); a one-pass state that leaves out
+    # n (mean - m)^2 gave 2e-3 off (the H200 sweep's (2, 922, 4862), axis 0)
+    for rows in (2, 3):
+        rng = np.random.default_rng(seed + rows)
+        x = np.empty((rows, 2000), np.float32)
+        x[0] = rng.uniform(0.5, 4.0, 2000).astype(np.float32)
+        for k in range(1, rows):
+            x[k] = x[k - 1] + rng.integers(1, 5, 2000).astype(np.float32) * np.spacing(x[k - 1])
+        b = GraphBuilder()
+        xi = b.input("x", (rows, 2000), np.float32)
+        mean = b.elemwise("true_divide", [b.reduce("sum", xi, axis=0, keepdims=True), b.const(float(rows), np.float32)])
+        std = b.elemwise("sqrt", [b.reduce("var", xi, axis=0, keepdims=True, dtype=np.float32)])
+        g = b.build([("y", b.elemwise("true_divide", [b.elemwise("subtract", [xi, mean]), std]))])
+        out.append(Case(f"variance-rounded-mean-{rows}x2000", g, {"x": x}, [unfused_plan(g), one_kernel(g, Template.ROW)],
+                        1e-5))
     out += variance_overflow_cases()
     return out
 

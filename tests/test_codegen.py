@@ -611,3 +611,28 @@ def test_reductions_take_narrower_vectors_where_wide_ones_do_not_fit():
     c = np.zeros((40000, 6), np.float32)
     code = generate(make_plan(fuselab.trace_cell("s = c.sum(axis=0)", {"np": np, "c": c}).graph))[0]
     assert code.config.width == 2, code.notes
+
+
+@pytest.mark.parametrize("source, dtype", [("v = x.var(axis=0)", np.uint16), ("v = x.var(axis=0)", np.float64),
+                                           ("v = (x > 1).var(axis=0, ddof=1)\na = x.argmax(axis=0)", np.int8)])
+def test_column_folds_fit_static_shared_memory(source, dtype):
+    """A float64 variance's state over a few elements (six doubles a slot) folded by 32
+    rows of threads of 32 columns asked 49,153 bytes of static shared memory, which ptxas
+    refuses on the H200 (found by the GPU fuzzer, seed 7373): every configuration tuning
+    may ask for keeps the fold buffer within FOLD_LIMIT, with fewer rows of warps where it
+    must."""
+    import re
+
+    from fuselab import trace_cell
+    from fuselab.codegen import ColumnConfig, generate_kernel
+    from fuselab.codegen.reduction import FOLD_LIMIT
+    from fuselab.plan import make_plan
+    traced = trace_cell(source, {"np": np, "x": np.zeros((5, 32), dtype)})
+    plan = make_plan(traced.graph, "max")
+    (k,) = [i for i, kern in enumerate(plan.kernels) if kern.template is Template.REDUCTION]
+    for width, lanes in ((1, 32), (4, 8), (2, 16), (1, 8)):
+        cfg = ColumnConfig(width=width, rows=8, splits=2, lanes=lanes)
+        code = generate_kernel(plan, k, CodegenOptions(), cfg)
+        sizes = [int(n) for n in re.findall(r"__shared__ [^;]*fold\[(\d+)\]", code.source)]
+        assert sizes and max(sizes) <= FOLD_LIMIT, (cfg, sizes)
+        assert code.config.rows <= cfg.rows

@@ -233,3 +233,21 @@ def test_a_per_row_output_reads_its_input_itself_after_the_passes():
     _check("v0 = x0[:, None]\nv1 = np.logical_and(v0, x1)\nv2 = np.rad2deg(v0)\nv3 = np.all(v1, axis=2)\n"
            "v4 = np.logical_and(v3, x0)", {"x0": x0, "x1": x1})
 
+
+
+@needs_cxx
+@pytest.mark.parametrize("rows", [2, 3])
+def test_variance_keeps_numpys_rounded_mean(rows):
+    """z-scores over an axis of 2 or 3 whose elements sit a few ulps apart: NumPy's
+    variance sums squared deviations from its own rounded mean (sum / n), and (x - mean) /
+    std keeps NumPy's digits only where the one-pass variance adds n (mean - m)^2 for it
+    (2e-3 off before, on the H200 sweep's (2, 922, 4862))."""
+    base = RNG.uniform(0.5, 4.0, 3000).astype(np.float32)
+    steps = RNG.integers(1, 5, (rows - 1, 3000)).astype(np.float32)
+    x = np.empty((rows, 3000), np.float32)
+    x[0] = base
+    for k in range(1, rows):   # each row a few ulps above the one before
+        x[k] = x[k - 1] + steps[k - 1] * np.spacing(x[k - 1])
+    x[:, ::7] = RNG.standard_normal((rows, len(range(0, 3000, 7)))).astype(np.float32)   # and ordinary columns
+    _check("y = (x - x.mean(axis=0, keepdims=True)) / x.std(axis=0, keepdims=True)\nv = x.var(axis=0)",
+           {"x": x}, rtol=2e-6)

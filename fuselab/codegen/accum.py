@@ -29,6 +29,7 @@ class Accumulator:
     value_dtype: np.dtype      # dtype of the elements folded in
     out_dtype: np.dtype        # the reduce node's dtype
     ddof: int = 0              # var: the divisor is count - ddof
+    few: bool = False          # var over fewer than 8 elements: its state keeps the plain sum
 
     @property
     def op(self) -> str:
@@ -50,17 +51,19 @@ class Accumulator:
     @property
     def ctype(self) -> str:
         """The running value's C type: the dtype's, or (count, mean, M2) for a variance."""
-        return f"fl_welford<{self.value_type}>" if self.rule.combine == "welford" else self.value_type
+        if self.rule.combine == "welford":
+            return f"fl_welford<{self.value_type}{', true' if self.few else ''}>"
+        return self.value_type
 
     @property
     def nbytes(self) -> int:
-        return self.rule.acc.itemsize * (5 if self.rule.combine == "welford" else 1) if self.rule.acc != np.float16 \
+        return self.rule.acc.itemsize * ((6 if self.few else 5) if self.rule.combine == "welford" else 1) if self.rule.acc != np.float16 \
             else 4
 
     @property
     def functor(self) -> str:
         """The typed combine, e.g. `fl_add_op<long long>()`."""
-        return f"fl_{self.rule.combine}_op<{self.value_type}>()"
+        return f"fl_{self.rule.combine}_op<{self.value_type}{', true' if self.few else ''}>()"
 
     @property
     def is_max(self) -> str:
@@ -155,4 +158,6 @@ def accumulator(graph: Graph, nid: int, names: Names) -> Accumulator:
     rule = reduce_rule(n.op, value_dtype, n.dtype)
     var = names.fresh(f"acc{nid}")
     idx = names.fresh(f"acc{nid}_index") if rule.is_arg else None
-    return Accumulator(nid, rule, var, idx, value_dtype, n.dtype, n.args["ddof"] if "ddof" in n.args else 0)
+    reduced = int(np.prod([graph.nodes[n.inputs[0]].aval.shape[a] for a in n.args["axes"]], dtype=np.int64))
+    return Accumulator(nid, rule, var, idx, value_dtype, n.dtype, n.args["ddof"] if "ddof" in n.args else 0,
+                       few=rule.combine == "welford" and reduced < 8)

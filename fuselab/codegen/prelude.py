@@ -657,8 +657,10 @@ template <class T, class Op> __device__ __forceinline__ T fl_group_allreduce(T v
 // keeps its mean relative to a shift, its first element: Welford's rounding grows with
 // |mean| / standard deviation (float32 data around 1000 with deviations of 1 lost three
 // digits), shifted data keep it at NumPy's two passes'.
+// Over fewer than 8 elements (S) the plain sum rides along (fl_welford_var: NumPy's mean).
 // Where NumPy's passes overflow, fl_welford_var gives its results (see there).
-template <class T> struct fl_welford { T n, mean, m2, nonfinite, shift; };
+template <class T, bool S = false> struct fl_welford { T n, mean, m2, nonfinite, shift; };
+template <class T> struct fl_welford<T, true> { T n, mean, m2, nonfinite, shift, sum; };
 // d / n for the running mean, n a count. On the GPU, float through the approximate
 // reciprocal (__fdividef, within 2 ulp): IEEE division's range checks cost a column
 // variance a sixth and a row variance a quarter of its time (H200, 2026-12-02). A relative
@@ -670,22 +672,23 @@ template <class T> __device__ __forceinline__ T fl_div_count(T d, T n) {
 #endif
     return d / n;
 }
-template <class T> struct fl_welford_op {
-    typedef fl_welford<T> type;
-    __device__ __forceinline__ fl_welford<T> operator()(fl_welford<T> a, fl_welford<T> b) const {
+template <class T, bool S = false> struct fl_welford_op {
+    typedef fl_welford<T, S> type;
+    __device__ __forceinline__ fl_welford<T, S> operator()(fl_welford<T, S> a, fl_welford<T, S> b) const {
         if (b.n == T(0)) return a;
         if (a.n == T(0)) return b;
-        fl_welford<T> r;
+        fl_welford<T, S> r;
         r.n = a.n + b.n;
         const T d = (b.mean - a.mean) + (b.shift - a.shift), f = b.n / r.n;
         r.mean = a.mean + d * f;
         r.m2 = a.m2 + b.m2 + d * d * a.n * f;
         r.nonfinite = a.nonfinite + b.nonfinite;
         r.shift = a.shift;
+        if constexpr (S) r.sum = a.sum + b.sum;
         return r;
     }
-    __device__ __forceinline__ fl_welford<T> operator()(fl_welford<T> a, T x) const {   // one element
-        fl_welford<T> r;
+    __device__ __forceinline__ fl_welford<T, S> operator()(fl_welford<T, S> a, T x) const {   // one element
+        fl_welford<T, S> r;
         r.shift = a.n == T(0) ? x : a.shift;
         const T y = x - r.shift;
         r.n = a.n + T(1);
@@ -693,9 +696,10 @@ template <class T> struct fl_welford_op {
         r.mean = a.mean + fl_div_count(d, r.n);
         r.m2 = a.m2 + d * (y - r.mean);
         r.nonfinite = a.nonfinite + (x - x);
+        if constexpr (S) r.sum = a.sum + x;
         return r;
     }
-    template <class A, class B> __device__ fl_welford<T> operator()(A, B) const = delete;
+    template <class A, class B> __device__ fl_welford<T, S> operator()(A, B) const = delete;
 };
 // np.var from the state. NumPy's divisor is the count less ddof, at least zero (0 / 0 is
 // NaN, x / 0 inf). Its passes run in the result's dtype, whose largest finite value rounds
@@ -703,28 +707,43 @@ template <class T> struct fl_welford_op {
 // in float): an infinite or NaN element makes its mean and so its deviations NaN; finite
 // elements whose sum, or sum of squared deviations, reaches the limit make it inf. Welford's
 // state need not overflow there (all elements 1e308: 0), or overflows into NaN.
-template <class T> __device__ __forceinline__ T fl_welford_var(fl_welford<T> w, int ddof, double limit_) {
+// NumPy's second pass sums squared deviations from its rounded mean m (its float sum over
+// n), not from the exact mean: that sum is M2 + n (mean - m)^2. Where the elements sit a
+// few ulps apart (z-scores over an axis of 2), the second term is most of NumPy's variance,
+// and (x - m) / std keeps NumPy's digits only with it (2e-3 off without, H200 sweep). m is
+// NumPy's: below 8 elements its sum adds one after another, as the state's plain sum
+// did (S); from 8 on, its pairwise sum about rounds the exact sum (n shift + n mean, in
+// double), which a long plain sum would not. mean - m as (shift - m) + mean, in double.
+template <class T, bool S> __device__ __forceinline__ T fl_welford_var(fl_welford<T, S> w, int ddof, double limit_) {
     const T d = w.n - T(ddof), limit = T(limit_);
     if (w.nonfinite != T(0)) return fl_nan<T>();
-    const T m2 = (fabs(w.n * (w.shift + w.mean)) < limit && w.m2 < limit) ? w.m2 : fl_inf<T>();
+    const double n = double(w.n);
+    T sum;
+    if constexpr (S) sum = w.sum;
+    else sum = T(n * double(w.shift) + n * double(w.mean));
+    const double m = double(sum / w.n);
+    const double e = w.n > T(0) ? (double(w.shift) - m) + double(w.mean) : 0.0;
+    const T m2 = (fabs(w.n * (w.shift + w.mean)) < limit && w.m2 < limit) ? T(double(w.m2) + n * e * e) : fl_inf<T>();
     return m2 / (d > T(0) ? d : T(0));
 }
 // Shuffles and L2 loads move its fields one by one.
-template <class T> __device__ __forceinline__ fl_welford<T> fl_shfl_xor(fl_welford<T> v, int mask, int width) {
+template <class T, bool S> __device__ __forceinline__ fl_welford<T, S> fl_shfl_xor(fl_welford<T, S> v, int mask, int width) {
     v.n = fl_shfl_xor(v.n, mask, width);
     v.mean = fl_shfl_xor(v.mean, mask, width);
     v.m2 = fl_shfl_xor(v.m2, mask, width);
     v.nonfinite = fl_shfl_xor(v.nonfinite, mask, width);
     v.shift = fl_shfl_xor(v.shift, mask, width);
+    if constexpr (S) v.sum = fl_shfl_xor(v.sum, mask, width);
     return v;
 }
-template <class T> __device__ __forceinline__ fl_welford<T> fl_ldcg(const fl_welford<T>* p) {
-    fl_welford<T> v;
+template <class T, bool S> __device__ __forceinline__ fl_welford<T, S> fl_ldcg(const fl_welford<T, S>* p) {
+    fl_welford<T, S> v;
     v.n = fl_ldcg(&p->n);
     v.mean = fl_ldcg(&p->mean);
     v.m2 = fl_ldcg(&p->m2);
     v.nonfinite = fl_ldcg(&p->nonfinite);
     v.shift = fl_ldcg(&p->shift);
+    if constexpr (S) v.sum = fl_ldcg(&p->sum);
     return v;
 }
 """),

@@ -34,6 +34,7 @@ BLOCK = 256
 MIN_PER_BLOCK = 4096   # elements a split block should at least reduce
 
 TREE_FOLD_ROWS = 16     # rows of threads beyond which a block's fold is a tree
+FOLD_LIMIT = 40 * 1024  # bytes of a column fold buffer: static shared memory (48 KB without opt-in)
 UNROLL = 4            # steps of the reduced axis a thread reads before it folds any, at most
 GROUP_READ_BYTES = 64  # ... and bytes a group reads at most (two groups live at once)
 
@@ -592,6 +593,14 @@ def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> Ker
     accs = [accumulator(g, r, ctx.names) for r in p.reduces]
     lanes = cfg.lanes
     sub = 32 // lanes                      # rows a warp covers at once
+    # the fold buffer: a slot per thread, room for the widest accumulator (and an
+    # argmax's index after the values); fewer rows of warps where it would not fit
+    per = max(16, max(a.nbytes + (8 if a.is_arg else 0) for a in accs))
+    fit = cfg.rows
+    while fit > 1 and fit * 32 * cfg.width * per > FOLD_LIMIT:
+        fit //= 2
+    if fit != cfg.rows:
+        cfg = replace(cfg, rows=fit, why=f"{cfg.why}; {fit} rows of warps: the fold fits static shared memory")
     rows = cfg.rows * sub                  # rows of threads in all
     lane, ry = ("threadIdx.x", "threadIdx.y") if sub == 1 else ("lane", "ry")
     tile = lanes * width
@@ -637,8 +646,7 @@ def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> Ker
     r_lo = f"part * {chunk}" if splits > 1 else "0"
     r_hi = f"min(index_t({R}), (part + 1) * {chunk})" if splits > 1 else f"{R}"
     lines += strided_loop("r", f"{r_lo} + {ry}", r_hi, f"{rows}", reads, body, guard="active")
-    if rows > 1:   # room for the widest accumulator (and an argmax's index after the values)
-        per = max(16, max(a.nbytes + (8 if a.is_arg else 0) for a in accs))
+    if rows > 1:
         lines.append(f"__shared__ __align__(16) unsigned char fold[{rows * tile * per}];")
     lines += _fold_rows(ctx, accs, tile, width, rows, lane, ry)
     o_var = ix.Var("o", max(K, 1))

@@ -44,6 +44,7 @@ class Acc:
     out_dtype: np.dtype        # the reduce node's dtype
     at_: str = ""              # "[j]": the state lives in element j of arrays of these names
     ddof: int = 0              # var: the divisor is the count less ddof
+    few: bool = False          # var over fewer than 8 elements: the state keeps the plain sum `su`
 
     @property
     def is_arg(self) -> bool:
@@ -72,6 +73,11 @@ class Acc:
     def nf(self) -> str:
         """np.var's count of elements that are not finite (NumPy's result is then NaN)."""
         return f"{self.var}_nf{self.at_}"
+
+    @property
+    def su(self) -> str:
+        """np.var's plain sum (NumPy's mean of a few elements: see result)."""
+        return f"{self.var}_su{self.at_}"
 
     @property
     def blocked(self) -> bool:
@@ -177,7 +183,8 @@ class Acc:
     def declare(self) -> list[str]:
         if self.welford:
             return [f"{self.n} = np.int64(0)", f"{self.v} = {self.identity()}", f"{self.m2} = {self.identity()}",
-                    f"{self.nf} = np.int64(0)", f"{self.sh} = {self.identity()}"]
+                    f"{self.nf} = np.int64(0)", f"{self.sh} = {self.identity()}"] + \
+                ([f"{self.su} = {self.identity()}"] if self.few else [])
         out = [f"{self.v} = {self.identity()}"]
         if self.blocked:
             out.append(f"{self.comp} = {self.identity()}")
@@ -186,7 +193,7 @@ class Acc:
     def declare_array(self, count: str) -> list[str]:
         """Arrays of `count` accumulators, each set to the identity."""
         names = [self.var] + ([f"{self.var}_c", f"{self.var}_b"] if self.blocked else []) + \
-            ([f"{self.var}_m2", f"{self.var}_sh"] if self.welford else [])
+            ([f"{self.var}_m2", f"{self.var}_sh"] if self.welford else []) + ([f"{self.var}_su"] if self.few else [])
         out = [f"{n} = np.empty({count}, {self.array_dtype})" for n in names]
         out += [f"{self.var}_{c} = np.empty({count}, np.int64)" for c in ("n", "nf")] if self.welford else []
         out += [f"{self.idx} = np.empty({count}, np.int64)"] if self.is_arg else []
@@ -227,6 +234,7 @@ class Acc:
                     f"{self.n} += 1", f"{d} = {y} - {self.v}",
                     f"{self.v} = {self.v} + {d} / {ctor(self.acc_dtype)}({self.n})",
                     f"{self.m2} = {self.m2} + {d} * ({y} - {self.v})",
+                    *([f"{self.su} = {self.su} + {x}"] if self.few else []),
                     f"if not np.isfinite({x}):", f"    {self.nf} += 1"]
         if self.is_arg:
             return [f"if {self.i} < 0 or {self._better(value)}:", f"    {self.v} = {value}",
@@ -235,13 +243,13 @@ class Acc:
         target = self.blk if self.blocked else self.v
         return [f"{target} = {combine(self.op, target, v, self.acc_dtype)}"]
 
-    def chan(self, n: str, mean: str, m2: str, nf: str, sh: str) -> list[str]:
+    def chan(self, n: str, mean: str, m2: str, nf: str, sh: str, su: str | None = None) -> list[str]:
         """Fold in the (count, mean relative to shift `sh`, squared deviations, non-finite
-        count) of later elements: Chan et al.'s combine, as fl_welford_op's (an empty
-        state changes nothing)."""
+        count, and where `few` plain sum) of later elements: Chan et al.'s combine, as
+        fl_welford_op's (an empty state changes nothing)."""
         d, f, tn = (f"{self.var}_{s}" for s in ("d", "f", "tn"))
         T = ctor(self.acc_dtype)
-        return [f"{self.nf} += {nf}",
+        return [f"{self.nf} += {nf}", *([f"{self.su} = {self.su} + {su}"] if self.few else []),
                 f"if {n} > 0:",
                 f"    if {self.n} == 0:",
                 f"        {self.n} = {n}", f"        {self.v} = {mean}", f"        {self.m2} = {m2}",
@@ -264,7 +272,8 @@ class Acc:
                 f"{bn} = {hi} - {lo}",
                 f"{bm} = fl_block_sum_shifted({buf}, {lo}, {hi}, {self.sh}) / {T}({bn})",
                 f"{bq} = fl_block_sqdev({buf}, {lo}, {hi}, {self.sh}, {bm})",
-                *self.chan(bn, bm, bq, f"fl_block_nonfinite({buf}, {lo}, {hi})", self.sh)]
+                *self.chan(bn, bm, bq, f"fl_block_nonfinite({buf}, {lo}, {hi})", self.sh,
+                           f"fl_block_sum_shifted({buf}, {lo}, {hi}, {T}(0))" if self.few else None)]
 
     def partial_arrays(self, name: str, index: str | None, count: int) -> list[tuple[str, str, int]]:
         """Arrays of `count` partial results named after `name` (and `index`): (name, NumPy
@@ -273,12 +282,13 @@ class Acc:
         if self.welford:
             out += [(f"{name}_n", "np.int64", count), (f"{name}_m2", self.array_dtype, count),
                     (f"{name}_nf", "np.int64", count), (f"{name}_sh", self.array_dtype, count)]
+            out += [(f"{name}_su", self.array_dtype, count)] if self.few else []
         return out + ([(index, "np.int64", count)] if index else [])
 
     def merge_partial(self, name: str, index: str | None, at: str) -> list[str]:
         """Fold in the partial result at `at` of the arrays `partial_arrays` made."""
         if self.welford:
-            return self.chan(*(f"{name}{c}[ix({at})]" for c in ("_n", "", "_m2", "_nf", "_sh")))
+            return self.chan(*(f"{name}{c}[ix({at})]" for c in ("_n", "", "_m2", "_nf", "_sh", "_su")[:6 if self.few else 5]))
         return self.merge(f"{name}[ix({at})]", f"{index}[ix({at})]" if index else None)
 
     def merge(self, value: str, index: str | None) -> list[str]:
@@ -301,7 +311,7 @@ class Acc:
         if self.welford:
             return [f"{values}[ix({at})] = {self.v}", f"{values}_n[ix({at})] = {self.n}",
                     f"{values}_m2[ix({at})] = {self.m2}", f"{values}_nf[ix({at})] = {self.nf}",
-                    f"{values}_sh[ix({at})] = {self.sh}"]
+                    f"{values}_sh[ix({at})] = {self.sh}"] + ([f"{values}_su[ix({at})] = {self.su}"] if self.few else [])
         out = [f"{values}[ix({at})] = {self.total()}"]
         return out + ([f"{indices}[ix({at})] = {self.i}"] if self.is_arg else [])
 
@@ -315,8 +325,15 @@ class Acc:
             # where NumPy's passes in the result's dtype overflow: NaN from a non-finite
             # element, inf from a sum or a sum of squared deviations past the limit
             limit = f"{T}(65520.0)" if is_half(self.out_dtype) else f"{T}(np.inf)"
-            m2 = (f"({self.m2} if np.abs({T}({self.n}) * ({self.sh} + {self.v})) < {limit} and {self.m2} < {limit} "
-                  f"else {T}(np.inf))")
+            # NumPy's squared deviations are from its rounded mean m: M2 + n (mean - m)^2, m
+            # its sum over n: below 8 elements the plain sum, from 8 on the exact sum
+            # rounded to the accumulation type (as fl_welford_var)
+            n = f"np.float64({self.n})"
+            s = self.su if self.few else f"{T}({n} * np.float64({self.sh}) + {n} * np.float64({self.v}))"
+            m = f"np.float64({s} / {T}({self.n}))"
+            e = f"((np.float64({self.sh}) - {m}) + np.float64({self.v}) if {self.n} > 0 else 0.0)"
+            m2 = (f"({T}(np.float64({self.m2}) + {n} * {e} * {e}) if np.abs({T}({self.n}) * ({self.sh} + {self.v})) "
+                  f"< {limit} and {self.m2} < {limit} else {T}(np.inf))")
             return f"({T}(np.nan) if {self.nf} > 0 else {m2} / {T}({count}))"
         if is_half(self.out_dtype):
             return f"fl_round_half({self.total()})"   # accumulated in float32, rounded once
@@ -430,6 +447,8 @@ def accumulator(graph: Graph, nid: int, names: Names) -> Acc:
         acc = n.dtype
     var = names.fresh(f"acc{nid}")
     names.used.update(f"{var}_{s}" for s in ("c", "b", "t", "n", "m2", "d", "f", "tn", "bn", "bm", "bq", "l", "lc", "ls",
-                                             "lt", "lx"))
+                                             "lt", "lx", "sh", "nf", "su", "y"))
     idx = names.fresh(f"acc{nid}_index") if n.op in ARG_REDUCE_OPS else None
-    return Acc(nid, n.op, var, idx, np.dtype(acc), value_dtype, n.dtype, ddof=int(n.args["ddof"]) if "ddof" in n.args else 0)
+    reduced = int(np.prod([graph.nodes[n.inputs[0]].aval.shape[a] for a in n.args["axes"]], dtype=np.int64))
+    return Acc(nid, n.op, var, idx, np.dtype(acc), value_dtype, n.dtype, ddof=int(n.args["ddof"]) if "ddof" in n.args else 0,
+               few=n.op == "var" and reduced < 8)
