@@ -29,7 +29,6 @@ class Load:
     from_index: bool = False
     gathered: ix.Affine | None = None   # "gather": the offset of element e of the vector
 
-
     def ctype(self, graph) -> str:
         dt = graph.nodes[self.node].dtype
         return register_type(dt) if self.from_index else storage_type(dt)
