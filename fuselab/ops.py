@@ -331,6 +331,14 @@ _COMBINE = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum"
             "var": "welford"}
 
 
+def var_keeps_plain_sum(op_name: str, in_shape: Sequence[int], axes: Sequence[int]) -> bool:
+    """Whether np.var's one-pass state also keeps the plain sum of its elements: over
+    fewer than 8 of them, where NumPy's pairwise sum adds them one after another and its
+    variance is about that sum over n (both backends' variance finish; from 8 elements on
+    they take the exact sum rounded instead)."""
+    return op_name == "var" and math.prod(int(in_shape[a]) for a in axes) < 8
+
+
 def reduce_rule(op_name: str, in_dtype: Any, out_dtype: Any) -> ReduceRule:
     """The accumulation of reduction `op_name` over `in_dtype` elements giving `out_dtype`.
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph
-from ..ops import ReduceRule, reduce_rule
+from ..ops import ReduceRule, reduce_rule, var_keeps_plain_sum
 from .emit import Names
 from .types import cast_tag, is_half, literal, register_type
 
@@ -158,6 +158,5 @@ def accumulator(graph: Graph, nid: int, names: Names) -> Accumulator:
     rule = reduce_rule(n.op, value_dtype, n.dtype)
     var = names.fresh(f"acc{nid}")
     idx = names.fresh(f"acc{nid}_index") if rule.is_arg else None
-    reduced = int(np.prod([graph.nodes[n.inputs[0]].aval.shape[a] for a in n.args["axes"]], dtype=np.int64))
     return Accumulator(nid, rule, var, idx, value_dtype, n.dtype, n.args["ddof"] if "ddof" in n.args else 0,
-                       few=rule.combine == "welford" and reduced < 8)
+                       few=var_keeps_plain_sum(n.op, graph.nodes[n.inputs[0]].aval.shape, n.args["axes"]))

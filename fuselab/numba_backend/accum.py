@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..ir import Graph
-from ..ops import ARG_REDUCE_OPS
+from ..ops import ARG_REDUCE_OPS, var_keeps_plain_sum
 from .emit import Names, indent
 from .pyops import combine
 from .pytypes import cast, ctor, highest, is_half, literal, lowest, register
@@ -449,6 +449,5 @@ def accumulator(graph: Graph, nid: int, names: Names) -> Acc:
     names.used.update(f"{var}_{s}" for s in ("c", "b", "t", "n", "m2", "d", "f", "tn", "bn", "bm", "bq", "l", "lc", "ls",
                                              "lt", "lx", "sh", "nf", "su", "y"))
     idx = names.fresh(f"acc{nid}_index") if n.op in ARG_REDUCE_OPS else None
-    reduced = int(np.prod([graph.nodes[n.inputs[0]].aval.shape[a] for a in n.args["axes"]], dtype=np.int64))
     return Acc(nid, n.op, var, idx, np.dtype(acc), value_dtype, n.dtype, ddof=int(n.args["ddof"]) if "ddof" in n.args else 0,
-               few=n.op == "var" and reduced < 8)
+               few=var_keeps_plain_sum(n.op, graph.nodes[n.inputs[0]].aval.shape, n.args["axes"]))
