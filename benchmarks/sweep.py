@@ -169,6 +169,13 @@ def main() -> None:
                     help="also time this strategy's plan (e.g. max, or strided-apart: auto without row "
                          "kernels along a strided axis) where it differs from auto's")
     args = ap.parse_args()
+    fams = tuple(f for f in args.families.split(",") if f)
+    if fams == ("new",):
+        fams = NEW_FAMILIES
+    try:
+        chosen = random_cases(args.seed, args.random, fams) if args.random else wide_cases() if args.wide else cases()
+    except ValueError as e:
+        ap.error(str(e))
     from fuselab import runtime
     from fuselab.plan.cost import DeviceParams
     try:
@@ -185,10 +192,6 @@ def main() -> None:
     result = {"device": info.name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "calibration": calib, "rows": []}
     out = Path(args.out)
-    fams = tuple(f for f in args.families.split(",") if f)
-    if fams == ("new",):
-        fams = NEW_FAMILIES
-    chosen = random_cases(args.seed, args.random, fams) if args.random else wide_cases() if args.wide else cases()
     todo = [c for c in chosen if not args.only or any(s in c.name for s in args.only.split(","))]
     for case in todo:
         if time.perf_counter() - START > args.deadline:

@@ -282,16 +282,18 @@ def _split(rng: np.random.Generator, total: int, dims: int, lo: int = 2) -> tupl
     return tuple(max(lo, int(round(total ** f))) for f in fracs)
 
 
+FIRST_FAMILIES = ("softmax", "layernorm", "logsumexp", "row reduce", "column reduce", "3-D reduce", "var/std",
+                  "two-pass", "broadcast", "stencil 2-D", "stencil 3-D", "chain", "small", "4-D reduce",
+                  "axis softmax", "norm", "leaky sum", "strided", "transposed", "int reduce", "moments")
+
+
 def _random_case(rng: np.random.Generator, tag: str, family: str | None = None) -> Case:
     """A case of random dtype and shape, of a random first family unless `family` is given."""
     dt = str(rng.choice(["float32"] * 5 + ["float16"] * 2 + ["float64"]))
     itemsize = np.dtype(dt).itemsize
     nbytes = _log_int(rng, 1 << 21, 1 << 28)          # 2 MiB (in L2) to 256 MiB
     n = max(64, nbytes // itemsize)
-    family = str(rng.choice(["softmax", "layernorm", "logsumexp", "row reduce", "column reduce",
-                             "3-D reduce", "var/std", "two-pass", "broadcast", "stencil 2-D",
-                             "stencil 3-D", "chain", "small", "4-D reduce", "axis softmax", "norm",
-                             "leaky sum", "strided", "transposed", "int reduce", "moments"])) if family is None else family
+    family = str(rng.choice(list(FIRST_FAMILIES))) if family is None else family
     if family in NEW_FAMILIES:
         return _everyday_case(rng, tag, family, dt, n)
 
@@ -504,6 +506,10 @@ def _everyday_case(rng: np.random.Generator, tag: str, family: str, dt: str, n: 
 def random_cases(seed: int, count: int, families: tuple[str, ...] = ()) -> list[Case]:
     """`count` cases of random dtype and shape, the same for the same seed: of the first
     families (the stream earlier seeds' tables came from), or of `families`, chosen evenly."""
+    unknown = [f for f in families if f not in FIRST_FAMILIES + NEW_FAMILIES]
+    if unknown:
+        raise ValueError(f"unknown sweep families {unknown}; choose from {list(FIRST_FAMILIES + NEW_FAMILIES)} "
+                         "(or 'new' on the command line for NEW_FAMILIES)")
     rng = np.random.default_rng(seed)
     if not families:
         return [_random_case(rng, f"s{seed}.{k}") for k in range(count)]

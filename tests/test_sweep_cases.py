@@ -30,3 +30,8 @@ def test_everyday_families_trace_and_plan(seed):
         plan = make_plan(traced.graph, "auto")
         assert plan.kernels and all(o in dict(traced.graph.outputs) for o in case.outputs), case.name
     assert seen == set(NEW_FAMILIES)
+
+
+def test_an_unknown_family_is_refused_with_the_known_ones():
+    with pytest.raises(ValueError, match="unknown sweep families.*batchnorm"):
+        random_cases(1, 5, ("batchnrom",))
