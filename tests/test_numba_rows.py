@@ -6,6 +6,7 @@ vectorize."""
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
 import pytest
@@ -115,11 +116,16 @@ def test_lane_sums_are_accurate_and_thread_independent(cols):
     fin = np.isfinite(exact)
     assert (np.abs(got[fin] - exact[fin]) <= 2 * np.finfo(np.float32).eps * mag[fin] + 1e-45).all()
     np.testing.assert_array_equal(np.isnan(got), np.isnan(x.sum(-1)))
+    _same_bits_on_any_threads(plan, {"x": x}, serial)
+
+
+def _same_bits_on_any_threads(plan, inputs, serial) -> None:
+    """The parallel run gives the serial run's bits on one thread and on all of them."""
     threads = numba.get_num_threads()
     try:
         for n in sorted({1, threads}):
             numba.set_num_threads(n)
-            par = run_numba(plan, {"x": x}, PARALLEL)
+            par = run_numba(plan, inputs, PARALLEL)
             for name in serial:
                 np.testing.assert_array_equal(par[name], serial[name], err_msg=f"{name}, {n} thread(s)")
     finally:
@@ -216,3 +222,45 @@ def test_rows_along_axis_0_on_the_cpu_are_planned_where_they_stream():
     slow = DeviceParams.from_dict({"sm_count": 2, "bandwidth_GBps": 20, "launch_us": 2, "eff_row_slab": 0.2,
                                    "run_s": 0.0})
     assert "row" not in [k.template.value for k in make_plan(g, "auto", params=slow).kernels]
+
+
+STRIDED_CELLS = [
+    "y = x - x.mean(axis=0)",
+    "m = x.max(axis=0, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(axis=0, keepdims=True)",
+    "v = x.var(axis=0)\ny = (x - x.mean(axis=0)) / np.sqrt(v + 1e-5)",
+    "i = x.argmax(axis=0)\ny = x - x.min(axis=0)",
+]
+STRIDED_SHAPES = [((40, 300), np.float32), ((17, 5, 70), np.float32), ((33, 600), np.float16),
+                  ((300, 3, 21), np.float64)]
+
+
+@pytest.mark.parametrize("src", STRIDED_CELLS + [
+    "y = x - x.mean(axis=1, keepdims=True)\ns = x.sum(axis=1)",
+    "m = x.max(axis=1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(axis=1, keepdims=True)",
+    "v = x.std(axis=1, keepdims=True)\ny = x / (v + 1)"])
+@pytest.mark.parametrize("shape,dtype", STRIDED_SHAPES)
+def test_strided_rows_walk_in_tiles(src, shape, dtype):
+    """Rows along a strided axis of more than 16 columns run in tiles of adjacent rows
+    (row.py's _generate_tiled): NumPy's results, NaN and inf included, the same bits on
+    one thread and on all, a tile that ends past the last row, and a softmax's exp kept
+    in a tile buffer (computed once per element)."""
+    if "axis=1" in src:   # the middle axis of 3-D shapes, as long as the first
+        shape = (shape[1], shape[0], 3) if len(shape) == 2 else (shape[1], shape[0], shape[2])
+    from fuselab.numba_backend import generate
+    from fuselab.trace.run import trace_cell
+    rng = np.random.default_rng(len(src) + shape[0])
+    x = rng.standard_normal(shape).astype(dtype)
+    x.flat[7] = np.nan
+    x.flat[shape[-1] + 3] = np.inf
+    g = trace_cell(src, {"np": np, "x": x}).graph
+    plan = one_kernel(g, Template.ROW)
+    (code,) = generate(plan)
+    assert "tiles of" in code.notes[0], code.notes
+    if "np.exp" in src:
+        exps = sum(len(re.findall(r"(?:fl_exp\w*|np\.exp)\(", line.split("#")[0])) for line in code.source.splitlines())
+        assert "tile buffers for" in code.notes[0] and exps == 1, code.source
+    serial = run_numba(plan, {"x": x}, SERIAL)
+    with np.errstate(all="ignore"):
+        check = compare(serial, run_graph(g, {"x": x}), 2e-3 if dtype == np.float16 else 1e-5)
+    assert check.ok, check.worst
+    _same_bits_on_any_threads(plan, {"x": x}, serial)

@@ -165,8 +165,13 @@ def device_params(force: bool = False):
     # rows along a strided axis: each row's loop walks its columns a stride apart, one
     # stream per column. Up to 16 the prefetchers follow them (x - x.mean(0), 2 cores:
     # (2, 4M) 4.2 ms and (16, 1M) 11.6 ms against 16.8 and 19.6 ms for the column mean and
-    # the subtraction apart); beyond, a line per element ((32, 500k) 50 ms against 17 ms,
-    # (1000, 1000) 3.2 against 0.68 ms): a fifth of the bandwidth
-    # (slabs of strided rows run row by row too)
+    # the subtraction apart); beyond, a row at a time read a line per element ((32, 500k)
+    # 50 ms against 17 ms, (1000, 1000) 3.2 against 0.68 ms). Such rows now run in tiles of
+    # adjacent rows (row.py's _generate_tiled): level with the unfused plan on one thread
+    # ((1000, 1000) 1.0-1.3 ms against 1.3), ahead where a tile's columns stay in L2 ((32,
+    # 500k) 18 against 23 ms) on a loaded machine: the model keeps them apart until a quiet
+    # measurement says more. (slabs of strided rows run in the same tiles.) No element rate:
+    # a core's loops are bound by their bytes or their flops
     return DeviceParams.from_dict({**calibrate(force), "run_s": 0.0, "chip_exp": 0.0, "eff_row_strided": 0.2,
-                                   "eff_row_slab": 0.2, "strided_cols": 16}, source="calibration (CPU)")
+                                   "eff_row_slab": 0.2, "strided_cols": 16, "elem_rate": 0.0},
+                                  source="calibration (CPU)")
