@@ -31,16 +31,16 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 import numpy as np  # noqa: E402
 
-FITTED = ("run_s", "chip_exp", "l2_bandwidth")
+FITTED = ("run_s", "chip_exp", "l2_bandwidth", "elem_rate")
 # also fittable: the per-template/tier efficiencies; on the H200 sweeps they fit to 0.98-1.0
 # and change no case's verdict (COST_MODEL.md), so they stay at 1
 EFFS = ("eff_pointwise", "eff_reduction", "eff_row_warp", "eff_row_block", "eff_row_smem", "eff_row_looped")
 # where a fit starts: nothing known (no fixed cost per run, L2
 # no faster than DRAM, shared-memory rows as good as any), so that a parameter no case of
 # the training set depends on stays uninformed in the leave-one-family-out check
-NEUTRAL = {"run_s": 1e-6, "chip_rows": 1.0, "chip_exp": 0.01, "l2_bandwidth": 4.1e12,
+NEUTRAL = {"run_s": 1e-6, "chip_rows": 1.0, "chip_exp": 0.01, "l2_bandwidth": 4.1e12, "elem_rate": 4e12,
            **{e: 1.0 for e in EFFS}}
-SCALE = {"run_s": 1e-6, "l2_bandwidth": 1e12}     # fit in us and TB/s
+SCALE = {"run_s": 1e-6, "l2_bandwidth": 1e12, "elem_rate": 1e12}     # fit in us, TB/s, T elements/s
 
 
 @dataclasses.dataclass
@@ -53,28 +53,68 @@ class Row:
     plan: Any
     plan_changed: bool
     recorded_pred_s: float | None
+    source: str = ""
+    inputs: dict = dataclasses.field(default_factory=dict)   # name -> (shape, dtype)
+    sweep: str = ""             # the sweep's date (a fixture's key)
 
 
 def load_rows(paths: list[str]) -> list[Row]:
-    import fuselab
-    from fuselab.plan import make_plan
-    from sweep_cases import cases, wide_cases
-    by_name = {c.name: c for c in cases() + wide_cases()}
+    """The rows of sweep JSONs (benchmarks/sweep.py) and of fixtures this script wrote
+    (--fixture: {"sweeps", "points"}), each case once (the first file's)."""
     seen: dict[str, Row] = {}
     for path in paths:
         data = json.loads(Path(path).read_text())
+        if "points" in data:
+            for pt in data["points"]:
+                if pt["case"] not in seen:
+                    inputs = {n: (tuple(shape), dt) for n, (shape, dt) in pt["inputs"].items()}
+                    seen[pt["case"]] = _row(pt["case"], pt["family"], path, pt["measured_s"],
+                                            data["sweeps"][pt["sweep"]]["calibration"], pt["source"], inputs,
+                                            pt["kernels"], None, pt["sweep"])
+            continue
+        by_name = cases_by_name(data["rows"])
         for r in data["rows"]:
             name = f"{r['family']} {r['size']}"
             if "error" in r or not r.get("fuselab_s") or name in seen or name not in by_name:
                 continue
             case = by_name[name]
-            inputs = {n: np.empty(shape, dtype=dt) for n, (shape, dt) in case.inputs.items()}
-            traced = fuselab.trace_cell(case.source, {"np": np, **inputs})
-            plan = make_plan(traced.graph, "auto")
-            changed = [k.template.value for k in plan.kernels] != [k["template"] for k in r.get("kernels", [])]
-            seen[name] = Row(name, r["family"], path, r["fuselab_s"], data["calibration"], plan, changed,
-                             r.get("predicted_s"))
+            seen[name] = _row(name, r["family"], path, r["fuselab_s"], data["calibration"], case.source,
+                              dict(case.inputs), [k["template"] for k in r.get("kernels", [])],
+                              r.get("predicted_s"), data["date"])
     return list(seen.values())
+
+
+def _row(name: str, family: str, path: str, measured_s: float, calibration: dict, source: str,
+         inputs: dict, kernels: list[str], recorded_pred_s: float | None, sweep: str) -> Row:
+    """A measured case, its cell planned `auto` today with empty arrays of its shapes."""
+    import fuselab
+    from fuselab.plan import make_plan
+    arrays = {n: np.empty(shape, dtype=dt) for n, (shape, dt) in inputs.items()}
+    plan = make_plan(fuselab.trace_cell(source, {"np": np, **arrays}).graph, "auto")
+    changed = [k.template.value for k in plan.kernels] != list(kernels)
+    cal = {k: calibration[k] for k in ("bandwidth_Bps", "launch_s", "flops_per_s", "transcendental_factor",
+                                       "sm_count") if k in calibration}
+    return Row(name, family, path, measured_s, cal, plan, changed, recorded_pred_s, source, inputs, sweep)
+
+
+def cases_by_name(rows: list[dict]) -> dict[str, Any]:
+    """The sweep cases a sweep's rows can come from: the fixed and wide lists, and the
+    random cases of every seed the rows name ("s21.7 ..."), of the first families and of
+    the new ones (the same names either way the stream is drawn)."""
+    import re
+    from sweep_cases import NEW_FAMILIES, cases, random_cases, wide_cases
+    found = cases() + wide_cases()
+    count: dict[int, int] = {}
+    for r in rows:
+        m = re.match(r"s(\d+)\.(\d+) ", r["size"])
+        if m:
+            count[int(m[1])] = max(count.get(int(m[1]), 0), int(m[2]) + 1)
+    for seed, n in count.items():
+        found += random_cases(seed, n) + random_cases(seed, n, NEW_FAMILIES)
+    by_name: dict[str, Any] = {}
+    for c in found:
+        by_name.setdefault(c.name, c)
+    return by_name
 
 
 def params_for(row: Row, overrides: dict[str, float] | None = None):
@@ -169,28 +209,20 @@ def main() -> None:
             print(f"leave out {fam:20s}: {within(q)}/{len(q)} within 25% ({', '.join(f'{v:.2f}' for v in q)})")
         print(f"leave-one-family-out: {within(held)}/{len(held)} within 25% ({quantiles(held)})")
     if args.fixture:
-        write_fixture(Path(args.fixture), used, args.json)
+        write_fixture(Path(args.fixture), used)
 
 
-def write_fixture(path: Path, rows: list[Row], files: list[str]) -> None:
+def write_fixture(path: Path, rows: list[Row]) -> None:
     """The measured points the tests check the model against (tests/test_cost_calibration.py):
     each case's cell, input shapes, kernels and measured time, with each sweep's device
     calibration."""
-    from sweep_cases import cases, wide_cases
-    by_name = {c.name: c for c in cases() + wide_cases()}
-    sweeps = {}
-    for f in files:
-        data = json.loads(Path(f).read_text())
-        cal = {k: data["calibration"][k] for k in ("bandwidth_Bps", "launch_s", "flops_per_s",
-                                                    "transcendental_factor", "sm_count")}
-        sweeps[data["date"]] = {"calibration": cal, "device": data["device"], "cases": len(data["rows"])}
-    date_of = {f: json.loads(Path(f).read_text())["date"] for f in files}
-    points = []
+    sweeps: dict[str, dict] = {}
     for r in rows:
-        c = by_name[r.name]
-        points.append({"case": r.name, "family": r.family, "sweep": date_of[r.source_file],
-                       "source": c.source, "inputs": {n: [list(s), d] for n, (s, d) in c.inputs.items()},
-                       "kernels": [k.template.value for k in r.plan.kernels], "measured_s": r.measured_s})
+        entry = sweeps.setdefault(r.sweep, {"calibration": r.calibration, "device": "NVIDIA H200", "cases": 0})
+        entry["cases"] += 1
+    points = [{"case": r.name, "family": r.family, "sweep": r.sweep, "source": r.source,
+               "inputs": {n: [list(s), d] for n, (s, d) in r.inputs.items()},
+               "kernels": [k.template.value for k in r.plan.kernels], "measured_s": r.measured_s} for r in rows]
     body = ",\n".join(json.dumps(pt, separators=(",", ":")) for pt in points)
     path.write_text('{"about": "fuselab auto on an NVIDIA H200, one run of the plan (benchmarks/sweep.py '
                     'fuselab_s); written by benchmarks/cost_fit.py --fixture",\n"sweeps": '

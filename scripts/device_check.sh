@@ -5,7 +5,7 @@
 # CuPy, then the Dask GPU benchmark alone (threaded scheduler, then distributed). Logs under $OUT, packed into one
 # device_check.tgz (the device tool brings back at most 8 files).
 # Usage (from the repository root, on the device):
-#   [FUZZ_SEED=S FUZZ_WORKERS=W] OUT=... bash scripts/device_check.sh [sweep_s=0] [parallel_s=400] [dask_s=90] [dask_threads="1"]
+#   [FUZZ_SEED=S FUZZ_WORKERS=W] [SWEEP_ARGS="--random 80 --families new --seed 21"] OUT=... bash scripts/device_check.sh [sweep_s=0] [parallel_s=400] [dask_s=90] [dask_threads="1"]
 # (dask_threads: one Dask benchmark run, of dask_s at most, per thread count of the GPU worker)
 # Wheels carried in .whl/ (IPython for the fidelity corpus, Dask for its tests and
 # benchmark; see benchmarks/bench_dask.py) are installed first when present.
@@ -23,7 +23,7 @@ nvidia-smi > "$LOGS/smi.txt" 2>&1
 date -u > "$LOGS/date.txt"; git log --oneline -1 >> "$LOGS/date.txt" 2>&1
 note() { echo "$1 rc=$2 $(date -u)" >> "$LOGS/date.txt"; }
 if [ "$SWEEP_S" -gt 0 ]; then
-  timeout $((SWEEP_S + 60)) python3 benchmarks/sweep.py --out "$LOGS/sweep.json" --deadline "$SWEEP_S" > "$LOGS/sweep.log" 2>&1
+  timeout $((SWEEP_S + 60)) python3 benchmarks/sweep.py ${SWEEP_ARGS:-} --out "$LOGS/sweep.json" --deadline "$SWEEP_S" > "$LOGS/sweep.log" 2>&1
   note sweep $?
 fi
 # The fuzzer's coverage accumulates on the repository's (copy it back to keep it).

@@ -1,6 +1,7 @@
 """The cost model: predicted time of a kernel and the report of a whole plan.
 
-    t(kernel) = launch + max(bytes / (bandwidth * eff) + l2_bytes / l2_bandwidth, flops / throughput) / p
+    t(kernel) = launch + max(bytes / (bandwidth * eff) + l2_bytes / l2_bandwidth, flops / throughput,
+                             visits / elem_rate) / p
     t(run)    = run_s + sum of t(kernel) + sync_s per graph break crossed
 
 - bytes: each materialised input read once at its own size (a broadcast operand is
@@ -19,6 +20,12 @@
   element of its iteration space (broadcast producers are recomputed), a reduction its
   prologue per input element and its epilogue per result, a row kernel its full-row ops
   per element and its per-row ops per row.
+- visits: the elements of the iteration space (the output's for a pointwise kernel, the
+  input's for a reduction or a row kernel) of a kernel that reads an operand broadcast
+  over it: each element computes its operands' offsets and loads the broadcast ones
+  alone (codegen's gathers; pairwise distances through a 3-D broadcast work through
+  128M elements from 10M read). At `elem_rate` a second they bound such kernels; a
+  kernel of full-size operands moves them as vectors and is bound by its bytes.
 - p, the fraction of the GPU a kernel can keep busy: a row kernel runs one row per block
   or warp, so with fewer rows than SMs it leaves SMs idle. Other templates size their grid
   to the data (a reduction never runs on a single block).
@@ -69,6 +76,7 @@ class KernelCost:
     time_s: float
     tier: str = ""              # template, and for a row kernel its tier (row:warp/block/smem/looped)
     l2_bytes: int = 0           # re-reads served by L2 (a stencil's shifted rows)
+    visits_s: float = 0.0       # elements of the iteration space at the device's element rate
 
     @property
     def bytes_total(self) -> int:
@@ -76,6 +84,8 @@ class KernelCost:
 
     @property
     def bound(self) -> str:
+        if self.visits_s > max(self.compute_s, self.memory_s):
+            return "elements"
         return "compute" if self.compute_s > self.memory_s else "memory"
 
 
@@ -227,12 +237,16 @@ def estimate(an: Analysis, mask: int, stored: int, space: Space, params: DeviceP
     flops = 0.0
     eff = 1.0
     tier = space.template.value
+    visits = 0
     if space.template is Template.OPAQUE:
         v = next(bits(mask))
         flops = opaque_flops(an, v)
     else:
         n_full = math.prod(space.shape)
         n_small = math.prod(space.result)
+        # an operand broadcast over the iteration space is read element by element at
+        # offsets computed per element (codegen's gathers); full-size operands stream
+        visits = n_full if any(an.size[u] < n_full for u in reads) else 0
         weight = an.weights(params)
         for v in bits(mask):
             flops += (n_full if space.full >> v & 1 else n_small) * weight[v]
@@ -265,10 +279,11 @@ def estimate(an: Analysis, mask: int, stored: int, space: Space, params: DeviceP
     memory_s = ((bytes_read + bytes_written + extra) / (params.bandwidth * eff)
                 + l2_bytes / max(params.l2_bandwidth, params.bandwidth)) / p
     compute_s = flops / (params.throughput * p)
-    time_s = params.launch_s + max(memory_s, compute_s)
+    visits_s = visits / (params.elem_rate * p) if params.elem_rate > 0 else 0.0
+    time_s = params.launch_s + max(memory_s, compute_s, visits_s)
     kept = sum(an.nbytes[v] for v in bits(mask & ~stored & ~an.out_mask) if not an.free[v])
     return KernelCost(index, name, space.template.value, bytes_read, bytes_written, extra, kept,
-                      flops, p, params.launch_s, memory_s, compute_s, time_s, tier, l2_bytes)
+                      flops, p, params.launch_s, memory_s, compute_s, time_s, tier, l2_bytes, visits_s)
 
 
 def opaque_flops(an: Analysis, v: int) -> float:

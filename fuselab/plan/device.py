@@ -53,6 +53,11 @@ class DeviceParams:
       float32 row, one per SM, reaches ~0.6 of it);
     - l2_bandwidth: a stencil's shifted slices along an outer axis read other cache lines
       than the centre slice; DRAM sends each line once, the extra reads come from L2.
+    - elem_rate: elements of a kernel's iteration space a GPU works through per second
+      (each evaluated at its index: offsets, loads, the ops, a fold): a kernel whose
+      iteration space outgrows its bytes (pairwise distances through a 3-D broadcast,
+      an outer product, float16 rows swept in several passes) is bound by it; 0: no such
+      bound (the CPU's parameters).
     """
 
     name: str = "NVIDIA H200 (documented defaults)"
@@ -64,7 +69,7 @@ class DeviceParams:
     sm_count: int = 132
     row_cache_bytes: int = 200 * 1024
     sync_s: float = 10e-6
-    run_s: float = 15.3e-6
+    run_s: float = 15.0e-6
     eff_pointwise: float = 1.0
     eff_reduction: float = 1.0
     eff_row_warp: float = 1.0
@@ -79,7 +84,8 @@ class DeviceParams:
     chip_rows: float = 12.0
     chip_exp: float = 0.2
     smem_per_sm: int = 228 * 1024
-    l2_bandwidth: float = 34e12
+    l2_bandwidth: float = 28.2e12
+    elem_rate: float = 1.21e12
     source: str = "defaults"
 
     @classmethod
@@ -109,6 +115,7 @@ class DeviceParams:
         "strided_cols": ("strided_cols", 1),
         "chip_rows": ("chip_rows", 1.0), "chip_exp": ("chip_exp", 1.0),
         "smem_per_sm": ("smem_per_sm", 1), "l2_bandwidth": ("l2_bandwidth", 1.0),
+        "elem_rate": ("elem_rate", 1.0),
         "name": ("name", None), "device": ("name", None), "device_name": ("name", None),
         "source": ("source", None),
     }
@@ -133,7 +140,7 @@ class DeviceParams:
                 kw[fname] = str(value)
                 continue
             v = float(value) * scale
-            if fname in ("run_s", "chip_exp") and v == 0:    # may be off: a CPU has neither
+            if fname in ("run_s", "chip_exp", "elem_rate") and v == 0:    # may be off: a CPU has none
                 kw[fname] = 0.0
                 continue
             if not math.isfinite(v) or v <= 0:
