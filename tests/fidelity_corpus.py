@@ -273,6 +273,13 @@ HAND = [
     Case("a graph break's warnings come before the later lines' own",
          "e = np.nan_to_num(x / 0)\ne -= e.mean()"),
     Case("warning from an untraced function", "y = x * np.nan\nz2 = np.nanmean(y)\nw = np.nanmax(y)"),
+    # plain NumPy that runs while the cell is traced (on values Python holds, of an
+    # untraced array) warns in its place, after the traced lines above it, whose nodes
+    # only run later (fidelity_random seed 85271)
+    Case("plain NumPy during the trace warns after the lines above",
+         "np.add(m, 1, out=m)\nee = np.nan_to_num(i32 / 0)\nr = np.var(x[:0], axis=0)\nf = np.float32(2) * ee"),
+    Case("plain NumPy warns after a traced overflow above it",
+         "a = x * np.float32(1e38)\nb = np.float32(2) * np.nan_to_num(i32 / 0)\nc = a + b.sum()"),
     Case("untraced function warns between traced ones", "a = np.log(z)\nc = np.nanmedian(a * np.nan)\nd = a / 0"),
     Case("errstate raise", "try:\n    with np.errstate(divide='raise'):\n        y = x / 0\nexcept FloatingPointError:\n    y = None"),
     Case("scalar divide", "s = z.sum()\nq = s / s"),

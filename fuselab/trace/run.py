@@ -139,7 +139,8 @@ def trace_cell(source: str, namespace: Mapping[str, Any], keep: Sequence[str] = 
     token = tracing(ctx)
     error: TraceError | None = None
     try:
-        exec(code, ns)
+        with ctx.warnings.deferring_plain(ctx.here):
+            exec(code, ns)
     except (Refused, Exception) as e:
         error = user_error(e, origin, ctx.lines)
         traceback.clear_frames(e.__traceback__)

@@ -6,13 +6,16 @@ Python's warning machinery (so filters and the once-per-line registry apply as u
 Nodes are evaluated at graph breaks and in the final run, not when their line runs, so
 warnings are collected and emitted in program order: at each graph break (what ran so far,
 before later lines, running plain NumPy on the value, give their own) and when the cell
-finishes.
+finishes. Plain NumPy that runs while the cell is traced (on a value Python already holds:
+`np.float32(2) * np.nan_to_num(i32 / 0)` of an untraced array) warns then; its warnings,
+once Python's filters have passed them, wait in the same order (`deferring_plain`).
 """
 from __future__ import annotations
 
+import contextlib
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Mapping, MutableMapping
+from typing import Any, Callable, Iterator, Mapping, MutableMapping
 
 import numpy as np
 
@@ -75,6 +78,13 @@ class Site:
     per_call: bool = False
 
 
+@dataclass(frozen=True)
+class _Passed:
+    """A warning plain code gave during the trace, past the filters: shown as it is."""
+
+    msg: warnings.WarningMessage
+
+
 @dataclass
 class CellWarnings:
     """Warnings collected while a cell is traced and run, emitted in program order."""
@@ -82,8 +92,33 @@ class CellWarnings:
     origin: Origin
     namespace: MutableMapping[str, Any]
     default_modes: Mapping[str, str] = field(default_factory=np.geterr)
-    pending: list[tuple[tuple[Position, int], str, type, SourceLoc | None]] = field(default_factory=list)
+    pending: list[tuple[tuple[Position, int], str, type, Any]] = field(default_factory=list)
     seen: set[tuple[Position, str]] = field(default_factory=set)
+    _showing: bool = False     # flush is showing: a warning passes straight through
+
+    @contextlib.contextmanager
+    def deferring_plain(self, here: Callable[[], Position]) -> Iterator[None]:
+        """While the cell's code runs under the tracer, a warning plain NumPy gives (past
+        Python's filters and once-per-place registries, so `error` filters still raise at
+        its line) waits in `pending` at `here()` instead of showing at once, ahead of the
+        warnings of earlier lines whose nodes have not run yet. A recorder inside
+        (recording.recorded swaps _showwarnmsg_impl) and flush itself pass through."""
+        original = getattr(warnings, "_showwarnmsg", None)
+        if original is None:     # another Python's warnings module: shown as they come
+            yield
+            return
+        impl = getattr(warnings, "_showwarnmsg_impl", None)
+
+        def defer(msg: warnings.WarningMessage) -> None:
+            if self._showing or getattr(warnings, "_showwarnmsg_impl", None) is not impl:
+                original(msg)
+            else:
+                self.pending.append(((here(), len(self.pending)), str(msg.message), msg.category, _Passed(msg)))
+        warnings._showwarnmsg = defer
+        try:
+            yield
+        finally:
+            warnings._showwarnmsg = original
 
     def python(self, position: Position, message: str, loc: "SourceLoc | PythonWarning | None",
                category: type = RuntimeWarning) -> None:
@@ -131,7 +166,17 @@ class CellWarnings:
         pending, self.pending = sorted(self.pending, key=lambda p: p[0]), []
         registry = self.namespace.setdefault("__warningregistry__", {})
         module = str(self.namespace.get("__name__", "__main__"))
+        self._showing = True
+        try:
+            self._show(pending, registry, module)
+        finally:
+            self._showing = False
+
+    def _show(self, pending: list, registry: dict, module: str) -> None:
         for _, message, category, loc in pending:
+            if isinstance(loc, _Passed):      # filtered when it was given: shown as it is
+                warnings._showwarnmsg(loc.msg)
+                continue
             if getattr(loc, "filename", None) is not None:   # NumPy's line, NumPy's registry
                 give_at(message, category, loc.filename, loc.lineno)
                 continue
