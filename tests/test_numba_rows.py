@@ -264,3 +264,25 @@ def test_strided_rows_walk_in_tiles(src, shape, dtype):
         check = compare(serial, run_graph(g, {"x": x}), 2e-3 if dtype == np.float16 else 1e-5)
     assert check.ok, check.worst
     _same_bits_on_any_threads(plan, {"x": x}, serial)
+
+
+@pytest.mark.parametrize("n", [1, 5, 17, 40, 64 + 3])
+def test_a_short_block_starting_with_inf_sums_to_inf(n):
+    """A computed value folded through the chunk buffer adds a short last block in order;
+    it started from buf[lo] - buf[lo], a NaN when the block's first value is inf (a
+    float16 variance whose squared deviations overflow gave NaN, NumPy inf: the fidelity
+    corpus through the Numba backend). Sums of blocks that start with inf, or -inf, or
+    hold a NaN, in float32 and float16, row by row and whole."""
+    from fuselab.plan import make_plan
+    from fuselab.trace.run import trace_cell
+    for dtype in (np.float32, np.float16):
+        x = np.ones((3, n), dtype)
+        x[0, (n - 1) // 16 * 16] = np.inf        # the first value of the last (short) block
+        x[1, (n - 1) // 16 * 16] = -np.inf
+        x[2, n - 1] = np.nan
+        for src in ("y = (x * 2).sum(axis=1)", "y = (x * 2).sum()", "y = np.square(x * 300).sum(axis=1)"):
+            g = trace_cell(src, {"np": np, "x": x}).graph
+            got = run_numba(make_plan(g, "auto"), {"x": x}, SERIAL)
+            with np.errstate(all="ignore"):
+                want = run_graph(g, {"x": x})
+            np.testing.assert_array_equal(got["y"], want["y"], err_msg=f"{src} {dtype.__name__} n={n}")

@@ -400,14 +400,14 @@ def fl_power_uint(a, b):
 
 @_jit
 def fl_block_sum(buf, lo, hi):
-    """The sum of buf[lo:hi] (at most 16 values) in buf's type: a fixed tree for a full
+    """The sum of buf[lo:hi] (1 to 16 values) in buf's type: a fixed tree for a full
     block (no chain of dependent adds, and pairwise accuracy), in order for a short one."""
     if hi - lo == 16:
         b = buf[lo:hi]
         return (((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]))) + \
             (((b[8] + b[9]) + (b[10] + b[11])) + ((b[12] + b[13]) + (b[14] + b[15])))
-    s = buf[lo] - buf[lo]
-    for k in range(lo, hi):
+    s = buf[lo]               # (hi > lo) not 0 - 0 in buf's type from buf[lo] - buf[lo], a NaN for an inf
+    for k in range(lo + 1, hi):
         s += buf[k]
     return s
 
@@ -434,8 +434,8 @@ def fl_block_sum_shifted(buf, lo, hi, shift):
         y12, y13, y14, y15 = b[12] - shift, b[13] - shift, b[14] - shift, b[15] - shift
         return (((y0 + y1) + (y2 + y3)) + ((y4 + y5) + (y6 + y7))) + \
             (((y8 + y9) + (y10 + y11)) + ((y12 + y13) + (y14 + y15)))
-    s = shift - shift
-    for k in range(lo, hi):
+    s = buf[lo] - shift       # (hi > lo) as fl_block_sum
+    for k in range(lo + 1, hi):
         s += buf[k] - shift
     return s
 
