@@ -86,3 +86,19 @@ def test_random_cell_leaves_the_notebook_as_plain_execution(harness, seed):
 def test_random_cell_with_cupy_arrays(harness, seed):
     from fuselab.runtime.verify import RTOL
     _check(harness, random_cell(seed), CUPY_SETUP, FUSE_LINE.replace(" --backend cpu", ""), RTOL)
+
+
+NUMBA_CASES = ["untraced function warns between traced ones", "warning from an untraced function",
+               "float16 variance steps warn from NumPy's lines",
+               "plain NumPy during the trace warns after the lines above", "small warnings before a break"]
+
+
+@pytest.mark.parametrize("name", NUMBA_CASES)
+def test_warning_cells_through_the_numba_backend(harness, name):
+    """The Numba backend leaves these cells as plain execution does: an untraced
+    function's own warnings (np.nanmedian's "All-NaN slice") once, at the user's line, in
+    their place (its kernels' runs and the measurement's reference runs keep theirs to
+    themselves), and a float16 variance whose squared deviations overflow is inf."""
+    pytest.importorskip("numba", reason="the Numba backend needs numba (pip install '.[cpu]')")
+    case = next(c for c in CASES if c.name == name)
+    _check(harness, case, SETUP, FUSE_LINE.replace("--backend cpu", "--backend numba"))

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..interp import run_graph, run_plan
 from ..plan.model import Plan
+from ..recording import recorded
 from ..runtime.measure import Measurement, cell_bytes
 from ..runtime.timing import Timing, summarize
 from ..runtime.verify import RTOL, Check, compare_one
@@ -69,8 +70,10 @@ def check(plan: Plan, got: Mapping[str, Any], want: Mapping[str, Any]) -> Check:
 
 
 def reference(plan: Plan, inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """The cell as plain NumPy runs it, op by op."""
-    return run_graph(plan.graph, inputs, np)
+    """The cell as plain NumPy runs it, op by op, for checks and timings: silently (the
+    cell's warnings are the trace's and execute_checked's to give, once, in their place)."""
+    with np.errstate(all="ignore"), recorded():
+        return run_graph(plan.graph, inputs, np)
 
 
 def execute_checked(plan: Plan, inputs: Mapping[str, Any], options: NumbaOptions | None = None,
