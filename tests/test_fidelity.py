@@ -102,3 +102,26 @@ def test_warning_cells_through_the_numba_backend(harness, name):
     pytest.importorskip("numba", reason="the Numba backend needs numba (pip install '.[cpu]')")
     case = next(c for c in CASES if c.name == name)
     _check(harness, case, SETUP, FUSE_LINE.replace("--backend cpu", "--backend numba"))
+
+
+# The corpus and random cells through the Numba backend, which compiles its own kernels:
+# its float32 exp/log/sin are correctly rounded and NumPy's SIMD loops within a few ulp
+# (float64 tanh: libm's against NumPy's), and its sums add in blocks, so float values
+# may differ by this much. A representative part in CI (every 8th corpus cell, 24
+# random cells); FIDELITY_NUMBA_ALL=1 runs the whole corpus and FIDELITY_RANDOM cells.
+NUMBA_RTOL = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-13}
+_NUMBA_ALL = os.environ.get("FIDELITY_NUMBA_ALL", "") == "1"
+NUMBA_CORPUS = CASES if _NUMBA_ALL else CASES[::8]
+NUMBA_SEEDS = RANDOM_SEEDS if _NUMBA_ALL else range(RANDOM_SEEDS.start, RANDOM_SEEDS.start + 24)
+
+
+@pytest.mark.parametrize("case", NUMBA_CORPUS, ids=[c.name for c in NUMBA_CORPUS])
+def test_corpus_cell_through_the_numba_backend(harness, case):
+    pytest.importorskip("numba", reason="the Numba backend needs numba (pip install '.[cpu]')")
+    _check(harness, case, SETUP, FUSE_LINE.replace("--backend cpu", "--backend numba"), NUMBA_RTOL)
+
+
+@pytest.mark.parametrize("seed", NUMBA_SEEDS)
+def test_random_cell_through_the_numba_backend(harness, seed):
+    pytest.importorskip("numba", reason="the Numba backend needs numba (pip install '.[cpu]')")
+    _check(harness, random_cell(seed), SETUP, FUSE_LINE.replace("--backend cpu", "--backend numba"), NUMBA_RTOL)
