@@ -406,7 +406,7 @@ def fl_block_sum(buf, lo, hi):
         b = buf[lo:hi]
         return (((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]))) + \
             (((b[8] + b[9]) + (b[10] + b[11])) + ((b[12] + b[13]) + (b[14] + b[15])))
-    s = buf[lo]               # (hi > lo) not 0 - 0 in buf's type from buf[lo] - buf[lo], a NaN for an inf
+    s = buf[lo]     # (hi > lo) the first value, not a zero made as buf[lo] - buf[lo]: NaN for an inf
     for k in range(lo + 1, hi):
         s += buf[k]
     return s

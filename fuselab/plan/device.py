@@ -54,9 +54,9 @@ class DeviceParams:
     - l2_bandwidth: a stencil's shifted slices along an outer axis read other cache lines
       than the centre slice; DRAM sends each line once, the extra reads come from L2.
     - elem_rate: elements of a kernel's iteration space a GPU works through per second
-      (each evaluated at its index: offsets, loads, the ops, a fold): a kernel whose
-      iteration space outgrows its bytes (pairwise distances through a 3-D broadcast,
-      an outer product, float16 rows swept in several passes) is bound by it; 0: no such
+      when the kernel reads an operand broadcast over that space (each element computes
+      its offsets and loads the broadcast operands alone): pairwise distances through a
+      3-D broadcast are bound by it, not by their bytes (cost.py's `visits`); 0: no such
       bound (the CPU's parameters).
     """
 
