@@ -175,6 +175,50 @@ def test_warm_up_sets_numba_up_once_on_a_background_thread():
         assert out.returncode == 0 and out.stdout.strip() == "warm", out.stderr[-2000:]
 
 
+def test_after_the_warm_up_a_first_cpu_plan_imports_nothing_and_measures_nothing(tmp_path):
+    """The warm-up reads the CPU's cached calibration and imports the planner, so a
+    process's first plan does neither (it imported the GPU runtime for the cache's path: 40
+    ms of a 50 ms first plan); it never measures the CPU itself, where no cache exists."""
+    script = textwrap.dedent("""
+        import sys, numpy as np
+        from fuselab.numba_backend import warm_up
+        from fuselab.numba_backend import calibrate
+        from fuselab.paths import calibration_path
+        fresh = not calibration_path(calibrate.cpu_name()).exists()
+        if fresh:
+            calibrate.measure_cpu = lambda: (_ for _ in ()).throw(AssertionError("measured"))
+        warm_up().join(120)
+        if fresh:
+            print("fresh")
+            sys.exit(0)
+        assert calibrate._MEMORY, "the warm-up left the calibration on disk"
+        before = set(sys.modules)
+        calibrate.measure_cpu = lambda: (_ for _ in ()).throw(AssertionError("measured"))
+        from fuselab.plan import make_plan
+        from fuselab.ir import GraphBuilder
+        b = GraphBuilder()
+        x = b.input("x", (1000,), np.float32)
+        g = b.build([("y", b.elemwise("sqrt", [x]))])
+        make_plan(g, "auto", params=calibrate.device_params())
+        new = sorted(m for m in set(sys.modules) - before if m.startswith("fuselab"))
+        assert not new, new
+        print("warm")
+    """)
+    import json
+    import os
+    from fuselab.numba_backend import calibrate
+    from fuselab.paths import calibration_path
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "FUSELAB_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert out.returncode == 0 and out.stdout.strip() == "fresh", out.stderr[-2000:]
+    figures = {**calibrate.calibrate(), "device_name": calibrate.cpu_name()}
+    path = calibration_path(calibrate.cpu_name())
+    target = tmp_path / path.name
+    target.write_text(json.dumps(figures))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert out.returncode == 0 and out.stdout.strip() == "warm", out.stderr[-2000:]
+
+
 # -- the compile cache -----------------------------------------------------------------
 
 def test_compiled_once_per_process_and_loaded_from_disk_by_the_next(tmp_path, monkeypatch):

@@ -43,7 +43,9 @@ def warm_up() -> threading.Thread | None:
     """Start Numba's one-time set-up on a background thread (once per process), so that
     the first kernel does not pay it: loading its typing and lowering registries takes
     0.4-0.8 s in a new process (most of the time a kernel takes from Numba's disk cache
-    otherwise), and the driver loads from its disk cache (compiled once per machine). Compiles wait for it through Numba's compiler lock. None without Numba."""
+    otherwise), and the driver loads from its disk cache (compiled once per machine). The
+    CPU's cached calibration is read too. Compiles wait for it through Numba's compiler
+    lock. None without Numba."""
     if not available()[0]:
         return None
     with _WARM_UP_LOCK:
@@ -59,6 +61,12 @@ def _set_up_numba() -> None:
     from numba.core.registry import cpu_target
     with global_compiler_lock:
         cpu_target.target_context.refresh()
+    # what a first plan reads besides: the CPU's cached calibration (never measured here:
+    # a measurement would compete with the user's cell for the cores) and the planner's
+    # search modules
+    from .calibrate import cached
+    from ..plan.search import planner  # noqa: F401
+    cached()
 
 
 __all__ = ["available", "warm_up", "generate", "generate_kernel", "CodegenError", "NumbaOptions", "PyKernel"]

@@ -1,5 +1,5 @@
 """CPU calibration for the cost model, measured once per machine and cached as JSON
-(next to the GPU's, fuselab.runtime.calibrate.cache_path), as the GPU calibration is.
+(next to the GPU's: fuselab.paths.calibration_path), as the GPU calibration is.
 
 bandwidth_Bps: a 256 MiB stream copy by a parallel Numba loop, bytes read + written per
     second: what a memory-bound fused kernel can reach here.
@@ -20,6 +20,8 @@ import statistics
 import time
 from pathlib import Path
 from typing import Any
+
+from ..paths import calibration_path
 
 _MEMORY: dict[str, dict[str, Any]] = {}
 
@@ -132,23 +134,31 @@ def measure_cpu() -> dict[str, Any]:
             "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
 
 
+def cached() -> dict[str, Any] | None:
+    """The CPU's figures from this process's memory or the disk cache; None where they
+    were never measured (or the file is damaged: measured again). Reads only, so the
+    Numba warm-up (fuselab.numba_backend.warm_up) takes it off the first plan's path."""
+    name = cpu_name()
+    if name in _MEMORY:
+        return dict(_MEMORY[name])
+    try:
+        data = json.loads(calibration_path(name).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("device_name") != name:
+        return None
+    _MEMORY[name] = data
+    return dict(data)
+
+
 def calibrate(force: bool = False) -> dict[str, Any]:
     """The CPU's figures, measured the first time and read from the cache afterwards."""
-    from ..runtime.calibrate import cache_path
-    name = cpu_name()
-    if not force and name in _MEMORY:
-        return dict(_MEMORY[name])
-    path = cache_path(name)
-    if not force and path.exists():
-        try:
-            data = json.loads(path.read_text())
-            if data.get("device_name") == name:
-                _MEMORY[name] = data
-                return dict(data)
-        except (OSError, ValueError):
-            pass   # a damaged cache is measured again
+    data = None if force else cached()
+    if data is not None:
+        return data
     data = measure_cpu()
-    _MEMORY[name] = data
+    _MEMORY[cpu_name()] = data
+    path = calibration_path(cpu_name())
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data, indent=2))

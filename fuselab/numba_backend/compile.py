@@ -23,6 +23,7 @@ import numba
 import numpy as np
 
 from . import driver
+from ..paths import cache_root
 from .model import PyKernel
 
 _LOCK = threading.Lock()
@@ -49,8 +50,7 @@ class Compiled:
 
 def cache_dir() -> Path:
     """Where generated modules (and Numba's cache of them, in __pycache__) live."""
-    root = Path(os.environ.get("FUSELAB_CACHE_DIR", Path.home() / ".cache" / "fuselab"))
-    return root / "numba"
+    return cache_root() / "numba"
 
 
 def _module_path(kernel: PyKernel) -> Path:

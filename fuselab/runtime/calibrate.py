@@ -8,11 +8,10 @@ transcendental_factor: how many FMA-times one expf costs, from the same probe wi
 from __future__ import annotations
 
 import json
-import os
-import re
 import time
-from pathlib import Path
 from typing import Any
+
+from ..paths import calibration_path
 
 _PROBE = r"""
 extern "C" __global__ void fl_empty() {}
@@ -35,9 +34,7 @@ extern "C" __global__ void fl_exp(float* out, float a) {
 _MEMORY: dict[str, dict[str, Any]] = {}
 
 
-def cache_path(device_name: str) -> Path:
-    root = Path(os.environ.get("FUSELAB_CACHE_DIR", Path.home() / ".cache" / "fuselab"))
-    return root / f"calib-{re.sub(r'[^A-Za-z0-9_.-]+', '_', device_name)}.json"
+cache_path = calibration_path
 
 
 def calibrate(force: bool = False) -> dict[str, Any]:

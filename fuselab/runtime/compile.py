@@ -30,6 +30,7 @@ from typing import Any, Sequence
 from ..codegen import nvrtc
 from ..codegen.model import KernelCode
 from ..codegen.nvrtc import CompileError
+from ..paths import cache_root
 from .errors import FuselabRuntimeError
 
 _CACHE: dict[tuple[str, tuple[str, ...], int], "Compiled"] = {}
@@ -87,9 +88,7 @@ def _arch() -> str:
 
 
 def cubin_dir() -> Path:
-    base = os.environ.get("FUSELAB_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fuselab")
-    return Path(base) / "cubin"
+    return cache_root() / "cubin"
 
 
 def _cubin(source: str, name: str, options: tuple[str, ...], arch: str) -> bytes:

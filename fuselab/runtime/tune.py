@@ -21,6 +21,7 @@ from typing import Any
 from ..codegen import Config, KernelCode, generate_kernel, launch_candidates
 from ..codegen.config import ColumnConfig, InnerConfig, PointwiseConfig, RowConfig
 from ..codegen.model import CodegenOptions
+from ..paths import cache_root
 from ..plan.model import Plan
 
 SCHEMA = 1
@@ -52,9 +53,7 @@ def enabled() -> bool:
 
 
 def cache_path() -> Path:
-    base = os.environ.get("FUSELAB_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fuselab")
-    return Path(base) / "tuning.json"
+    return cache_root() / "tuning.json"
 
 
 def config_to_json(c: Config) -> dict:
