@@ -10,7 +10,7 @@ from fuselab.interp import run_graph
 from fuselab.runtime.verify import compare
 
 from cases import all_cases
-from codegen_util import needs_nvrtc, nvrtc_compile
+from codegen_util import NVRTC_OK, needs_nvrtc, nvrtc_compile
 from fuselab.codegen import CodegenOptions, generate
 from cuda_host import EMULATED, HostRunner, needs_cxx
 
@@ -246,3 +246,36 @@ def test_reductions_fold_each_element_once_around_read_groups(length):
             got = runner.run_codes(plan, (code,), traced.inputs)
             for name in got:
                 np.testing.assert_array_equal(got[name], want[name], err_msg=f"{source!r} {code.config}")
+
+
+@pytest.mark.parametrize("length", (3, 5, 6, 7, 9, 13, 63, 1001, 4099))
+def test_a_full_reduction_of_any_length_reads_vectors_and_a_tail(length):
+    """A run whose length is no multiple of the vector (the full reduction of an odd size)
+    reads whole vectors, then its last elements one at a time: exact integer sums, the
+    first maximum's index and the values it stores along the way are NumPy's, in every
+    inner strategy and split, so the tail is read once, by one part."""
+    from fuselab import trace_cell
+    from fuselab.codegen import InnerConfig, generate_kernel
+    from fuselab.plan import make_plan
+    rng = np.random.default_rng(length)
+    x = rng.integers(-1000, 1000, length).astype(np.int32)
+    x[rng.integers(length)] = 5000          # one maximum, anywhere (the tail too)
+    source = "y = x * 3\ns = y.sum()\nm = x.argmax()"
+    traced = trace_cell(source, {"np": np, "x": x})
+    plan = make_plan(traced.graph, "max")
+    (k,) = [i for i, kern in enumerate(plan.kernels) if kern.template.value == "reduction"]
+    width = 4 if length >= 4 else 2
+    cfgs = [InnerConfig(mode=m, group=g, block=64, splits=s, width=width)
+            for m, g, s in (("lanes", 1, 1), ("lanes", 4, 1), ("lanes", 32, 1), ("block", 32, 1), ("block", 32, 3))]
+    codes = [generate_kernel(plan, k, EMULATED, cfg) for cfg in cfgs]
+    assert all(c.config == cfg for c, cfg in zip(codes, cfgs)), "a vector width was refused"
+    if length % width:
+        assert all(f"the last {length % width} element(s) one at a time" in " ".join(c.notes) for c in codes)
+    if NVRTC_OK:
+        nvrtc_compile(codes)
+    runner = HostRunner([], generated=[(plan, (c,)) for c in codes])
+    want = run_graph(plan.graph, traced.inputs)
+    for code in codes:
+        got = runner.run_codes(plan, (code,), traced.inputs)
+        for name in got:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=f"{code.config}")

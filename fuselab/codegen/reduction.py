@@ -40,7 +40,7 @@ GROUP_READ_BYTES = 64  # ... and bytes a group reads at most (two groups live at
 
 
 def strided_loop(var: str, lo: str, hi: str, step: str, reads: list[element.Decl], body: list[str],
-                 guard: str = "", setup: tuple[str, ...] = ()) -> list[str]:
+                 guard: str = "", setup: tuple[str, ...] = (), grouped: bool = True) -> list[str]:
     """`for (var = lo; var < hi; var += step) {reads; body}`, folding in the same order, in
     groups of UNROLL steps whose reads are all issued before the group folds (the next
     group's reads, while this one folds), then the steps left one at a time.
@@ -51,8 +51,9 @@ def strided_loop(var: str, lo: str, hi: str, step: str, reads: list[element.Decl
     variance at 56% of DRAM bandwidth, its warps stalled on loads 68% of the time (H200,
     ncu, 2026-12-02). Reads kept for the next group stay grouped. `setup` lines (derived
     from `var`) precede a step's reads. Groups are smaller where a step reads more than
-    GROUP_READ_BYTES / UNROLL bytes, so that the registers holding them stay few."""
-    U = max(1, min(UNROLL, GROUP_READ_BYTES // max(1, sum(d.nbytes for d in reads))))
+    GROUP_READ_BYTES / UNROLL bytes, so that the registers holding them stay few. Not
+    `grouped`: a plain loop (a vector loop's tail, a step or two a thread)."""
+    U = max(1, min(UNROLL, GROUP_READ_BYTES // max(1, sum(d.nbytes for d in reads)))) if grouped else 1
     first = f"{var}_0"
     at = lambda u: [f"const index_t {var} = {first} + {u} * ({step});", *setup]  # noqa: E731
     read_group = lambda u0: ["#pragma unroll", f"for (int u = 0; u < {U}; ++u) {{",  # noqa: E731
@@ -320,7 +321,13 @@ def _inner_setup(ctx: KernelContext, p: _Problem):
                        _reduced_values(ctx, p), what=", the values it reduces")
     store_offsets = [ix.linearize(_coords(p, ix.Affine.of(o_var), ix.Affine.of(r_var)), p.shape)] \
         if p.prologue_out else []
-    width = element.vector_width(ctx, fn.loads, p.prologue_out, r_var, store_offsets, whole=True) if p.reduced else 1
+    # vectors need aligned starts, not whole runs: a run whose length is no multiple of the
+    # vector (a full reduction of an odd size) takes vectors up to its last whole one, and
+    # the tail one element at a time (_inner); an odd size read whole as single halves ran
+    # x.std() of 85M float16 at 29% of copy (H200 sweep, 2026-12-03)
+    width = element.vector_width(ctx, fn.loads, p.prologue_out, r_var, store_offsets) if p.reduced else 1
+    while width > max(p.reduced, 1):   # at least one whole vector
+        width //= 2
     return fn, store_offsets, width
 
 
@@ -357,11 +364,15 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
     splits = cfg.splits if block_mode else 1
     chunk = ix.ceil_div(ix.ceil_div(R, splits), width) * width   # elements per split, whole vectors
 
-    # The loop over this thread's elements of one output: r from `lo` to `hi`, step `step`.
-    def element_loop(lo: str, hi: str, step: str, guard: str = "") -> list[str]:
+    tail = R % width          # the elements past the last whole vector of each output
+    tail_lo = R - tail
+
+    # The loop over this thread's elements of one output: r from `lo` to `hi`, step `step`
+    # (in vectors, or with `vector` False in elements).
+    def element_loop(lo: str, hi: str, step: str, guard: str = "", vector: bool = True) -> list[str]:
         out_vals = {c: ctx.names.fresh(f"v{c}") for c in values}
         elem_args: list[str]
-        if width > 1:
+        if width > 1 and vector:
             reads, elem_args = element.vector_load_decls(ctx, fn, width)
             stored_vecs = {o: ctx.names.fresh(f"{array_name(g, o)}_vec") for o in p.prologue_out}
             body = [f"fl_vec<{storage_type(g.nodes[o].dtype)}, {width}> {v};" for o, v in stored_vecs.items()]
@@ -378,9 +389,10 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
         body = [f"{register_type(g.nodes[c].dtype)} {v};" for c, v in out_vals.items()]
         body.append(f"{fn.name}({', '.join(args + list(out_vals.values()))});")
         body += [a.step(out_vals[g.nodes[a.node].inputs[0]], "r") for a in accs]
-        return strided_loop("r", lo, hi, step, reads, body, guard)
+        return strided_loop("r", lo, hi, step, reads, body, guard, grouped=vector)
 
-    per = f" ({width}-element vectors)" if width > 1 else ""
+    per = (f" ({width}-element vectors" + (f", the last {tail} element(s) one at a time)" if tail else ")")
+           if width > 1 else "")
     lines: list[str] = []
     helpers = [f"typedef {index_t} index_t;", "", *fn.lines, ""]
     if not block_mode:
@@ -399,6 +411,8 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
             body += a.declare()
         hi = f"{R // width}" if width > 1 else f"{R}"
         body += element_loop("lane", hi, f"{group}", guard="active")
+        if tail:
+            body += element_loop(f"{tail_lo} + lane", f"{R}", f"{group}", guard="active", vector=False)
         for a in accs:
             body += a.warp_allreduce(group)
         body += ["if (active && lane == 0) {", *indent(_epilogue(ctx, p, accs, o_var), 1), "}"]
@@ -419,6 +433,9 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
     if splits == 1:
         lo_e, hi_e = "0", f"{R // width}"
     lines += element_loop(f"{lo_e} + threadIdx.x", hi_e, "blockDim.x")
+    if tail:   # the last part's block
+        lines += element_loop(f"{tail_lo} + threadIdx.x", f"{R}", "blockDim.x", vector=False,
+                              guard=f"part == {splits - 1}" if splits > 1 else "")
     for a in accs:
         lines += a.block_allreduce()
     if splits == 1:
