@@ -153,3 +153,25 @@ def test_a_record_or_option_with_no_sm_count_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(regressions, "GPU_REGRESSIONS", path)
     with pytest.raises(ValueError, match="top-level 'sm'"):
         regressions.gpu_regressions()
+
+
+def test_no_bound_where_the_interval_crosses_a_domain_edge():
+    """A mean of int64 extremes is -1.875 in NumPy's pairwise order and 1.0 in another
+    (both within the sum's bound): its power to 0.001 is NaN in one order, a number in
+    the other. The bound is NaN there, and the generator leaves such a value out (seed
+    9797029811 took v2 ** 0.001 of such a mean and judged the emulator's 0.0 against
+    NumPy's NaN); a NaN certain across the interval keeps a bound (no NaN)."""
+    from fuzz.catalog import binary_bound, unary_bound
+
+    a, ba = np.array([-1.875, 4.0, np.nan]), np.array([3.9e5, 1e-3, 1.0])
+    b = np.array([0.001, 0.001, 0.001])
+    with np.errstate(all="ignore"):
+        out = np.power(a, b)
+    bound = binary_bound("power", out, a, b, ba, None, np.dtype(np.float64))
+    assert np.isnan(bound[0]) and np.isfinite(bound[1]) and not np.isnan(bound[2])
+    with np.errstate(all="ignore"):
+        s = unary_bound("sqrt", np.sqrt(a[:2]), a[:2], np.array([3.0, 1e-3]), np.dtype(np.float64))
+    assert np.isnan(s[0]) and np.isfinite(s[1])
+    import fuzz.__main__ as cli
+    program = cli.build_program(cli.Spec(9797029811, cli._target("elem:row:less_equal:int64")), None)
+    assert "** np.float64(0.001)" not in program.source

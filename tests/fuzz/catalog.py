@@ -140,6 +140,12 @@ def spread(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray, b: np.ndarray)
     with np.errstate(all="ignore"):
         lo, mid, hi = fn(x - b), fn(x), fn(x + b)
         s = np.maximum(np.abs(hi - mid), np.abs(mid - lo))
+        # NaN at every sample: the NaN is certain (0); NaN at some only: the interval
+        # crosses the domain's edge (a power of a mean that may be either side of zero),
+        # and NaN says no bound holds (CellBuilder.bind then refuses the value)
+        nan_lo, nan_mid, nan_hi = np.isnan(lo), np.isnan(mid), np.isnan(hi)
+        s = np.where(nan_lo & nan_mid & nan_hi, 0.0, s)
+        s = np.where((nan_lo != nan_mid) | (nan_hi != nan_mid), np.nan, s)
     return np.where(b > 0, 2 * s, 0.0)
 
 
@@ -185,6 +191,7 @@ def unary_bound(op: str, out: np.ndarray, a: np.ndarray, ba, dtype: np.dtype):
             prop = 2 * np.abs(x) * ba0 + ba0 * ba0
         elif op == "sqrt":
             prop = np.minimum(ba0 / np.sqrt(np.abs(x)), np.sqrt(ba0))
+            prop = np.where((x - ba0 < 0) & (x + ba0 >= 0) & (ba0 > 0), np.nan, prop)   # NaN or not: no bound
         elif op == "reciprocal":
             prop = np.where(np.abs(x) > ba0, ba0 / (np.abs(x) * (np.abs(x) - ba0)), np.inf)
         elif op in ("deg2rad", "rad2deg"):

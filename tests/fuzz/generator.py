@@ -163,6 +163,8 @@ class CellBuilder:
         val = np.asarray(substitute if substitute is not None else out)
         if bound is not None:
             bound = np.broadcast_to(np.asarray(bound, np.float64), val.shape)
+            if np.isnan(bound).any():
+                return None   # whether the result is NaN depends on its inputs' rounding
             fin = np.isfinite(f64(val))
             if not np.isfinite(bound[fin]).all():
                 return None   # e.g. a division by an inexact value that may be zero
