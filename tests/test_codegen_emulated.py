@@ -220,9 +220,7 @@ def test_reductions_fold_each_element_once_around_read_groups(length):
     one folds), then the steps left: integer sums and arg-maxima (exact in any order)
     over lengths around the group edges, in every column and inner strategy and split,
     are NumPy's, so no element is skipped or folded twice."""
-    from fuselab.codegen import ColumnConfig, InnerConfig, generate_kernel
-    from fuselab.plan import make_plan
-    from fuselab import trace_cell
+    from fuselab.codegen import ColumnConfig, InnerConfig
     rng = np.random.default_rng(length)
     inputs = {"x": rng.integers(-1000, 1000, (length, 6)).astype(np.int64),
               "t": rng.integers(-5, 5, (6, length)).astype(np.int32)}
@@ -235,17 +233,30 @@ def test_reductions_fold_each_element_once_around_read_groups(length):
             for m, g, s, w in (("lanes", 1, 1, 1), ("lanes", 4, 1, wide), ("lanes", 32, 1, 1), ("block", 32, 1, 1),
                                ("block", 32, 3, wide))]}
     for source, cfgs in configs.items():
-        traced = trace_cell(source, {"np": np, **inputs})
-        plan = make_plan(traced.graph, "max")
-        (k,) = [i for i, kern in enumerate(plan.kernels) if kern.template.value == "reduction"]
-        codes = [generate_kernel(plan, k, EMULATED, cfg) for cfg in cfgs]
-        assert all(c.config == cfg for c, cfg in zip(codes, cfgs)), "a configuration was not taken"
-        runner = HostRunner([], generated=[(plan, (c,)) for c in codes])
-        want = run_graph(plan.graph, traced.inputs)
-        for code in codes:
-            got = runner.run_codes(plan, (code,), traced.inputs)
-            for name in got:
-                np.testing.assert_array_equal(got[name], want[name], err_msg=f"{source!r} {code.config}")
+        _reduction_configs_match_numpy(source, inputs, cfgs)
+
+
+def _reduction_configs_match_numpy(source: str, inputs: dict, cfgs: list, note: str = "") -> None:
+    """The cell's one reduction kernel (planned `max`) in each of `cfgs`, run on the
+    emulator: NumPy's results bit for bit (each configuration taken, each kernel's notes
+    holding `note`, and NVRTC taking them where it is here)."""
+    from fuselab import trace_cell
+    from fuselab.codegen import generate_kernel
+    from fuselab.plan import make_plan
+    traced = trace_cell(source, {"np": np, **inputs})
+    plan = make_plan(traced.graph, "max")
+    (k,) = [i for i, kern in enumerate(plan.kernels) if kern.template.value == "reduction"]
+    codes = [generate_kernel(plan, k, EMULATED, cfg) for cfg in cfgs]
+    assert all(c.config == cfg for c, cfg in zip(codes, cfgs)), "a configuration was not taken"
+    assert all(note in " ".join(c.notes) for c in codes), note
+    if NVRTC_OK:
+        nvrtc_compile(codes)
+    runner = HostRunner([], generated=[(plan, (c,)) for c in codes])
+    want = run_graph(plan.graph, traced.inputs)
+    for code in codes:
+        got = runner.run_codes(plan, (code,), traced.inputs)
+        for name in got:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=f"{source!r} {code.config}")
 
 
 @pytest.mark.parametrize("length", (3, 5, 6, 7, 9, 13, 63, 1001, 4099))
@@ -254,28 +265,12 @@ def test_a_full_reduction_of_any_length_reads_vectors_and_a_tail(length):
     reads whole vectors, then its last elements one at a time: exact integer sums, the
     first maximum's index and the values it stores along the way are NumPy's, in every
     inner strategy and split, so the tail is read once, by one part."""
-    from fuselab import trace_cell
-    from fuselab.codegen import InnerConfig, generate_kernel
-    from fuselab.plan import make_plan
+    from fuselab.codegen import InnerConfig
     rng = np.random.default_rng(length)
     x = rng.integers(-1000, 1000, length).astype(np.int32)
     x[rng.integers(length)] = 5000          # one maximum, anywhere (the tail too)
-    source = "y = x * 3\ns = y.sum()\nm = x.argmax()"
-    traced = trace_cell(source, {"np": np, "x": x})
-    plan = make_plan(traced.graph, "max")
-    (k,) = [i for i, kern in enumerate(plan.kernels) if kern.template.value == "reduction"]
     width = 4 if length >= 4 else 2
     cfgs = [InnerConfig(mode=m, group=g, block=64, splits=s, width=width)
             for m, g, s in (("lanes", 1, 1), ("lanes", 4, 1), ("lanes", 32, 1), ("block", 32, 1), ("block", 32, 3))]
-    codes = [generate_kernel(plan, k, EMULATED, cfg) for cfg in cfgs]
-    assert all(c.config == cfg for c, cfg in zip(codes, cfgs)), "a vector width was refused"
-    if length % width:
-        assert all(f"the last {length % width} element(s) one at a time" in " ".join(c.notes) for c in codes)
-    if NVRTC_OK:
-        nvrtc_compile(codes)
-    runner = HostRunner([], generated=[(plan, (c,)) for c in codes])
-    want = run_graph(plan.graph, traced.inputs)
-    for code in codes:
-        got = runner.run_codes(plan, (code,), traced.inputs)
-        for name in got:
-            np.testing.assert_array_equal(got[name], want[name], err_msg=f"{code.config}")
+    _reduction_configs_match_numpy("y = x * 3\ns = y.sum()\nm = x.argmax()", {"x": x}, cfgs,
+                                   f"the last {length % width} element(s) one at a time" if length % width else "")
