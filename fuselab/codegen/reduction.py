@@ -35,8 +35,12 @@ MIN_PER_BLOCK = 4096   # elements a split block should at least reduce
 
 TREE_FOLD_ROWS = 16     # rows of threads beyond which a block's fold is a tree
 FOLD_LIMIT = 40 * 1024  # bytes of a column fold buffer: static shared memory (48 KB without opt-in)
-UNROLL = 4            # steps of the reduced axis a thread reads before it folds any, at most
-GROUP_READ_BYTES = 64  # ... and bytes a group reads at most (two groups live at once)
+# A thread reads a group of steps of the reduced axis before it folds any: GROUP_READ_BYTES
+# of them (two groups live at once), at most UNROLL steps. Reads of 16-byte vectors go 4 to a
+# group; single halves and floats of runs no vector follows go 16 to a group, which keeps
+# as many bytes in flight
+UNROLL = 16
+GROUP_READ_BYTES = 64
 
 
 def strided_loop(var: str, lo: str, hi: str, step: str, reads: list[element.Decl], body: list[str],
