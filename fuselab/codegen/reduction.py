@@ -44,7 +44,7 @@ GROUP_READ_BYTES = 64
 
 
 def strided_loop(var: str, lo: str, hi: str, step: str, reads: list[element.Decl], body: list[str],
-                 guard: str = "", setup: tuple[str, ...] = (), grouped: bool = True) -> list[str]:
+                 guard: str = "", setup: tuple[str, ...] = (), grouped: bool = True, steps: int = 0) -> list[str]:
     """`for (var = lo; var < hi; var += step) {reads; body}`, folding in the same order, in
     groups of UNROLL steps whose reads are all issued before the group folds (the next
     group's reads, while this one folds), then the steps left one at a time.
@@ -56,8 +56,13 @@ def strided_loop(var: str, lo: str, hi: str, step: str, reads: list[element.Decl
     ncu, 2026-12-02). Reads kept for the next group stay grouped. `setup` lines (derived
     from `var`) precede a step's reads. Groups are smaller where a step reads more than
     GROUP_READ_BYTES / UNROLL bytes, so that the registers holding them stay few. Not
-    `grouped`: a plain loop (a vector loop's tail, a step or two a thread)."""
+    `grouped`: a plain loop (a vector loop's tail, a step or two a thread). `steps`, the
+    most steps a thread takes where the caller knows it: groups no larger than the power
+    of two at or below it (a group larger than a thread's steps would never run, leaving
+    every read alone: rows of 77 over 16 lanes)."""
     U = max(1, min(UNROLL, GROUP_READ_BYTES // max(1, sum(d.nbytes for d in reads)))) if grouped else 1
+    if steps > 0:
+        U = min(U, 1 << (steps.bit_length() - 1))
     first = f"{var}_0"
     at = lambda u: [f"const index_t {var} = {first} + {u} * ({step});", *setup]  # noqa: E731
     read_group = lambda u0: ["#pragma unroll", f"for (int u = 0; u < {U}; ++u) {{",  # noqa: E731
@@ -373,7 +378,7 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
 
     # The loop over this thread's elements of one output: r from `lo` to `hi`, step `step`
     # (in vectors, or with `vector` False in elements).
-    def element_loop(lo: str, hi: str, step: str, guard: str = "", vector: bool = True) -> list[str]:
+    def element_loop(lo: str, hi: str, step: str, guard: str = "", vector: bool = True, steps: int = 0) -> list[str]:
         out_vals = {c: ctx.names.fresh(f"v{c}") for c in values}
         elem_args: list[str]
         if width > 1 and vector:
@@ -386,14 +391,15 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
             body += ["#pragma unroll", f"for (int e = 0; e < {width}; ++e) {{", *indent(inner, 1), "}"]
             off = ix.render(store_offsets[0]) if store_offsets else ""
             body += [f"fl_store_vec<{width}>({ctx.out_ptr[o]} + {off}, {v});" for o, v in stored_vecs.items()]
-            return strided_loop("rv", lo, hi, step, reads, body, guard, setup=(f"const index_t r = rv * {width};",))
+            return strided_loop("rv", lo, hi, step, reads, body, guard, setup=(f"const index_t r = rv * {width};",),
+                                steps=steps)
         reads, args = element.scalar_load_decls(ctx, fn)
         if store_offsets:
             args += [f"{ctx.out_ptr[o]}[{ix.render(store_offsets[0])}]" for o in p.prologue_out]
         body = [f"{register_type(g.nodes[c].dtype)} {v};" for c, v in out_vals.items()]
         body.append(f"{fn.name}({', '.join(args + list(out_vals.values()))});")
         body += [a.step(out_vals[g.nodes[a.node].inputs[0]], "r") for a in accs]
-        return strided_loop("r", lo, hi, step, reads, body, guard, grouped=vector)
+        return strided_loop("r", lo, hi, step, reads, body, guard, grouped=vector, steps=steps)
 
     per = (f" ({width}-element vectors" + (f", the last {tail} element(s) one at a time)" if tail else ")")
            if width > 1 else "")
@@ -414,7 +420,7 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
         for a in accs:
             body += a.declare()
         hi = f"{R // width}" if width > 1 else f"{R}"
-        body += element_loop("lane", hi, f"{group}", guard="active")
+        body += element_loop("lane", hi, f"{group}", guard="active", steps=ix.ceil_div(R // width, group))
         if tail:
             body += element_loop(f"{tail_lo} + lane", f"{R}", f"{group}", guard="active", vector=False)
         for a in accs:
@@ -436,7 +442,7 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
     lo_e, hi_e = f"part * {chunk // width}", f"min(index_t({R // width}), (part + 1) * {chunk // width})"
     if splits == 1:
         lo_e, hi_e = "0", f"{R // width}"
-    lines += element_loop(f"{lo_e} + threadIdx.x", hi_e, "blockDim.x")
+    lines += element_loop(f"{lo_e} + threadIdx.x", hi_e, "blockDim.x", steps=ix.ceil_div(chunk // width, threads))
     if tail:   # the last part's block
         lines += element_loop(f"{tail_lo} + threadIdx.x", f"{R}", "blockDim.x", vector=False,
                               guard=f"part == {splits - 1}" if splits > 1 else "")
@@ -666,7 +672,8 @@ def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> Ker
         body += [a.step(out_vals[g.nodes[a.node].inputs[0]], "r", "[0]") for a in accs]
     r_lo = f"part * {chunk}" if splits > 1 else "0"
     r_hi = f"min(index_t({R}), (part + 1) * {chunk})" if splits > 1 else f"{R}"
-    lines += strided_loop("r", f"{r_lo} + {ry}", r_hi, f"{rows}", reads, body, guard="active")
+    lines += strided_loop("r", f"{r_lo} + {ry}", r_hi, f"{rows}", reads, body, guard="active",
+                          steps=ix.ceil_div(chunk if splits > 1 else R, rows))
     if rows > 1:
         lines.append(f"__shared__ __align__(16) unsigned char fold[{rows * tile * per}];")
     lines += _fold_rows(ctx, accs, tile, width, rows, lane, ry)
