@@ -274,3 +274,51 @@ def test_a_full_reduction_of_any_length_reads_vectors_and_a_tail(length):
             for m, g, s in (("lanes", 1, 1), ("lanes", 4, 1), ("lanes", 32, 1), ("block", 32, 1), ("block", 32, 3))]
     _reduction_configs_match_numpy("y = x * 3\ns = y.sum()\nm = x.argmax()", {"x": x}, cfgs,
                                    f"the last {length % width} element(s) one at a time" if length % width else "")
+
+
+TABLE_CELLS = [   # (cell, inputs): pointwise kernels that compute values of broadcast operands alone
+    ("mu = x.mean(axis=(0, 2, 3), keepdims=True)\nvar = x.var(axis=(0, 2, 3), keepdims=True)\n"
+     "y = (x - mu) / np.sqrt(var + 1e-5)", {"x": ((3, 2, 5, 7), np.float16)}),       # gathered per channel
+    ("y = x * np.exp(w)", {"x": ((9, 16), np.float32), "w": ((16,), np.float32)}),    # read as vectors
+    ("y = x * np.exp(w) + np.sqrt(np.abs(v))",
+     {"x": ((9, 13), np.float64), "w": ((13,), np.float64), "v": ((9, 1), np.float64)}),
+    ("y = (x - x.mean(axis=0)) / x.std(axis=0)", {"x": ((33, 12), np.float32)}),
+    ("y = x[:, ::2] * np.log1p(np.abs(w))", {"x": ((8, 30), np.float32), "w": ((15,), np.float32)}),  # strided path
+    ("y = np.where(x > t * 2, x, -x)", {"x": ((5, 7), np.int32), "t": ((), np.int32)}),  # a table of one
+]
+
+
+@pytest.mark.parametrize("cell", range(len(TABLE_CELLS)))
+def test_tables_of_broadcast_values_give_the_same_bits(cell):
+    """PointwiseConfig(tables=True), a tuning candidate: the values a pointwise kernel
+    computes from broadcast operands alone, computed once per block into shared memory,
+    give the same bits as computing them at every element, and leave the element
+    function (the kernel's notes say which values)."""
+    from fuselab import trace_cell
+    from fuselab.codegen import generate_kernel, launch_candidates
+    from fuselab.codegen.config import PointwiseConfig
+    from fuselab.plan import make_plan
+    source, specs = TABLE_CELLS[cell]
+    rng = np.random.default_rng(cell)
+    inputs = {n: np.asarray(rng.standard_normal(s) * 4).astype(dt) for n, (s, dt) in specs.items()}   # 0-d: arrays
+    traced = trace_cell(source, {"np": np, **inputs})
+    plan = make_plan(traced.graph, "auto")
+    ks = [k for k, kern in enumerate(plan.kernels) if kern.template.value == "pointwise"]
+    plain = tuple(generate_kernel(plan, j, EMULATED) for j in range(len(plan.kernels)))
+    tabled = []
+    for k in ks:
+        assert any(c.tables for c in launch_candidates(plan, k, EMULATED)), plan.kernels[k].name
+        code = generate_kernel(plan, k, EMULATED, PointwiseConfig(tables=True))
+        assert code.config.tables and "computed once per block" in code.notes[-1] and "__syncthreads" in code.source
+        tabled.append(tuple(code if j == k else c for j, c in enumerate(plain)))
+    assert tabled, "no pointwise kernel"
+    if NVRTC_OK:
+        nvrtc_compile([codes[k] for codes, k in zip(tabled, ks)])
+    runner = HostRunner([], generated=[(plan, plain), *((plan, codes) for codes in tabled)])
+    want = runner.run_codes(plan, plain, traced.inputs)
+    check = compare(want, run_graph(plan.graph, traced.inputs), 1e-5)
+    assert check.ok, check.worst
+    for codes in tabled:
+        got = runner.run_codes(plan, codes, traced.inputs)
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=name)

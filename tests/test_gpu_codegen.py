@@ -265,3 +265,39 @@ def test_float16_row_max_and_min_of_packed_halves(tier, cols):
     want = run_graph(g, {"x": v})
     for name in ("mx", "mn", "d"):
         np.testing.assert_array_equal(got[name].get(), want[name], err_msg=f"{name}, {tier} tier, {cols} columns")
+
+
+@pytest.mark.parametrize("cell", ["bn16", "exp_w", "std0"])
+def test_tables_of_broadcast_values_on_the_gpu(cell):
+    """The `tables` candidate (values of broadcast operands alone computed once per
+    block into shared memory) gives the bits of the plain kernel, at sizes with many
+    blocks: a float16 batch norm over runs of odd length, a row of exp(w) read as
+    vectors from shared memory, a float32 standardize along axis 0."""
+    import cupy as cp
+    from fuselab import runtime, trace_cell
+    from fuselab.codegen import generate, generate_kernel
+    from fuselab.codegen.config import PointwiseConfig
+    from fuselab.plan import make_plan
+    from fuselab.runtime.device import device_options
+    rng = np.random.default_rng(5)
+    source, inputs = {
+        "bn16": ("mu = x.mean(axis=(0, 2, 3), keepdims=True)\nvar = x.var(axis=(0, 2, 3), keepdims=True)\n"
+                 "y = (x - mu) / np.sqrt(var + 1e-5)", {"x": rng.standard_normal((17, 2, 1001, 7)).astype(np.float16)}),
+        "exp_w": ("y = x * np.exp(w)", {"x": rng.standard_normal((4099, 256)).astype(np.float32),
+                                        "w": rng.standard_normal(256).astype(np.float32)}),
+        "std0": ("y = (x - x.mean(axis=0)) / x.std(axis=0)", {"x": rng.standard_normal((3001, 517)).astype(np.float32)}),
+    }[cell]
+    traced = trace_cell(source, {"np": np, **inputs})
+    plan = make_plan(traced.graph, "auto")
+    opts = device_options(None)
+    plain = generate(plan, opts)
+    on_gpu = {n: cp.asarray(v) for n, v in traced.inputs.items()}
+    want = runtime.execute(plan, on_gpu, codes=plain)
+    for k, kern in enumerate(plan.kernels):
+        if kern.template.value != "pointwise":
+            continue
+        code = generate_kernel(plan, k, opts, PointwiseConfig(block=opts.block_size, tables=True))
+        assert code.config.tables, kern.name
+        got = runtime.execute(plan, on_gpu, codes=[code if j == k else c for j, c in enumerate(plain)])
+        for name in want:
+            cp.testing.assert_array_equal(got[name], want[name])

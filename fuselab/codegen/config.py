@@ -33,6 +33,10 @@ class Config:
 class PointwiseConfig(Config):
     block: int = 256        # threads per block
     unroll: int = 1         # elements (or vectors) each thread handles per step, a block apart
+    tables: bool = False    # values of broadcast operands alone computed once per block
+
+    def key(self) -> tuple:
+        return tuple(kv for kv in super().key() if kv != ("tables", False))   # labels as before
 
 
 @dataclass(frozen=True)

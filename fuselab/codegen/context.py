@@ -62,6 +62,9 @@ class KernelContext:
     in_ptr: dict[int, str] = field(default_factory=dict)    # input node -> pointer name
     out_ptr: dict[int, str] = field(default_factory=dict)   # output node -> pointer name
     scratch: list[Param] = field(default_factory=list)
+    # nodes computed once per block into shared memory and read from there (pointwise
+    # kernels' values of broadcast operands alone: pointwise.py's tables) -> table name
+    tables: dict[int, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for nid in self.kernel.inputs:

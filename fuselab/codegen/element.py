@@ -51,12 +51,17 @@ class ElementFunction:
 
 
 def build(ctx: KernelContext, coords: Sequence[ix.Affine], stored: Sequence[int],
-          computed: Sequence[int] = (), what: str = "") -> ElementFunction:
+          computed: Sequence[int] = (), what: str = "", name: str = "", own: bool = False) -> ElementFunction:
     """The element function computing `stored` nodes (written to memory, storage types)
     and `computed` nodes (handed back to the kernel, register types) at `coords`, which
     are coordinates in the kernel's iteration space (every stored and computed node has
-    that shape)."""
+    that shape). Nodes the kernel keeps in tables (ctx.tables) are read from them, unless
+    `own`: the function that fills a table computes them."""
     g = ctx.graph
+    nodes, inputs = ctx.kernel.nodes, ctx.kernel.inputs
+    if ctx.tables and not own:
+        nodes = [n for n in nodes if n not in ctx.tables]
+        inputs = [*inputs, *ctx.tables]
     loads: dict[tuple[int, ix.Affine], Load] = {}
     converted: dict[tuple[int, ix.Affine], str] = {}
 
@@ -82,8 +87,7 @@ def build(ctx: KernelContext, coords: Sequence[ix.Affine], stored: Sequence[int]
             loads[key] = Load(nid, idx, ctx.names.fresh(f"v{nid}"), from_index=True)
         return loads[key].param
 
-    em = ValueEmitter(g, ctx.kernel.nodes, ctx.kernel.inputs, ctx.options, ctx.names, load,
-                      index_value=from_index, load_half=load_raw)
+    em = ValueEmitter(g, nodes, inputs, ctx.options, ctx.names, load, index_value=from_index, load_half=load_raw)
     out_stored = {o: ctx.names.fresh(array_name(g, o)) for o in stored}
     out_computed = {c: ctx.names.fresh(f"v{c}_out") for c in computed}
     tail = []
@@ -92,7 +96,7 @@ def build(ctx: KernelContext, coords: Sequence[ix.Affine], stored: Sequence[int]
     for c in computed:
         v = em.value(c, coords)
         tail.append(f"{out_computed[c]} = {v};")
-    name = f"{ctx.name}_element"
+    name = name or f"{ctx.name}_element"
     args = [f"const {l.ctype(g)} {l.param}" for l in loads.values()]
     args += [f"{storage_type(g.nodes[o].dtype)}& {p}" for o, p in out_stored.items()]
     args += [f"{register_type(g.nodes[c].dtype)}& {p}" for c, p in out_computed.items()]
@@ -229,6 +233,9 @@ def vector_load_decls(ctx: KernelContext, fn: ElementFunction, width: int) -> tu
             args.append(l.param)
             continue
         ptr = ctx.in_ptr[l.node]
+        if l.node in ctx.tables and l.access != "uniform":   # shared memory: no __ldg vectors
+            args.append(l.scalar(ctx, l.gathered) if l.access == "gather" else f"{ptr}[{off} + e]")
+            continue
         if l.access == "vector":
             decls.append(Decl(f"fl_vec<{st}, {width}>", l.param, f"fl_load_vec<{width}>({ptr} + {off})", size * width))
             args.append(f"{l.param}.v[e]")
