@@ -66,15 +66,22 @@ def candidates(ctx: KernelContext) -> list[PointwiseConfig]:
     moves 16 bytes per access. On the stencil path `unroll` is the rows a thread takes.
     Where the kernel computes values from broadcast operands alone, the heuristic's
     configuration with those values in tables too."""
-    out = _candidates(ctx)
-    if _table_nodes(ctx):
+    analysed = _analyse(ctx)
+    out = _candidates(ctx, analysed)
+    if _flat(analysed) and _table_nodes(ctx):
         out.append(replace(out[0], tables=True, why="candidate: values of broadcast operands alone "
                                                     "computed once per block"))
     return out
 
 
-def _candidates(ctx: KernelContext) -> list[PointwiseConfig]:
-    _, _, width, rows, sten, tr = _analyse(ctx)
+def _flat(analysed: tuple) -> bool:
+    """_analyse chose the flat vector or strided path (not the stencil, transpose or row
+    path, which load vectors their own way: tables are for the flat ones)."""
+    return all(path is None for path in analysed[3:])
+
+
+def _candidates(ctx: KernelContext, analysed: tuple) -> list[PointwiseConfig]:
+    _, _, width, rows, sten, tr = analysed
     base = _heuristic(ctx, sten, tr)
     if tr is not None:
         return [base]
@@ -116,11 +123,7 @@ def _table_nodes(ctx: KernelContext) -> list[int]:
         for v in g.nodes[u].inputs:
             reach(v)
     tables = sorted(found)
-    if not tables or sum(g.nodes[v].aval.size for v in tables) > TABLE_MAX:
-        return []
-    if any(path is not None for path in _analyse(_fresh(ctx))[3:]):
-        return []   # the stencil, transpose and row paths: not these
-    return tables
+    return tables if sum(g.nodes[v].aval.size for v in tables) <= TABLE_MAX else []
 
 
 def _set_up_tables(ctx: KernelContext, tables: list[int]) -> tuple[list[str], list[str]]:
@@ -130,7 +133,6 @@ def _set_up_tables(ctx: KernelContext, tables: list[int]) -> tuple[list[str], li
     g = ctx.graph
     helpers: list[str] = []
     fills: list[str] = []
-    named = {}
     for f in tables:
         nd = g.nodes[f]
         tab = ctx.names.fresh(f"tab_{array_name(g, f)}")
@@ -141,10 +143,7 @@ def _set_up_tables(ctx: KernelContext, tables: list[int]) -> tuple[list[str], li
         fills += [f"__shared__ __align__(16) {storage_type(nd.dtype)} {tab}[{nd.aval.size}];",
                   f"for (index_t {t.name} = threadIdx.x; {t.name} < {nd.aval.size}; {t.name} += blockDim.x) {{",
                   f"    {fn.name}({', '.join(element.scalar_args(ctx, fn) + [f'{tab}[{t.name}]'])});", "}"]
-        named[f] = tab
-    for f, tab in named.items():
-        ctx.tables[f] = tab
-        ctx.in_ptr[f] = tab
+        ctx.tables[f] = ctx.in_ptr[f] = tab   # the fills compute their nodes (`own`), whatever is tabled
     return helpers, [*fills, "__syncthreads();   // the tables are filled"]
 
 
@@ -254,10 +253,10 @@ def _row_path(ctx: KernelContext, shape: tuple[int, ...]) -> _Rows | None:
 def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> KernelCode:
     g, k = ctx.graph, ctx.kernel
     tables = _table_nodes(ctx) if config is not None and config.tables else []
-    if tables:   # the flat paths only (the stencil, transpose and row paths load vectors their own way)
+    if tables:   # the flat paths only, with the tables in place
         probe = _fresh(ctx)
         _set_up_tables(probe, tables)
-        if any(path is not None for path in _analyse(probe)[3:]):
+        if not _flat(_analyse(probe)):
             tables = []
     if config is not None and config.tables and not tables:   # asked for where it cannot be: say so
         config = replace(config, tables=False,

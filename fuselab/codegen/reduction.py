@@ -44,7 +44,7 @@ GROUP_READ_BYTES = 64
 
 
 def strided_loop(var: str, lo: str, hi: str, step: str, reads: list[element.Decl], body: list[str],
-                 guard: str = "", setup: tuple[str, ...] = (), grouped: bool = True, steps: int = 0) -> list[str]:
+                 guard: str = "", setup: tuple[str, ...] = (), steps: int = 0) -> list[str]:
     """`for (var = lo; var < hi; var += step) {reads; body}`, folding in the same order, in
     groups of UNROLL steps whose reads are all issued before the group folds (the next
     group's reads, while this one folds), then the steps left one at a time.
@@ -55,12 +55,12 @@ def strided_loop(var: str, lo: str, hi: str, step: str, reads: list[element.Decl
     variance at 56% of DRAM bandwidth, its warps stalled on loads 68% of the time (H200,
     ncu, 2026-12-02). Reads kept for the next group stay grouped. `setup` lines (derived
     from `var`) precede a step's reads. Groups are smaller where a step reads more than
-    GROUP_READ_BYTES / UNROLL bytes, so that the registers holding them stay few. Not
-    `grouped`: a plain loop (a vector loop's tail, a step or two a thread). `steps`, the
-    most steps a thread takes where the caller knows it: groups no larger than the power
-    of two at or below it (a group larger than a thread's steps would never run, leaving
-    every read alone: rows of 77 over 16 lanes)."""
-    U = max(1, min(UNROLL, GROUP_READ_BYTES // max(1, sum(d.nbytes for d in reads)))) if grouped else 1
+    GROUP_READ_BYTES / UNROLL bytes, so that the registers holding them stay few. `steps`,
+    the most steps a thread takes where the caller knows it: groups no larger than the
+    power of two at or below it (a group larger than a thread's steps would never run,
+    leaving every read alone: rows of 77 over 16 lanes); 1 gives a plain loop (a vector
+    loop's tail)."""
+    U = max(1, min(UNROLL, GROUP_READ_BYTES // max(1, sum(d.nbytes for d in reads))))
     if steps > 0:
         U = min(U, 1 << (steps.bit_length() - 1))
     first = f"{var}_0"
@@ -399,7 +399,7 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
         body = [f"{register_type(g.nodes[c].dtype)} {v};" for c, v in out_vals.items()]
         body.append(f"{fn.name}({', '.join(args + list(out_vals.values()))});")
         body += [a.step(out_vals[g.nodes[a.node].inputs[0]], "r") for a in accs]
-        return strided_loop("r", lo, hi, step, reads, body, guard, grouped=vector, steps=steps)
+        return strided_loop("r", lo, hi, step, reads, body, guard, steps=steps)
 
     per = (f" ({width}-element vectors" + (f", the last {tail} element(s) one at a time)" if tail else ")")
            if width > 1 else "")
@@ -422,7 +422,7 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
         hi = f"{R // width}" if width > 1 else f"{R}"
         body += element_loop("lane", hi, f"{group}", guard="active", steps=ix.ceil_div(R // width, group))
         if tail:
-            body += element_loop(f"{tail_lo} + lane", f"{R}", f"{group}", guard="active", vector=False)
+            body += element_loop(f"{tail_lo} + lane", f"{R}", f"{group}", guard="active", vector=False, steps=1)
         for a in accs:
             body += a.warp_allreduce(group)
         body += ["if (active && lane == 0) {", *indent(_epilogue(ctx, p, accs, o_var), 1), "}"]
@@ -444,7 +444,7 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
         lo_e, hi_e = "0", f"{R // width}"
     lines += element_loop(f"{lo_e} + threadIdx.x", hi_e, "blockDim.x", steps=ix.ceil_div(chunk // width, threads))
     if tail:   # the last part's block
-        lines += element_loop(f"{tail_lo} + threadIdx.x", f"{R}", "blockDim.x", vector=False,
+        lines += element_loop(f"{tail_lo} + threadIdx.x", f"{R}", "blockDim.x", vector=False, steps=1,
                               guard=f"part == {splits - 1}" if splits > 1 else "")
     for a in accs:
         lines += a.block_allreduce()

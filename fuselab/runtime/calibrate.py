@@ -34,9 +34,6 @@ extern "C" __global__ void fl_exp(float* out, float a) {
 _MEMORY: dict[str, dict[str, Any]] = {}
 
 
-cache_path = calibration_path
-
-
 def calibrate(force: bool = False) -> dict[str, Any]:
     """{bandwidth_Bps, launch_s, flops_per_s, transcendental_factor, sm_count, device_name},
     measured on the current device the first time and read from the cache afterwards."""
@@ -44,7 +41,7 @@ def calibrate(force: bool = False) -> dict[str, Any]:
     info = device_info()
     if not force and info.name in _MEMORY:
         return dict(_MEMORY[info.name])
-    path = cache_path(info.name)
+    path = calibration_path(info.name)
     if not force and path.exists():
         try:
             data = json.loads(path.read_text())
