@@ -7,9 +7,11 @@ and what a CUDA graph replay removes).
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,21 @@ class Timing:
                 f"(IQR {self.spread_s * 1e3:.4f} ms, n={self.repeats}{extra})")
 
 
+@contextlib.contextmanager
+def no_gc() -> Iterator[None]:
+    """The cyclic garbage collector off while repeats run, as timeit does: a collection
+    that falls inside one repeat of a launch-bound cell (whose GPU time is the Python
+    launching it) adds its pause to that repeat alone, and a process holding many objects
+    (torch.compile's) pauses for longer."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def _event_seconds(fn: Callable[[], Any], stream: Any = None) -> float:
     """GPU time of one fn() call, bracketed by two CUDA events on `stream`."""
     import cupy
@@ -58,10 +75,11 @@ def time_gpu(fn: Callable[[], Any], label: str, repeats: int = 20, warmup: int =
     cupy.cuda.get_current_stream().synchronize()
     times: list[float] = []
     started = time.perf_counter()
-    for _ in range(max(1, repeats)):
-        times.append(_event_seconds(fn))
-        if time.perf_counter() - started > max_seconds and len(times) >= 3:
-            break  # a slow workload: fewer repeats rather than minutes
+    with no_gc():
+        for _ in range(max(1, repeats)):
+            times.append(_event_seconds(fn))
+            if time.perf_counter() - started > max_seconds and len(times) >= 3:
+                break  # a slow workload: fewer repeats rather than minutes
     return summarize(label, times, bytes_moved)
 
 
@@ -80,12 +98,13 @@ def time_interleaved(fns: Mapping[str, Callable[[], Any]], repeats: int = 20, ro
     times: dict[str, list[float]] = {k: [] for k in fns}
     per_round = max(1, -(-repeats // rounds))
     started = time.perf_counter()
-    for _ in range(rounds):
-        for label, fn in fns.items():
-            for _ in range(per_round):
-                times[label].append(_event_seconds(fn))
-        if time.perf_counter() - started > max_seconds:
-            break  # slow cells: fewer rounds rather than minutes
+    with no_gc():
+        for _ in range(rounds):
+            for label, fn in fns.items():
+                for _ in range(per_round):
+                    times[label].append(_event_seconds(fn))
+            if time.perf_counter() - started > max_seconds:
+                break  # slow cells: fewer rounds rather than minutes
     nbytes = bytes_moved or {}
     return {k: summarize(k, v, nbytes.get(k, 0)) for k, v in times.items()}
 
