@@ -288,6 +288,62 @@ TABLE_CELLS = [   # (cell, inputs): pointwise kernels that compute values of bro
 ]
 
 
+GATHER_CELLS = [   # plain vectors narrower than the runs' gathers allow
+    ("y = (x - m) / s", {"x": ((3, 4, 2, 9), np.float16), "m": ((1, 4, 1, 1), np.float16),
+                         "s": ((1, 4, 1, 1), np.float16)}),                      # runs of 18 halves: 2 plainly, 8
+    ("y = (x - m) / np.sqrt(v * v + 1e-5)", {"x": ((5, 3, 7, 2), np.float16), "m": ((1, 3, 1, 1), np.float16),
+                                             "v": ((1, 3, 1, 1), np.float16)}),  # with tables too
+    ("y = x * w + 1", {"x": ((9, 6), np.float32), "w": ((9, 1), np.float32)}),   # runs of 6 floats: 2, then 4
+    ("y = x + w", {"x": ((7, 10), np.int8), "w": ((7, 1), np.int8)}),            # runs of 10 bytes: 2, then 16
+]
+
+
+@pytest.mark.parametrize("cell", range(len(GATHER_CELLS)))
+def test_gathered_operands_under_wider_vectors_give_the_same_bits(cell):
+    """PointwiseConfig(gather=True), a tuning candidate: vectors as wide as gathering the
+    small operands (whose runs plain vectors must follow) allows give the same bits as
+    the plain kernel, also with tables; the candidate is offered only where it is wider."""
+    from fuselab import trace_cell
+    from fuselab.codegen import generate_kernel, launch_candidates
+    from fuselab.codegen.config import PointwiseConfig
+    from fuselab.plan import make_plan
+    source, specs = GATHER_CELLS[cell]
+    rng = np.random.default_rng(cell)
+    inputs = {n: np.asarray(rng.standard_normal(s) * 4).astype(dt) for n, (s, dt) in specs.items()}
+    traced = trace_cell(source, {"np": np, **inputs})
+    plan = make_plan(traced.graph, "auto")
+    assert [k.template.value for k in plan.kernels] == ["pointwise"]
+    plain = (generate_kernel(plan, 0, EMULATED),)
+    cands = [c for c in launch_candidates(plan, 0, EMULATED) if c.gather]
+    assert cands and "vector path" in plain[0].notes[0]
+    variants = [(generate_kernel(plan, 0, EMULATED, c),) for c in cands]
+    for (code,) in variants:
+        assert code.config.gather and "gathered element by element" in code.notes[0]
+        assert int(code.notes[0].split()[2]) > int(plain[0].notes[0].split()[2])   # wider vectors
+    if NVRTC_OK:
+        nvrtc_compile([codes[0] for codes in variants])
+    runner = HostRunner([], generated=[(plan, plain), *((plan, codes) for codes in variants)])
+    want = runner.run_codes(plan, plain, traced.inputs)
+    check = compare(want, run_graph(plan.graph, traced.inputs), 1e-5)
+    assert check.ok, check.worst
+    for codes in variants:
+        got = runner.run_codes(plan, codes, traced.inputs)
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name} {codes[0].config.label()}")
+
+
+def test_no_gather_candidate_where_plain_vectors_are_as_wide():
+    from fuselab import trace_cell
+    from fuselab.codegen import generate_kernel, launch_candidates
+    from fuselab.codegen.config import PointwiseConfig
+    from fuselab.plan import make_plan
+    x = np.ones((64, 32), np.float32)
+    plan = make_plan(trace_cell("y = x * w", {"np": np, "x": x, "w": np.ones((64, 1), np.float32)}).graph, "auto")
+    assert not any(c.gather for c in launch_candidates(plan, 0, EMULATED))
+    code = generate_kernel(plan, 0, EMULATED, PointwiseConfig(gather=True))
+    assert not code.config.gather and "no gathers" in code.config.why
+
+
 @pytest.mark.parametrize("cell", range(len(TABLE_CELLS)))
 def test_tables_of_broadcast_values_give_the_same_bits(cell):
     """PointwiseConfig(tables=True), a tuning candidate: the values a pointwise kernel

@@ -267,6 +267,36 @@ def test_float16_row_max_and_min_of_packed_halves(tier, cols):
         np.testing.assert_array_equal(got[name].get(), want[name], err_msg=f"{name}, {tier} tier, {cols} columns")
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.int8])
+def test_gathered_operands_under_wider_vectors_on_the_gpu(dtype):
+    """The `gather` candidate (vectors wider than the runs of small operands, those
+    gathered element by element), with and without tables, gives the bits of the plain
+    kernel at sizes with many blocks: per-channel operands over runs of 18 elements."""
+    import cupy as cp
+    from fuselab import runtime, trace_cell
+    from fuselab.codegen import generate, generate_kernel, launch_candidates
+    from fuselab.plan import make_plan
+    from fuselab.runtime.device import device_options
+    rng = np.random.default_rng(7)
+    inputs = {"x": (rng.standard_normal((301, 114, 2, 9)) * 8).astype(dtype),
+              "m": (rng.standard_normal((1, 114, 1, 1)) * 8).astype(dtype),
+              "s": rng.uniform(1, 3, (1, 114, 1, 1)).astype(dtype)}
+    source = "y = (x - m) * s" if dtype == np.int8 else "y = (x - m) / np.sqrt(s * s + 1)"
+    traced = trace_cell(source, {"np": np, **inputs})
+    plan = make_plan(traced.graph, "auto")
+    opts = device_options(None)
+    plain = generate(plan, opts)
+    on_gpu = {n: cp.asarray(v) for n, v in traced.inputs.items()}
+    want = runtime.execute(plan, on_gpu, codes=plain)
+    wide = [c for c in launch_candidates(plan, 0, opts) if c.gather]
+    assert wide
+    for cfg in wide:
+        code = generate_kernel(plan, 0, opts, cfg)
+        assert code.config.gather and "gathered" in code.notes[0]
+        got = runtime.execute(plan, on_gpu, codes=[code])
+        cp.testing.assert_array_equal(got["y"], want["y"])
+
+
 @pytest.mark.parametrize("cell", ["bn16", "exp_w", "scale0"])
 def test_tables_of_broadcast_values_on_the_gpu(cell):
     """The `tables` candidate (values of broadcast operands alone computed once per

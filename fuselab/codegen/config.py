@@ -34,9 +34,10 @@ class PointwiseConfig(Config):
     block: int = 256        # threads per block
     unroll: int = 1         # elements (or vectors) each thread handles per step, a block apart
     tables: bool = False    # values of broadcast operands alone computed once per block
+    gather: bool = False    # wider vectors, small operands that runs do not follow gathered
 
     def key(self) -> tuple:
-        return tuple(kv for kv in super().key() if kv != ("tables", False))   # labels as before
+        return tuple(kv for kv in super().key() if kv not in (("tables", False), ("gather", False)))   # labels as before
 
 
 @dataclass(frozen=True)

@@ -68,9 +68,15 @@ def candidates(ctx: KernelContext) -> list[PointwiseConfig]:
     configuration with those values in tables too."""
     analysed = _analyse(ctx)
     out = _candidates(ctx, analysed)
-    if _flat(analysed) and _table_nodes(ctx):
+    tables = _flat(analysed) and bool(_table_nodes(ctx))
+    if tables:
         out.append(replace(out[0], tables=True, why="candidate: values of broadcast operands alone "
                                                     "computed once per block"))
+    gathered = _analyse(_fresh(ctx), gather=True)
+    if gathered[2] > analysed[2] and _flat(analysed):
+        wide = replace(out[0], gather=True, why=f"candidate: {gathered[2]}-element vectors, small operands "
+                                                f"gathered (the plain vectors take {analysed[2]})")
+        out += [wide, replace(wide, tables=True)] if tables else [wide]
     return out
 
 
@@ -174,14 +180,20 @@ class _Transpose:
     staged: tuple[int, ...]      # indices into fn.loads
 
 
-def _analyse(ctx: KernelContext):
+def _analyse(ctx: KernelContext, gather: bool = False):
+    """The path and its element function: (shape, fn, width, rows, sten, tr). With
+    `gather`, the flat path's vectors are the widest that gathering small operands allows,
+    even where plain vectors of some width follow every load: a float16 batch norm over
+    runs of 18 moves 2-element vectors plainly, 8-element ones with its per-channel values
+    gathered (a tuning candidate: gathers cost a load an element)."""
     k = ctx.kernel
     shape = ctx.space.shape   # legality's: the one shape of every stored output
     n_elems = ix.prod(shape)
     i = ix.Var("i", max(n_elems, 1))
     before = set(ctx.names.used)
     fn = element.build(ctx, ix.delinearize(ix.Affine.of(i), shape), k.outputs)
-    width = element.vector_width(ctx, fn.loads, k.outputs, i, shifts=True)
+    width = element.vector_width(ctx, fn.loads, k.outputs, i, shifts=True,
+                                 gather_max=n_elems // GATHER_REUSE if gather else 0)
     if width == 1:
         # the loads that vectors cannot follow all belong to broadcast operands (each
         # element used 4 times or more, from cache): gather those element by element
@@ -252,17 +264,22 @@ def _row_path(ctx: KernelContext, shape: tuple[int, ...]) -> _Rows | None:
 
 def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> KernelCode:
     g, k = ctx.graph, ctx.kernel
+    gather = config is not None and config.gather
+    if gather and _analyse(_fresh(ctx), gather=True)[2] <= _analyse(_fresh(ctx))[2]:   # no wider: say so
+        config = replace(config, gather=False,
+                         why=" ".join(w for w in (config.why, "(no gathers: plain vectors are as wide)") if w))
+        gather = False
     tables = _table_nodes(ctx) if config is not None and config.tables else []
     if tables:   # the flat paths only, with the tables in place
         probe = _fresh(ctx)
         _set_up_tables(probe, tables)
-        if not _flat(_analyse(probe)):
+        if not _flat(_analyse(probe, gather)):
             tables = []
     if config is not None and config.tables and not tables:   # asked for where it cannot be: say so
         config = replace(config, tables=False,
                          why=" ".join(w for w in (config.why, "(no tables: nothing to take out of the loop here)") if w))
     table_helpers, table_fills = _set_up_tables(ctx, tables) if tables else ([], [])
-    shape, fn, width, rows, sten, tr = _analyse(ctx)
+    shape, fn, width, rows, sten, tr = _analyse(ctx, gather)
     cfg = config or _heuristic(ctx, sten, tr)
     n_elems = ix.prod(shape)
     B, U = cfg.block, cfg.unroll
