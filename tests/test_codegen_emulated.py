@@ -288,6 +288,22 @@ TABLE_CELLS = [   # (cell, inputs): pointwise kernels that compute values of bro
 ]
 
 
+def _same_bits_as_plain(plan, plain: tuple, variants: list[tuple], changed: list[int], inputs) -> None:
+    """Each variant (the plan's codes with kernel changed[i] generated another way) compiles
+    with NVRTC and gives the bits of the plain codes on the emulator, which agree with
+    NumPy."""
+    if NVRTC_OK:
+        nvrtc_compile([codes[k] for codes, k in zip(variants, changed)])
+    runner = HostRunner([], generated=[(plan, plain), *((plan, codes) for codes in variants)])
+    want = runner.run_codes(plan, plain, inputs)
+    check = compare(want, run_graph(plan.graph, inputs), 1e-5)
+    assert check.ok, check.worst
+    for codes, k in zip(variants, changed):
+        got = runner.run_codes(plan, codes, inputs)
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name} {codes[k].config.label()}")
+
+
 GATHER_CELLS = [   # plain vectors narrower than the runs' gathers allow
     ("y = (x - m) / s", {"x": ((3, 4, 2, 9), np.float16), "m": ((1, 4, 1, 1), np.float16),
                          "s": ((1, 4, 1, 1), np.float16)}),                      # runs of 18 halves: 2 plainly, 8
@@ -305,7 +321,6 @@ def test_gathered_operands_under_wider_vectors_give_the_same_bits(cell):
     the plain kernel, also with tables; the candidate is offered only where it is wider."""
     from fuselab import trace_cell
     from fuselab.codegen import generate_kernel, launch_candidates
-    from fuselab.codegen.config import PointwiseConfig
     from fuselab.plan import make_plan
     source, specs = GATHER_CELLS[cell]
     rng = np.random.default_rng(cell)
@@ -320,16 +335,7 @@ def test_gathered_operands_under_wider_vectors_give_the_same_bits(cell):
     for (code,) in variants:
         assert code.config.gather and "gathered element by element" in code.notes[0]
         assert int(code.notes[0].split()[2]) > int(plain[0].notes[0].split()[2])   # wider vectors
-    if NVRTC_OK:
-        nvrtc_compile([codes[0] for codes in variants])
-    runner = HostRunner([], generated=[(plan, plain), *((plan, codes) for codes in variants)])
-    want = runner.run_codes(plan, plain, traced.inputs)
-    check = compare(want, run_graph(plan.graph, traced.inputs), 1e-5)
-    assert check.ok, check.worst
-    for codes in variants:
-        got = runner.run_codes(plan, codes, traced.inputs)
-        for name in want:
-            np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name} {codes[0].config.label()}")
+    _same_bits_as_plain(plan, plain, variants, [0] * len(variants), traced.inputs)
 
 
 def test_no_gather_candidate_where_plain_vectors_are_as_wide():
@@ -368,13 +374,4 @@ def test_tables_of_broadcast_values_give_the_same_bits(cell):
         assert code.config.tables and "computed once per block" in code.notes[-1] and "__syncthreads" in code.source
         tabled.append(tuple(code if j == k else c for j, c in enumerate(plain)))
     assert tabled, "no pointwise kernel"
-    if NVRTC_OK:
-        nvrtc_compile([codes[k] for codes, k in zip(tabled, ks)])
-    runner = HostRunner([], generated=[(plan, plain), *((plan, codes) for codes in tabled)])
-    want = runner.run_codes(plan, plain, traced.inputs)
-    check = compare(want, run_graph(plan.graph, traced.inputs), 1e-5)
-    assert check.ok, check.worst
-    for codes in tabled:
-        got = runner.run_codes(plan, codes, traced.inputs)
-        for name in want:
-            np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    _same_bits_as_plain(plan, plain, tabled, ks, traced.inputs)

@@ -267,27 +267,36 @@ def test_float16_row_max_and_min_of_packed_halves(tier, cols):
         np.testing.assert_array_equal(got[name].get(), want[name], err_msg=f"{name}, {tier} tier, {cols} columns")
 
 
+def _planned_and_run(source: str, inputs: dict):
+    """The cell planned `auto` for this GPU, its heuristics' codes, its inputs on the GPU
+    and the results of those codes: what a variant of one kernel is compared with."""
+    import cupy as cp
+    from fuselab import runtime, trace_cell
+    from fuselab.codegen import generate
+    from fuselab.plan import make_plan
+    from fuselab.runtime.device import device_options
+    traced = trace_cell(source, {"np": np, **inputs})
+    plan = make_plan(traced.graph, "auto")
+    opts = device_options(None)
+    plain = generate(plan, opts)
+    on_gpu = {n: cp.asarray(v) for n, v in traced.inputs.items()}
+    return plan, opts, plain, on_gpu, runtime.execute(plan, on_gpu, codes=plain)
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.int8])
 def test_gathered_operands_under_wider_vectors_on_the_gpu(dtype):
     """The `gather` candidate (vectors wider than the runs of small operands, those
     gathered element by element), with and without tables, gives the bits of the plain
     kernel at sizes with many blocks: per-channel operands over runs of 18 elements."""
     import cupy as cp
-    from fuselab import runtime, trace_cell
-    from fuselab.codegen import generate, generate_kernel, launch_candidates
-    from fuselab.plan import make_plan
-    from fuselab.runtime.device import device_options
+    from fuselab import runtime
+    from fuselab.codegen import generate_kernel, launch_candidates
     rng = np.random.default_rng(7)
     inputs = {"x": (rng.standard_normal((301, 114, 2, 9)) * 8).astype(dtype),
               "m": (rng.standard_normal((1, 114, 1, 1)) * 8).astype(dtype),
               "s": rng.uniform(1, 3, (1, 114, 1, 1)).astype(dtype)}
     source = "y = (x - m) * s" if dtype == np.int8 else "y = (x - m) / np.sqrt(s * s + 1)"
-    traced = trace_cell(source, {"np": np, **inputs})
-    plan = make_plan(traced.graph, "auto")
-    opts = device_options(None)
-    plain = generate(plan, opts)
-    on_gpu = {n: cp.asarray(v) for n, v in traced.inputs.items()}
-    want = runtime.execute(plan, on_gpu, codes=plain)
+    plan, opts, plain, on_gpu, want = _planned_and_run(source, inputs)
     wide = [c for c in launch_candidates(plan, 0, opts) if c.gather]
     assert wide
     for cfg in wide:
@@ -305,11 +314,9 @@ def test_tables_of_broadcast_values_on_the_gpu(cell):
     vectors from shared memory, a float32 scale along axis 0 from given statistics (not
     from a reduction in the cell, whose epilogue the plan may give the square root)."""
     import cupy as cp
-    from fuselab import runtime, trace_cell
-    from fuselab.codegen import generate, generate_kernel
+    from fuselab import runtime
+    from fuselab.codegen import generate_kernel
     from fuselab.codegen.config import PointwiseConfig
-    from fuselab.plan import make_plan
-    from fuselab.runtime.device import device_options
     rng = np.random.default_rng(5)
     source, inputs = {
         "bn16": ("mu = x.mean(axis=(0, 2, 3), keepdims=True)\nvar = x.var(axis=(0, 2, 3), keepdims=True)\n"
@@ -320,12 +327,7 @@ def test_tables_of_broadcast_values_on_the_gpu(cell):
                                                        "m": rng.standard_normal(517).astype(np.float32),
                                                        "v": rng.uniform(0.5, 2.0, 517).astype(np.float32)}),
     }[cell]
-    traced = trace_cell(source, {"np": np, **inputs})
-    plan = make_plan(traced.graph, "auto")
-    opts = device_options(None)
-    plain = generate(plan, opts)
-    on_gpu = {n: cp.asarray(v) for n, v in traced.inputs.items()}
-    want = runtime.execute(plan, on_gpu, codes=plain)
+    plan, opts, plain, on_gpu, want = _planned_and_run(source, inputs)
     tabled = 0
     for k, kern in enumerate(plan.kernels):
         if kern.template.value != "pointwise":
