@@ -34,6 +34,8 @@ CELLS = [
     ("y = x.mean(axis=1)", (40, 5, 48)),         # few rows: one thread per output too
     (SOFTMAX, (50, 3)),                          # narrow odd rows: 1, 2 or 4 lanes a row
     (SOFTMAX, (40, 7)),
+    ("y = x.std(axis=1)", (30, 231, 2)),          # kept runs of 2: fewer rows of warps too
+    ("y = x.sum(axis=1)", (20, 100, 4)),
 ]
 
 
