@@ -6,9 +6,8 @@ Every row of a sweep (benchmarks/sweep.py) is rebuilt on the CPU: the case's cel
 (benchmarks/sweep_cases.py) is traced with empty NumPy arrays of its shapes and planned
 `auto`, exactly as the sweep plans it on the device; the cost model predicts one run of
 that plan with the device numbers the sweep measured in the same run (`calibration`:
-bandwidth, launch, flop rate, and a run's fixed cost run_s where the calibration measured
-it) and the sweep-fitted parameters of DeviceParams (run_s for older sweeps, eff_*,
-chip_rows, chip_exp, l2_bandwidth). The prediction is compared with the
+bandwidth, launch, flop rate) and the sweep-fitted parameters of DeviceParams (run_s,
+eff_*, chip_rows, chip_exp, l2_bandwidth). The prediction is compared with the
 measured time of one run (fuselab_s).
 
 A case appears once: from the first file that has it without an error. A row whose
@@ -94,7 +93,7 @@ def _row(name: str, family: str, path: str, measured_s: float, calibration: dict
     plan = make_plan(fuselab.trace_cell(source, {"np": np, **arrays}).graph, "auto")
     changed = [k.template.value for k in plan.kernels] != list(kernels)
     cal = {k: calibration[k] for k in ("bandwidth_Bps", "launch_s", "flops_per_s", "transcendental_factor",
-                                       "sm_count", "run_s") if k in calibration}
+                                       "sm_count") if k in calibration}
     return Row(name, family, path, measured_s, cal, plan, changed, recorded_pred_s, source, inputs, sweep)
 
 
@@ -124,8 +123,6 @@ def params_for(row: Row, overrides: dict[str, float] | None = None):
     base = DeviceParams.h200_default()
     kw = {f: getattr(base, f) for f in FITTED + EFFS}     # the shipped sweep-fitted values
     kw.update(overrides or {})
-    if "run_s" in row.calibration:   # measured in the sweep's own run (runtime.calibrate.run_floor)
-        kw["run_s"] = p.run_s
     return dataclasses.replace(p, **kw)
 
 

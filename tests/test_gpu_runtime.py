@@ -207,7 +207,6 @@ def test_calibration_is_measured_once_and_cached(tmp_path, monkeypatch):
     assert set(data) >= {"bandwidth_Bps", "launch_s", "flops_per_s", "transcendental_factor", "sm_count",
                          "device_name"}
     assert 1e11 < data["bandwidth_Bps"] < 1e13 and 1e-7 < data["launch_s"] < 1e-4 and data["flops_per_s"] > 1e12
-    assert 0 <= data["run_s"] < 1e-3          # a run's fixed cost, measured through the runtime
     assert list(tmp_path.glob("calib-*.json"))
     monkeypatch.setattr(cal, "_MEMORY", {})
     monkeypatch.setattr(cal, "measure_device", lambda: pytest.fail("measured again"))

@@ -4,8 +4,6 @@ bandwidth_Bps: a large device-to-device copy, bytes read + written per second.
 launch_s: the cost of one more kernel in a stream of empty kernels.
 flops_per_s: float32 FMA throughput (2 flops each) of a kernel built to be compute-bound;
 transcendental_factor: how many FMA-times one expf costs, from the same probe with expf.
-run_s: what one run of a plan costs beyond its kernels (the runtime's Python work, the
-launch latency), from small plans run through the runtime on this machine.
 """
 from __future__ import annotations
 
@@ -88,56 +86,9 @@ def measure_device() -> dict[str, Any]:
     flops = blocks * threads * 4 * 1024 * 2 / tf.median_s
     te = time_gpu(lambda: exp((blocks,), (threads,), (out, cupy.float32(0.5))), "exp", repeats=10)
     exp_per_s = blocks * threads * 4 * 256 / te.median_s
-    data = {"bandwidth_Bps": bandwidth, "launch_s": launch_s, "flops_per_s": flops,
+    return {"bandwidth_Bps": bandwidth, "launch_s": launch_s, "flops_per_s": flops,
             "transcendental_factor": (flops / 2) / exp_per_s, "sm_count": info.sm_count,
-            "device_name": info.name}
-    floor = run_floor(data)
-    return {**data, **({"run_s": floor} if floor is not None else {}),
-            "measured_at": time.strftime("%Y-%m-%d %H:%M:%S")}
-
-
-# Small cells of the kinds a notebook runs (2 MiB of float32: kernels of a few
-# microseconds), one of each template: their runs cost mostly the fixed part.
-_FLOOR_CELLS = (("y = x * w + 1", {"x": (1024, 512), "w": (512,)}),
-                ("y = np.sqrt(x * x + 1)", {"x": (1024, 512)}),
-                ("y = x.sum(axis=1)", {"x": (1024, 512)}),
-                ("y = x.sum(axis=0)", {"x": (1024, 512)}),
-                ("y = x - x.max(axis=1, keepdims=True)", {"x": (1024, 512)}))
-
-
-def run_floor(device: dict[str, Any]) -> float | None:
-    """The cost model's run_s on this machine: the median, over small plans run through
-    the runtime as a user's re-run runs them, of the measured time less the model's time
-    for their kernels (given the `device` numbers just measured). The host sets it: one
-    H200 ran the same small cells at 14-17 us in one device session and at 18-29 us in
-    another, and the run_s that fits a sweep best moved between 12 and 20 us from sweep to
-    sweep: the one constant fitted before (15 us) put 18 of 80 held-out cells, most of them
-    small, outside 25% of their time (COST_MODEL.md). None
-    where the probe cannot run (the model then keeps its default)."""
-    import dataclasses
-    import statistics
-    try:
-        import cupy
-        import numpy
-        from .. import trace_cell
-        from ..plan import make_plan
-        from ..plan.cost import report
-        from ..plan.device import DeviceParams
-        from .launch import Executable
-        from .timing import time_gpu
-        params = dataclasses.replace(DeviceParams.from_dict(device), run_s=0.0)
-        rest = []
-        for source, shapes in _FLOOR_CELLS:
-            arrays = {n: cupy.ones(s, cupy.float32) for n, s in shapes.items()}
-            traced = trace_cell(source, {"np": numpy, **arrays})
-            plan = make_plan(traced.graph, "auto", params=params)
-            exe = Executable(plan, tune=False)   # the heuristics' launches: nothing here to tune for
-            env = exe.prepare(traced.inputs)
-            t = time_gpu(lambda: exe.run(env=env), "run", repeats=40, warmup=3)
-            rest.append(t.median_s - report(plan, params).time_s)
-        return max(0.0, statistics.median(rest))
-    except Exception:  # noqa: BLE001 - calibration is an improvement, never a requirement
-        return None
+            "device_name": info.name, "measured_at": time.strftime("%Y-%m-%d %H:%M:%S")}
 
 
 calibration = calibrate
