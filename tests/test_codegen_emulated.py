@@ -311,6 +311,8 @@ GATHER_CELLS = [   # plain vectors narrower than the runs' gathers allow
                                              "v": ((1, 3, 1, 1), np.float16)}),  # with tables too
     ("y = x * w + 1", {"x": ((9, 6), np.float32), "w": ((9, 1), np.float32)}),   # runs of 6 floats: 2, then 4
     ("y = x + w", {"x": ((7, 10), np.int8), "w": ((7, 1), np.int8)}),            # runs of 10 bytes: 2, then 16
+    # a float64 value tabled as float16: wider only with the table in place
+    ("y = x * np.sqrt(np.abs(m)).astype(np.float16)", {"x": ((6, 4, 18), np.float16), "m": ((1, 4, 1), np.float64)}),
 ]
 
 
@@ -332,8 +334,9 @@ def test_gathered_operands_under_wider_vectors_give_the_same_bits(cell):
     cands = [c for c in launch_candidates(plan, 0, EMULATED) if c.gather]
     assert cands and "vector path" in plain[0].notes[0]
     variants = [(generate_kernel(plan, 0, EMULATED, c),) for c in cands]
-    for (code,) in variants:
-        assert code.config.gather and "gathered element by element" in code.notes[0]
+    for (code,), cfg in zip(variants, cands):
+        assert code.config.key() == cfg.key() and "gathered element by element" in code.notes[0]
+        assert cfg.tables == ("tables:" in code.notes[-1])
         assert int(code.notes[0].split()[2]) > int(plain[0].notes[0].split()[2])   # wider vectors
     _same_bits_as_plain(plan, plain, variants, [0] * len(variants), traced.inputs)
 

@@ -36,3 +36,32 @@ def test_cpu_repeats_run_with_the_collector_off():
     assert timed["a"].repeats == 8
     assert seen[0] and not any(seen[1:])     # the warm-up runs as it is; the repeats without collections
     assert gc.isenabled()
+
+
+def test_gpu_timers_repeat_with_the_collector_off(monkeypatch):
+    """time_gpu, time_interleaved and the autotuner's time_candidates (CuPy and the
+    events stubbed: no GPU needed) run their repeats with the collector off and their
+    warm-ups as they are."""
+    import sys
+    import types
+    from fuselab.runtime import timing, tune
+    stream = types.SimpleNamespace(synchronize=lambda: None)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(
+        cuda=types.SimpleNamespace(get_current_stream=lambda: stream)))
+    seen: list[bool] = []
+
+    def event_seconds(fn, stream=None):
+        fn()
+        seen.append(gc.isenabled())
+        return 1e-5
+    monkeypatch.setattr(timing, "event_seconds", event_seconds)
+    timing.time_gpu(lambda: None, "a", repeats=5, warmup=1)
+    assert len(seen) == 5 and not any(seen)
+    seen.clear()
+    timing.time_interleaved({"a": lambda: None, "b": lambda: None}, repeats=4, warmup=1)
+    assert len(seen) == 8 and not any(seen)
+    seen.clear()
+    launched: list[str] = []
+    tune.time_candidates(launched.append, ["one", "two"])
+    assert seen[:2] == [True, True] and len(seen) > 2 and not any(seen[2:])   # the warm-up launches, then the repeats
+    assert set(launched) == {"one", "two"} and gc.isenabled()

@@ -78,6 +78,23 @@ def test_candidates_start_with_the_heuristic_and_are_distinct():
             assert generate_kernel(plan, k).config.key() == cands[0].key()
 
 
+def test_short_kept_runs_offer_fewer_rows_of_warps():
+    """A column reduction whose kept run is 2 elements (a warp covers 32 rows) over 231
+    rows: 8 rows of warps are 256 rows of threads; one row of warps is offered too."""
+    plan, _ = _plan("y = x.std(axis=1)", (30, 231, 2), np.random.default_rng(6))
+    cands = launch_candidates(plan, 0)
+    assert isinstance(cands[0], ColumnConfig) and cands[0].rows == 8 and cands[0].lanes == 1
+    assert [c.rows for c in cands[1:] if isinstance(c, ColumnConfig)] == [1]
+
+
+def test_pointwise_choices_round_trip_through_the_cache_file():
+    for cfg in (PointwiseConfig(block=256, unroll=1, tables=True, gather=True, why="candidate"),
+                PointwiseConfig(block=512, unroll=2, why="candidate")):
+        d = tune.config_to_json(cfg)
+        assert tune.config_from_json(json.loads(json.dumps(d))).key() == cfg.key()
+        assert ("gather" in d) == cfg.gather and ("tables" in d) == cfg.tables   # False: left out, labels as before
+
+
 def test_the_cache_reuses_a_choice_and_keys_it_by_device_and_version(tmp_path, monkeypatch):
     monkeypatch.setenv("FUSELAB_CACHE_DIR", str(tmp_path))
     plan, _ = _plan(*CELLS[0], np.random.default_rng(5))

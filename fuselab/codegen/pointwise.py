@@ -68,16 +68,26 @@ def candidates(ctx: KernelContext) -> list[PointwiseConfig]:
     configuration with those values in tables too."""
     analysed = _analyse(ctx)
     out = _candidates(ctx, analysed)
-    tables = _flat(analysed) and bool(_table_nodes(ctx))
-    if tables:
+    nodes = _table_nodes(ctx) if _flat(analysed) else []
+    if nodes:
         out.append(replace(out[0], tables=True, why="candidate: values of broadcast operands alone "
                                                     "computed once per block"))
-    gathered = _analyse(_fresh(ctx), gather=True)
-    if gathered[2] > analysed[2] and _flat(analysed):
-        wide = replace(out[0], gather=True, why=f"candidate: {gathered[2]}-element vectors, small operands "
-                                                f"gathered (the plain vectors take {analysed[2]})")
-        out += [wide, replace(wide, tables=True)] if tables else [wide]
+    for tables in ([], nodes) if nodes else ([],):
+        plain, wide = _probe(ctx, tables, False)[2], _probe(ctx, tables, True)
+        if wide[2] > plain and _flat(wide):
+            out.append(replace(out[0], gather=True, tables=bool(tables),
+                               why=f"candidate: {wide[2]}-element vectors, small operands gathered (the plain "
+                                   f"vectors take {plain})" + (", with tables" if tables else "")))
     return out
+
+
+def _probe(ctx: KernelContext, tables: list[int], gather: bool) -> tuple:
+    """_analyse on a fresh context with `tables` in place (their loads read shared memory,
+    in the tables' types): what the kernel would be, leaving `ctx` as it was."""
+    probe = _fresh(ctx)
+    if tables:
+        _set_up_tables(probe, tables)
+    return _analyse(probe, gather)
 
 
 def _flat(analysed: tuple) -> bool:
@@ -194,7 +204,7 @@ def _analyse(ctx: KernelContext, gather: bool = False):
     fn = element.build(ctx, ix.delinearize(ix.Affine.of(i), shape), k.outputs)
     width = element.vector_width(ctx, fn.loads, k.outputs, i, shifts=True,
                                  gather_max=n_elems // GATHER_REUSE if gather else 0)
-    if width == 1:
+    if width == 1 and not gather:
         # the loads that vectors cannot follow all belong to broadcast operands (each
         # element used 4 times or more, from cache): gather those element by element
         # and move the rest and the stores as vectors. Before the stencil and row paths,
@@ -264,18 +274,19 @@ def _row_path(ctx: KernelContext, shape: tuple[int, ...]) -> _Rows | None:
 
 def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> KernelCode:
     g, k = ctx.graph, ctx.kernel
+    tables = _table_nodes(ctx) if config is not None and config.tables else []
     gather = config is not None and config.gather
-    if gather and _analyse(_fresh(ctx), gather=True)[2] <= _analyse(_fresh(ctx))[2]:   # no wider: say so
+
+    def wider(tabled: list[int]) -> bool:   # gathering, with these tables, gives wider vectors
+        return _probe(ctx, tabled, True)[2] > _probe(ctx, tabled, False)[2]
+    gather = gather and wider(tables)
+    if tables and not _flat(_probe(ctx, tables, gather)):   # tables are for the flat paths only
+        tables = []
+        gather = gather and wider(tables)
+    if config is not None and config.gather and not gather:   # asked for where it cannot be: say so
         config = replace(config, gather=False,
                          why=" ".join(w for w in (config.why, "(no gathers: plain vectors are as wide)") if w))
-        gather = False
-    tables = _table_nodes(ctx) if config is not None and config.tables else []
-    if tables:   # the flat paths only, with the tables in place
-        probe = _fresh(ctx)
-        _set_up_tables(probe, tables)
-        if not _flat(_analyse(probe, gather)):
-            tables = []
-    if config is not None and config.tables and not tables:   # asked for where it cannot be: say so
+    if config is not None and config.tables and not tables:
         config = replace(config, tables=False,
                          why=" ".join(w for w in (config.why, "(no tables: nothing to take out of the loop here)") if w))
     table_helpers, table_fills = _set_up_tables(ctx, tables) if tables else ([], [])

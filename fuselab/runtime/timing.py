@@ -54,7 +54,7 @@ def no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _event_seconds(fn: Callable[[], Any], stream: Any = None) -> float:
+def event_seconds(fn: Callable[[], Any], stream: Any = None) -> float:
     """GPU time of one fn() call, bracketed by two CUDA events on `stream`."""
     import cupy
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
@@ -77,7 +77,7 @@ def time_gpu(fn: Callable[[], Any], label: str, repeats: int = 20, warmup: int =
     started = time.perf_counter()
     with no_gc():
         for _ in range(max(1, repeats)):
-            times.append(_event_seconds(fn))
+            times.append(event_seconds(fn))
             if time.perf_counter() - started > max_seconds and len(times) >= 3:
                 break  # a slow workload: fewer repeats rather than minutes
     return summarize(label, times, bytes_moved)
@@ -102,7 +102,7 @@ def time_interleaved(fns: Mapping[str, Callable[[], Any]], repeats: int = 20, ro
         for _ in range(rounds):
             for label, fn in fns.items():
                 for _ in range(per_round):
-                    times[label].append(_event_seconds(fn))
+                    times[label].append(event_seconds(fn))
             if time.perf_counter() - started > max_seconds:
                 break  # slow cells: fewer rounds rather than minutes
     nbytes = bytes_moved or {}
@@ -156,5 +156,5 @@ class GraphReplay:
         self.stream.synchronize()
         times = []
         for _ in range(max(1, repeats)):
-            times.append(_event_seconds(self.launch, self.stream))
+            times.append(event_seconds(self.launch, self.stream))
         return summarize(label, times, bytes_moved)

@@ -179,21 +179,17 @@ def plan_tuning(plan: Plan, codes: tuple, options: CodegenOptions, device: str,
 def time_candidates(launch_one, candidates: list[KernelCode], budget_s: float = 0.05) -> list[float]:
     """Median seconds of each candidate: one warm-up launch, then repeats in alternating
     rounds (enough for ~`budget_s` of GPU time in all, 3 to 15 each)."""
-    import cupy
+    from .timing import event_seconds, no_gc
     samples: list[list[float]] = [[] for _ in candidates]
 
     def timed(k: int) -> float:
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        launch_one(candidates[k])
-        end.record()
-        end.synchronize()
-        return cupy.cuda.get_elapsed_time(start, end) / 1e3
+        return event_seconds(lambda: launch_one(candidates[k]))
 
     first = [timed(k) for k in range(len(candidates))]   # warm-up (module load, caches)
     per = max(1e-6, statistics.median(first))
     repeats = int(min(15, max(3, budget_s / (per * len(candidates)))))
-    for _ in range(repeats):
-        for k in range(len(candidates)):
-            samples[k].append(timed(k))
+    with no_gc():
+        for _ in range(repeats):
+            for k in range(len(candidates)):
+                samples[k].append(timed(k))
     return [statistics.median(s) for s in samples]
