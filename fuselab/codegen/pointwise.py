@@ -272,6 +272,11 @@ def _row_path(ctx: KernelContext, shape: tuple[int, ...]) -> _Rows | None:
     return _Rows(fn, outer, cols, width, groups, cols % width == 0)
 
 
+def _declined(config: PointwiseConfig, option: str, reason: str) -> PointwiseConfig:
+    """The configuration without `option`, its why saying so."""
+    return replace(config, **{option: False}, why=" ".join(w for w in (config.why, reason) if w))
+
+
 def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> KernelCode:
     g, k = ctx.graph, ctx.kernel
     tables = _table_nodes(ctx) if config is not None and config.tables else []
@@ -283,12 +288,11 @@ def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> Kerne
     if tables and not _flat(_probe(ctx, tables, gather)):   # tables are for the flat paths only
         tables = []
         gather = gather and wider(tables)
-    if config is not None and config.gather and not gather:   # asked for where it cannot be: say so
-        config = replace(config, gather=False,
-                         why=" ".join(w for w in (config.why, "(no gathers: plain vectors are as wide)") if w))
+    # asked for where it cannot be: say so
+    if config is not None and config.gather and not gather:
+        config = _declined(config, "gather", "(no gathers: plain vectors are as wide)")
     if config is not None and config.tables and not tables:
-        config = replace(config, tables=False,
-                         why=" ".join(w for w in (config.why, "(no tables: nothing to take out of the loop here)") if w))
+        config = _declined(config, "tables", "(no tables: nothing to take out of the loop here)")
     table_helpers, table_fills = _set_up_tables(ctx, tables) if tables else ([], [])
     shape, fn, width, rows, sten, tr = _analyse(ctx, gather)
     cfg = config or _heuristic(ctx, sten, tr)

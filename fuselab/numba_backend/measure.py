@@ -19,7 +19,7 @@ from ..interp import run_graph, run_plan
 from ..plan.model import Plan
 from ..recording import recorded
 from ..runtime.measure import Measurement, cell_bytes
-from ..runtime.timing import Timing, no_gc, summarize
+from ..runtime.timing import Timing, summarize_rounds
 from ..runtime.verify import RTOL, Check, compare_one
 from .model import NumbaOptions
 from .run import Executable
@@ -33,20 +33,13 @@ def time_interleaved(fns: Mapping[str, Callable[[], Any]], repeats: int = 20, ro
     for _ in range(warmup):
         for fn in fns.values():
             fn()
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    per_round = max(1, -(-repeats // rounds))
-    started = time.perf_counter()
-    with no_gc():
-        for _ in range(rounds):
-            for label, fn in fns.items():
-                for _ in range(per_round):
-                    t0 = time.perf_counter()
-                    fn()
-                    times[label].append(time.perf_counter() - t0)
-            if time.perf_counter() - started > max_seconds:
-                break   # slow cells: fewer rounds rather than minutes
-    nbytes = bytes_moved or {}
-    return {k: summarize(k, v, nbytes.get(k, 0)) for k, v in times.items()}
+    return summarize_rounds(fns, repeats, rounds, max_seconds, bytes_moved, _wall_seconds)
+
+
+def _wall_seconds(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def output_rtols(plan: Plan) -> dict[str, float]:

@@ -43,8 +43,9 @@ class Timing:
 def no_gc() -> Iterator[None]:
     """The cyclic garbage collector off while repeats run, as timeit does: a collection
     that falls inside one repeat of a launch-bound cell (whose GPU time is the Python
-    launching it) adds its pause to that repeat alone, and a process holding many objects
-    (torch.compile's) pauses for longer."""
+    launching it) would add its pause to that repeat alone. (It is not what spreads the
+    shape sweep's small cells: their IQRs stayed at 9-12 us with it, COST_MODEL.md.)
+    Process-wide: another thread timing meanwhile runs without collections too."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -90,11 +91,20 @@ def time_interleaved(fns: Mapping[str, Callable[[], Any]], repeats: int = 20, ro
     turn) so that clock and thermal drift over the run falls on all of them alike: an A/B
     comparison timed one after the other can differ by 5-20% from drift alone."""
     import cupy
-    import time
     for _ in range(warmup):
         for fn in fns.values():
             fn()
     cupy.cuda.get_current_stream().synchronize()
+    return summarize_rounds(fns, repeats, rounds, max_seconds, bytes_moved, event_seconds)
+
+
+def summarize_rounds(fns: Mapping[str, Callable[[], Any]], repeats: int, rounds: int, max_seconds: float,
+                     bytes_moved: Mapping[str, int] | None, time_one: Callable[[Callable[[], Any]], float]
+                     ) -> dict[str, Timing]:
+    """Each fn timed by `time_one` in alternating rounds of about repeats / rounds calls
+    each (fewer rounds past `max_seconds`), the collector off; its Timing. The rounds of
+    time_interleaved here (GPU events) and of the Numba backend's (wall clock)."""
+    import time
     times: dict[str, list[float]] = {k: [] for k in fns}
     per_round = max(1, -(-repeats // rounds))
     started = time.perf_counter()
@@ -102,7 +112,7 @@ def time_interleaved(fns: Mapping[str, Callable[[], Any]], repeats: int = 20, ro
         for _ in range(rounds):
             for label, fn in fns.items():
                 for _ in range(per_round):
-                    times[label].append(event_seconds(fn))
+                    times[label].append(time_one(fn))
             if time.perf_counter() - started > max_seconds:
                 break  # slow cells: fewer rounds rather than minutes
     nbytes = bytes_moved or {}
