@@ -98,23 +98,9 @@ def _row(name: str, family: str, path: str, measured_s: float, calibration: dict
 
 
 def cases_by_name(rows: list[dict]) -> dict[str, Any]:
-    """The sweep cases a sweep's rows can come from: the fixed and wide lists, and the
-    random cases of every seed the rows name ("s21.7 ..."), of the first families and of
-    the new ones (the same names either way the stream is drawn)."""
-    import re
-    from sweep_cases import NEW_FAMILIES, cases, random_cases, wide_cases
-    found = cases() + wide_cases()
-    count: dict[int, int] = {}
-    for r in rows:
-        m = re.match(r"s(\d+)\.(\d+) ", r["size"])
-        if m:
-            count[int(m[1])] = max(count.get(int(m[1]), 0), int(m[2]) + 1)
-    for seed, n in count.items():
-        found += random_cases(seed, n) + random_cases(seed, n, NEW_FAMILIES)
-    by_name: dict[str, Any] = {}
-    for c in found:
-        by_name.setdefault(c.name, c)
-    return by_name
+    """The sweep cases a sweep's rows can come from (sweep_cases.cases_named)."""
+    from sweep_cases import cases_named
+    return cases_named([r["size"] for r in rows])
 
 
 def params_for(row: Row, overrides: dict[str, float] | None = None):

@@ -514,3 +514,21 @@ def random_cases(seed: int, count: int, families: tuple[str, ...] = ()) -> list[
     if not families:
         return [_random_case(rng, f"s{seed}.{k}") for k in range(count)]
     return [_random_case(rng, f"s{seed}.{k}", str(families[k % len(families)])) for k in range(count)]
+
+
+def cases_named(names: list[str]) -> dict[str, Case]:
+    """The cases these names (or sizes) can come from, by name: the fixed and wide lists,
+    and the random cases of every seed they name ("random count float32 s21.7 (...)"),
+    drawn from the first families and from the new ones (names are the same either way)."""
+    import re
+    found = cases() + wide_cases()
+    count: dict[int, int] = {}
+    for name in names:
+        for seed, k in re.findall(r"(?:^| )s(\d+)\.(\d+) ", name):
+            count[int(seed)] = max(count.get(int(seed), 0), int(k) + 1)
+    for seed, n in count.items():
+        found += random_cases(seed, n) + random_cases(seed, n, NEW_FAMILIES)
+    by_name: dict[str, Case] = {}
+    for c in found:
+        by_name.setdefault(c.name, c)
+    return by_name

@@ -665,10 +665,19 @@ template <class T> struct fl_welford<T, true> { T n, mean, m2, nonfinite, shift,
 // reciprocal (__fdividef, within 2 ulp): IEEE division's range checks cost a column
 // variance a sixth and a row variance a quarter of its time (H200, 2026-12-02). A relative
 // error e in the mean's increment adds at most e d^2 / n to M2 against its d^2 (n-1) / n,
-// well inside the variance's error bound. Double, and the CPU emulator, divide exactly.
+// well inside the variance's error bound. Double multiplies by 1 / n: the approximate
+// single-precision reciprocal refined by two Newton steps (error 2^-22, 2^-44, then
+// rounding), branch-free and off the running mean's chain, where a double division is a
+// call whose steps all wait on d. The CPU emulator divides exactly.
 template <class T> __device__ __forceinline__ T fl_div_count(T d, T n) {
 #ifdef __CUDA_ARCH__
     if constexpr (sizeof(T) == 4) return __fdividef(d, n);
+    else {
+        double r = double(__fdividef(1.0f, float(n)));
+        r = fma(r, fma(-n, r, 1.0), r);
+        r = fma(r, fma(-n, r, 1.0), r);
+        return d * r;
+    }
 #endif
     return d / n;
 }
