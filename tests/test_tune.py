@@ -36,6 +36,7 @@ CELLS = [
     (SOFTMAX, (40, 7)),
     ("y = x.std(axis=1)", (30, 231, 2)),          # kept runs of 2: fewer rows of warps too
     ("y = x.sum(axis=1)", (20, 100, 4)),
+    ("y = x.var(axis=1)", (2200, 70, 2)),         # outputs enough for lanes of the inner strategy
 ]
 
 
@@ -78,13 +79,21 @@ def test_candidates_start_with_the_heuristic_and_are_distinct():
             assert generate_kernel(plan, k).config.key() == cands[0].key()
 
 
-def test_short_kept_runs_offer_fewer_rows_of_warps():
+def test_short_kept_runs_offer_fewer_rows_of_warps_and_the_inner_strategy():
     """A column reduction whose kept run is 2 elements (a warp covers 32 rows) over 231
-    rows: 8 rows of warps are 256 rows of threads; one row of warps is offered too."""
+    rows: 8 rows of warps are 256 rows of threads; one row of warps is offered too, and
+    with outputs enough for lanes (45,176, not 60), the inner strategy."""
     plan, _ = _plan("y = x.std(axis=1)", (30, 231, 2), np.random.default_rng(6))
     cands = launch_candidates(plan, 0)
     assert isinstance(cands[0], ColumnConfig) and cands[0].rows == 8 and cands[0].lanes == 1
     assert [c.rows for c in cands[1:] if isinstance(c, ColumnConfig)] == [1]
+    assert not [c for c in cands if isinstance(c, InnerConfig)]
+    x = np.empty((22588, 231, 2), np.float32)
+    plan = make_plan(fuselab.trace_cell("y = x.std(axis=1)", {"np": np, "x": x}).graph, "auto")
+    inner = [(c.mode, c.group) for c in launch_candidates(plan, 0) if isinstance(c, InnerConfig)]
+    assert inner == [("lanes", 32), ("lanes", 8)]
+    code = generate_kernel(plan, 0, config=launch_candidates(plan, 0)[-1])
+    assert code.config.group == 8 and "inner: 8 lanes per output" in code.source
 
 
 def test_pointwise_choices_round_trip_through_the_cache_file():

@@ -150,6 +150,19 @@ def candidates(ctx: KernelContext) -> list[InnerConfig | ColumnConfig]:
                     for r in sorted({fit, max(1, fit // 2)}) if r < h.rows]
         if R <= 64:   # or one thread per output, its loads coalesced across the kept axis
             out.append(InnerConfig(mode="lanes", group=1, block=BLOCK, splits=1, width=1, why="candidate"))
+        elif sub > 1 and h.splits == 1:
+            # Or lanes along the reduced axis, a group per output: a column block of a kept
+            # run this short holds 32 threads a row of warps, too few blocks fit an SM
+            # to keep its loads in flight (x.std(axis=1) of (22588, 231, 2): 29% of copy
+            # with one row of warps, H200 2026-12-03), while the inner strategy packs
+            # 256 / group outputs a block and the groups of neighbouring kept elements
+            # read the same lines. The inner heuristic's group, and 8 lanes where it takes
+            # more; not where the outputs are too few for lanes (a block per output would
+            # read a line for each of the kept run's elements apart).
+            inner = _inner_heuristic(ctx, p, _inner_setup(ctx, p)[2])
+            why = "candidate: the inner strategy for the short kept run"
+            if inner.mode == "lanes":
+                out += [replace(inner, group=g, why=why) for g in sorted({inner.group, min(8, inner.group)}, reverse=True)]
         return _distinct(out)
     h = _inner_heuristic(ctx, p, _inner_setup(ctx, p)[2])
     out = [h]
