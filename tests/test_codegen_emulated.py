@@ -68,6 +68,28 @@ def test_every_row_tier_matches_numpy(tier):
         assert check.ok, check.worst
 
 
+def test_looped_rows_run_every_second_pass_from_the_end():
+    """The looped tier re-reads a row in each pass, every second one from the row's end
+    (what the previous pass read last is likeliest still in L2): over rows of many
+    block-wide chunks, with a partial last chunk, softmax, layernorm and rmsnorm still
+    give NumPy's results."""
+    from dataclasses import replace
+
+    from fuselab.plan.model import Template
+    from graphs import layernorm, one_kernel, rmsnorm, softmax
+    rng = np.random.default_rng(8)
+    plans = [one_kernel(make(3, 70001), Template.ROW) for make in (softmax, layernorm, rmsnorm)]
+    runner = HostRunner(plans, replace(EMULATED, row_tier="looped"))
+    for plan in plans:
+        code = runner.codes[(plan, runner.default)][0]
+        assert "every second one from the row's end" in code.notes[0]
+        assert "chunk > 0; --chunk" in code.source
+        inputs = {n: rng.uniform(-2, 2, plan.graph.nodes[i].shape).astype(np.float32)
+                  for n, i in zip(plan.graph.input_names(), plan.graph.input_ids)}
+        check = compare(runner.run(plan, inputs), run_graph(plan.graph, inputs), 1e-4)
+        assert check.ok, check.worst
+
+
 @pytest.mark.parametrize("tier", ["warp", "thread", "slab", "slab-smem"])
 def test_every_strided_row_tier_matches_numpy(tier):
     """Rows along a strided axis, a thread each: held in registers (warp tier, one lane) or

@@ -244,7 +244,8 @@ def generate(ctx: KernelContext, config: RowConfig | None = None) -> KernelCode:
                      "in registers",
             "smem": f"block tier: a block per row, the row ({row_bytes} bytes) in shared memory",
             "looped": f"looped tier: a block per row, re-read from global memory in each of "
-                      f"{passes + bool(p.full_out)} passes",
+                      f"{passes + bool(p.full_out)} passes" + (", every second one from the row's end"
+                                                               if passes + bool(p.full_out) > 1 else ""),
             "thread": f"thread tier: a thread per row, re-read from memory in each of "
                       f"{passes + bool(p.full_out)} passes",
             "slab": f"re-read in each of {passes + bool(p.full_out)} passes",
@@ -652,7 +653,8 @@ class _RowCode:
         # its one-per-row outputs) must load what it reads itself (rows of one column read
         # an input at the pack's own offset: it named a pack out of its scope)
         self.pack_name = {}
-        return self._over_columns(head + inner + tail, storing=level is None)
+        ordinal = (level if level is not None else max(self.p.levels.values()) + 1) - 1
+        return self._over_columns(head + inner + tail, storing=level is None, backward=ordinal % 2 == 1)
 
     def _half_pick_packed(self, r: int) -> bool:
         """Whether reduction `r` folds whole packs of halves (fl_hpick_pack): a max or min
@@ -664,7 +666,11 @@ class _RowCode:
                 and is_half(g.nodes[x].dtype) and self.accs[r].value_type == "float"
                 and self.ctx.options.fp16_math == "numpy")
 
-    def _over_columns(self, body: list[str], storing: bool) -> list[str]:
+    def _over_columns(self, body: list[str], storing: bool, backward: bool = False) -> list[str]:
+        """The loop over this thread's packs of the row. The looped tier runs its
+        `backward` passes (every second one) from the row's end: the lines a pass read
+        last are the likeliest still in L2 when the next one starts, where a pass in the
+        same direction would start at the row's first lines, read longest ago."""
         C, P = self.p.cols, self.lay.pack
         if self.registers:
             guard = f"active && col0 < {C}" if storing and self.lay.tier == "warp" else f"col0 < {C}"
@@ -678,6 +684,11 @@ class _RowCode:
             loop = (["#pragma unroll 4"] if self.lay.slab else []) + [
                 f"for (index_t col0 = {first}; col0 < {C}; col0 += {step}) {{", *indent(body, 1), "}"]
             return ["if (active) {", *indent(loop, 1), "}"] if storing else loop
+        if backward and self.lay.tier == "looped":
+            span = self.lay.threads * P
+            return [f"for (index_t chunk = {ix.ceil_div(C, span)}; chunk > 0; --chunk) {{",
+                    f"    const index_t col0 = (chunk - 1) * {span} + threadIdx.x * {P};",
+                    f"    if (col0 < {C}) {{", *indent(body, 2), "    }", "}"]
         return [f"for (index_t col0 = threadIdx.x * {P}; col0 < {C}; col0 += blockDim.x * {P}) {{",
                 *indent(body, 1), "}"]
 
