@@ -248,7 +248,8 @@ def generate(ctx: KernelContext, config: RowConfig | None = None) -> KernelCode:
                                                                if passes + bool(p.full_out) > 1 else ""),
             "thread": f"thread tier: a thread per row, re-read from memory in each of "
                       f"{passes + bool(p.full_out)} passes",
-            "slab": f"re-read in each of {passes + bool(p.full_out)} passes",
+            "slab": f"re-read in each of {passes + bool(p.full_out)} passes" + (
+                ", every second one from the row's end" if passes + bool(p.full_out) > 1 else ""),
             "slab-smem": "the slab in shared memory"}[layout.tier]
     if layout.slab:
         what = (f"slab tier: a block per slab of {layout.slab.width} adjacent rows, "
@@ -667,10 +668,11 @@ class _RowCode:
                 and self.ctx.options.fp16_math == "numpy")
 
     def _over_columns(self, body: list[str], storing: bool, backward: bool = False) -> list[str]:
-        """The loop over this thread's packs of the row. The looped tier runs its
-        `backward` passes (every second one) from the row's end: the lines a pass read
-        last are the likeliest still in L2 when the next one starts, where a pass in the
-        same direction would start at the row's first lines, read longest ago."""
+        """The loop over this thread's packs of the row. The tiers that re-read the row
+        from global memory in each pass (looped, slab) run their `backward` passes (every
+        second one) from the row's end: the lines a pass read last are the likeliest
+        still in L2 when the next one starts, where a pass in the same direction would
+        start at the row's first lines, read longest ago."""
         C, P = self.p.cols, self.lay.pack
         if self.registers:
             guard = f"active && col0 < {C}" if storing and self.lay.tier == "warp" else f"col0 < {C}"
@@ -683,6 +685,10 @@ class _RowCode:
             # a slab's thread has loads of several columns in flight at once
             loop = (["#pragma unroll 4"] if self.lay.slab else []) + [
                 f"for (index_t col0 = {first}; col0 < {C}; col0 += {step}) {{", *indent(body, 1), "}"]
+            if backward and self.lay.tier == "slab":   # re-read from global memory, as the looped tier
+                loop = ["#pragma unroll 4",
+                        f"for (index_t k = {first} < {C} ? ({C - 1} - {first}) / {step} + 1 : 0; k > 0; --k) {{",
+                        f"    const index_t col0 = {first} + (k - 1) * {step};", *indent(body, 1), "}"]
             return ["if (active) {", *indent(loop, 1), "}"] if storing else loop
         if backward and self.lay.tier == "looped":
             span = self.lay.threads * P
