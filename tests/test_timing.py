@@ -39,9 +39,9 @@ def test_cpu_repeats_run_with_the_collector_off():
 
 
 def test_gpu_timers_repeat_with_the_collector_off(monkeypatch):
-    """time_gpu, time_interleaved and the autotuner's time_candidates (CuPy and the
-    events stubbed: no GPU needed) run their repeats with the collector off and their
-    warm-ups as they are."""
+    """time_gpu, time_interleaved, the autotuner's time_candidates and a CUDA graph's
+    replays (CuPy and the events stubbed: no GPU needed) run their repeats with the
+    collector off and their warm-ups as they are."""
     import sys
     import types
     from fuselab.runtime import timing, tune
@@ -65,3 +65,8 @@ def test_gpu_timers_repeat_with_the_collector_off(monkeypatch):
     tune.time_candidates(launched.append, ["one", "two"])
     assert seen[:2] == [True, True] and len(seen) > 2 and not any(seen[2:])   # the warm-up launches, then the repeats
     assert set(launched) == {"one", "two"} and gc.isenabled()
+    seen.clear()
+    replay = object.__new__(timing.GraphReplay)     # a captured graph's replays, timed
+    replay.stream, replay.launch = stream, lambda: None
+    assert replay.time("graph", repeats=6).repeats == 6
+    assert len(seen) == 6 and not any(seen) and gc.isenabled()
