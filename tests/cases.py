@@ -213,6 +213,14 @@ STRIDED_ROWS = [   # (cell, shape): rows along a strided axis need MIN_STRIDED_R
 ]
 
 
+STAGED_ROWS = [   # rows along axis 1 whose columns lie 2-4 elements apart: the staged tier
+    ("m = x.max(1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(1, keepdims=True)", (300, 14, 2), np.float32),
+    ("m = x.max(1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(1, keepdims=True)", (257, 14, 2), np.float16),
+    ("y = x - x.mean(1, keepdims=True)\nz = x.std(1)\ni = x.argmax(1)", (101, 9, 3), np.float32),
+    ("y = (x - x.mean(1, keepdims=True)) * g[:, None] + 1", (200, 12, 4), np.float64),
+]
+
+
 def strided_row_cases(seed=14) -> list[Case]:
     """Row kernels along a non-last axis: each row a thread's, its columns a stride
     apart; in registers (up to 32 columns) or re-read in every pass (the thread tier)."""

@@ -10,7 +10,7 @@ from fuselab.ir import GraphBuilder
 from fuselab.plan import unfused_plan
 from fuselab.plan.model import Template
 
-from cases import (Case, all_cases, elementwise_cases, reduction_cases, row_cases)
+from cases import (STAGED_ROWS, Case, all_cases, elementwise_cases, reduction_cases, row_cases)
 from gpu_util import check_plan
 from graphs import layernorm, one_kernel, rmsnorm, softmax
 
@@ -203,6 +203,28 @@ def test_every_strided_row_tier_on_the_gpu(tier):
         got = runtime.execute(case.plans[0], case.inputs, options=CodegenOptions(row_tier=tier))
         check = runtime.compare(got, run_graph_of(case), case.rtol)
         assert check.ok, f"{case.id}, {tier} tier: {check.worst}"
+
+
+@pytest.mark.parametrize("source, shape, dtype",
+                         [(src, (shape[0] * 97, *shape[1:]), dt) for src, shape, dt in STAGED_ROWS],
+                         ids=lambda v: str(v).split("\n")[0][:12])
+def test_staged_strided_rows_on_the_gpu(source, shape, dtype):
+    """The staged tier (a thread a row along a strided axis, the block's rows through
+    shared memory), forced, at sizes of many blocks and a partial last one, against NumPy."""
+    import fuselab
+    from fuselab import runtime
+    from fuselab.codegen import CodegenOptions, generate
+    from fuselab.interp import run_graph
+    rng = np.random.default_rng(22)
+    ns = {"np": np, "x": rng.uniform(-2, 2, shape).astype(dtype), "g": rng.uniform(-1, 1, shape[1]).astype(dtype)}
+    traced = fuselab.trace_cell(source, ns)
+    plan = one_kernel(traced.graph, Template.ROW)
+    options = CodegenOptions(row_tier="staged")
+    assert generate(plan, options)[0].config.tier == "staged"
+    inputs = {n: ns[n] for n in traced.graph.input_names()}
+    got = runtime.execute(plan, inputs, options=options)
+    check = runtime.compare(got, run_graph(traced.graph, inputs), 1e-2 if dtype == np.float16 else 1e-5)
+    assert check.ok, check.worst
 
 
 @pytest.mark.parametrize("shape,axis", [((300, 1000, 17), 1), ((400, 3000, 3), 1), ((1251, 600, 17), 1),

@@ -72,5 +72,5 @@ class RowConfig(Config):
     """A row kernel's tier and threads: `threads` lanes per row (warp tier) or threads
     per block (the block tiers)."""
 
-    tier: str = "warp"      # warp | block | smem | looped | thread | slab | slab-smem
+    tier: str = "warp"      # warp | block | smem | looped | thread | staged | slab | slab-smem
     threads: int = 32

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from ..plan.model import Template
 
 FP16_MODES = ("numpy", "fast")
-ROW_TIERS = ("auto", "warp", "block", "smem", "looped", "thread", "slab", "slab-smem")
+ROW_TIERS = ("auto", "warp", "block", "smem", "looped", "thread", "slab", "slab-smem", "staged")
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,8 @@ class CodegenOptions:
     sm_count: multiprocessors of the target device; grids are sized from it (the runtime
         passes the real count, 132 is an H200).
     row_tier: "auto", or force a row-kernel tier ("warp", "block", "smem", "looped"; for
-        rows along a strided axis "thread", re-read in every pass, or "slab" / "slab-smem",
+        rows along a strided axis "thread", re-read in every pass, "staged", a thread a row
+        read and written through shared memory by the block, or "slab" / "slab-smem",
         a block per slab of adjacent rows, re-read or in shared memory) to compare them; a tier
         the row cannot use falls back to the automatic choice.
     """

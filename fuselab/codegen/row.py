@@ -23,7 +23,12 @@ OneFlow's softmax, whose tiers these are, with one more):
 * looped: neither; a block per row re-reads the row from global memory in every pass.
 
 Strided rows, a thread each: the warp tier with one lane a row (the row in registers,
-up to 64 elements), or the thread tier (the row re-read from memory in every pass). Or a
+up to 64 elements), or the thread tier (the row re-read from memory in every pass). Where
+the rows' columns lie only a few elements apart (a softmax over axis 1 of (n, 14, 2)),
+a warp's loads of one column touch 32 / stride scattered pieces of memory, two bytes
+each in float16: the staged tier keeps the warp tier's thread a row, but the block's
+rows, whole outer indices and so one contiguous run of memory, come in through shared
+memory (consecutive threads, consecutive elements) and their outputs go out the same way. Or a
 block per slab (plan.analysis.strided_layout): the Sb adjacent rows of one outer index
 (all of them when there are at most 32, else a chunk), with threads striped over the
 columns: thread t takes row t % Sb and columns t / Sb, t / Sb + M, ... (M = threads / Sb),
@@ -40,6 +45,7 @@ softmax makes exp(x - max) stable as the user wrote it.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -85,6 +91,7 @@ class _Layout:
     col_cached: list[int]        # inputs read at (col): the column cache
     col_in_registers: bool
     slab: "_Slab | None" = None   # the slab tiers' geometry
+    staged: int = 0              # staged tier: the block's threads (rows), staged through shared memory
 
 
 @dataclass(frozen=True)
@@ -131,6 +138,27 @@ def _scratch_bytes(ctx: KernelContext, p: "_Row", threads: int) -> int:
     return total * threads
 
 
+STAGE_LIMIT = 40 * 1024   # static shared memory of the staged tier's buffers (48 KB without opt-in)
+
+
+def _staged_threads(p: "_Row") -> int:
+    """The staged tier's rows (threads) a block: whole outer indices (a multiple of the
+    stride) and whole warps, 128 or more; 0 where the stride makes that over 256."""
+    S = p.stride
+    if not 1 < S < 32:
+        return 0
+    t = 32 * S // math.gcd(32, S)
+    while t < 128:
+        t *= 2
+    return t if t <= 256 else 0
+
+
+def _staged_bytes(ctx: KernelContext, p: "_Row", row_cached: list[int], threads: int) -> int:
+    """Shared memory of the staged tier: the block's rows of each row-cached input and
+    each full-shape output, each buffer on a 16-byte boundary."""
+    return _cache_bytes(ctx, [*row_cached, *p.full_out], threads * p.cols)
+
+
 def _cache_bytes(ctx: KernelContext, row_cached: list[int], elems: int) -> int:
     """Dynamic shared memory of `elems` elements of each row-cached input, each array
     starting on a 16-byte boundary (_RowCode._smem_caches lays them out so)."""
@@ -166,7 +194,8 @@ def candidates(ctx: KernelContext) -> list[RowConfig]:
     out = [h]
     C = p.cols
     if p.stride > 1:   # a thread a row (in registers when it fits, or re-read), or slabs
-        more = [RowConfig(tier="warp", threads=1, why="candidate"), RowConfig(tier="thread", threads=1, why="candidate")]
+        more = [RowConfig(tier="warp", threads=1, why="candidate"), RowConfig(tier="thread", threads=1, why="candidate"),
+                RowConfig(tier="staged", threads=1, why="candidate: the block's rows through shared memory")]
         if p.cols * min(p.stride, SLAB_INNER) >= 256:   # a slab shares out among its threads
             more += [RowConfig(tier=t, threads=n, why="candidate") for t in ("slab-smem", "slab") for n in (256, 512, 1024)]
         return (out + [c for c in more if c.key() != h.key() and _fits(ctx, p, row_cached, col_cached, c)])[:7]
@@ -204,6 +233,11 @@ def _fits(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list
         scratch = _scratch_bytes(ctx, p, slab.threads)   # float64 variances take 40 bytes a thread
         return scratch <= SLAB_SCRATCH_LIMIT and (
             cfg.tier == "slab" or _cache_bytes(ctx, row_cached, p.cols * slab.width) + scratch <= SMEM_LIMIT)
+    if cfg.tier == "staged":   # the warp tier's thread a row, whole outer indices a block, through shared memory
+        threads = _staged_threads(p)
+        warp = RowConfig(tier="warp", threads=1)
+        return threads > 0 and cfg.threads == 1 and _fits(ctx, p, row_cached, col_cached, warp) and \
+            _staged_bytes(ctx, p, row_cached, threads) <= STAGE_LIMIT
     if p.stride > 1 or cfg.tier == "thread":   # strided rows: a thread each, nothing else
         # a thread holds up to 64 four-byte columns: standardizing (64, 1M) along axis 0
         # re-read its row in three passes at 56% of copy (H200, 2026-12-03)
@@ -254,6 +288,8 @@ def generate(ctx: KernelContext, config: RowConfig | None = None) -> KernelCode:
     if layout.slab:
         what = (f"slab tier: a block per slab of {layout.slab.width} adjacent rows, "
                 f"{layout.slab.stripes} threads a row, {what}")
+    if layout.staged:
+        what += f", the block's {layout.staged} rows read and written through shared memory (staged tier)"
     if p.stride > 1:
         what += f"; rows along axis {p.axis}, their columns {p.stride} elements apart, adjacent rows on adjacent threads"
         if layout.slab:
@@ -358,6 +394,10 @@ def _heuristic(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached:
             if forced != "slab" and _fits(ctx, p, row_cached, col_cached, cached):
                 return cached
             return RowConfig(tier="slab", threads=threads, why=f"{slab}, re-read in every pass")
+        staged = RowConfig(tier="staged", threads=1, why=f"{why}: strided rows of {C} columns, {p.stride} elements "
+                                                        "apart, through shared memory")
+        if forced == "staged" and _fits(ctx, p, row_cached, col_cached, staged):
+            return staged
         kept = RowConfig(tier="warp", threads=1, why=f"{why}: strided rows of {C} columns fit a thread's registers")
         if forced != "thread" and _fits(ctx, p, row_cached, col_cached, kept):   # others do not apply
             return kept
@@ -388,6 +428,9 @@ def _layout(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: li
     # a warp works through many rows: caching the column inputs pays off
     col_regs = cfg.tier == "warp" and packs * pack * (n_row + n_col) <= REG_BUDGET
     slab = _slab(ctx, p, cfg.threads) if cfg.tier in SLAB_TIERS else None
+    if cfg.tier == "staged":   # the warp tier's code, its row cache filled from and outputs sent through stages
+        return _Layout("warp", pack, 1, max(1, C), row_cached, col_cached,
+                       C * (n_row + n_col) <= REG_BUDGET, None, _staged_threads(p))
     return _Layout(cfg.tier, pack, slab.threads if slab else cfg.threads, packs, row_cached, col_cached, col_regs,
                    slab)
 
@@ -403,6 +446,9 @@ class _RowCode:
         self.registers = layout.tier in ("warp", "block")
         self.cache_name = {n: ctx.names.fresh(f"{array_name(g, n)}_row") for n in layout.row_cached}
         self.col_name = {n: ctx.names.fresh(f"{array_name(g, n)}_cols") for n in layout.col_cached}
+        # the staged tier's buffers: the block's rows of each row-cached input and full-shape output
+        self.stage_name = {n: ctx.names.fresh(f"{array_name(g, n)}_stage")
+                           for n in (*layout.row_cached, *p.full_out)} if layout.staged else {}
         self.pack_name: dict[int, str] = {}
         self.fixed: dict[int, str] = {}        # node -> the row's value, computed once a row
         self.fixed_half: dict[int, str] = {}   # ... and its float16 bits, for float16 nodes
@@ -638,6 +684,8 @@ class _RowCode:
                 if P > 1:
                     store_vecs[o] = self.ctx.names.fresh(f"{array_name(g, o)}_pk")
                     body.append(f"{store_vecs[o]}.v[p] = {v};")
+                elif self.stage_name:
+                    body.append(f"{self.stage_name[o]}[{self._at('col')} - stage_base] = {v};")
                 else:
                     body.append(f"{self.ctx.out_ptr[o]}[{self._at('col')}] = {v};")
         if not any(re.search(r"\bcol\b", line) for line in body[1:]):
@@ -703,7 +751,9 @@ class _RowCode:
         if not names:
             return []
         out = [f"{self._pack_type(n)} {name}[{self.lay.packs}];" for n, name in names.items()]
-        body = [f"if (col0 < {self.p.cols}) {name}[k] = {self._global_pack(n, offset)};" for n, name in names.items()]
+        body = [f"if (col0 < {self.p.cols}) {name}[k] = "
+                + (f"{self.stage_name[n]}[{offset} - stage_base];" if names is self.cache_name and self.stage_name
+                   else f"{self._global_pack(n, offset)};") for n, name in names.items()]
         return out + ["#pragma unroll", f"for (int k = 0; k < {self.lay.packs}; ++k) {{",
                       f"    const index_t col0 = (index_t(k) * {self.lay.threads} + lane) * {self.lay.pack};",
                       *indent(body, 1), "}"]
@@ -859,9 +909,42 @@ class _RowCode:
                   *indent(body, 1), "}"]
         return lines, grid, sl.threads, smem
 
+    def _staged_kernel(self, col_cache: list[str]) -> tuple[list[str], int, int, int]:
+        """The staged tier: each iteration a block takes T rows (whole outer indices, so
+        T * C contiguous elements from the first row's base), copies them into shared
+        memory with consecutive threads on consecutive elements, runs the warp tier's thread
+        a row on them, and copies its outputs back out the same way. Threads past the last
+        row compute a copy of it (within the block's rows) and store nothing."""
+        g = self.ctx.graph
+        rows, C, T = self.p.rows, self.p.cols, self.lay.staged
+        grid = min(ix.ceil_div(rows, T), self.ctx.grid_cap()) if rows else 0
+        decls = [f"__shared__ __align__(16) {storage_type(g.nodes[n].dtype)} {name}[{T * C}];"
+                 for n, name in self.stage_name.items()]
+        copy_in = [f"{self.stage_name[n]}[j] = {self.ctx.in_ptr[n]}[stage_base + j];" for n in self.lay.row_cached]
+        copy_out = [f"{self.ctx.out_ptr[o]}[stage_base + j] = {self.stage_name[o]}[j];" for o in self.p.full_out]
+        body = self._per_row()
+        lines = ["const int lane = 0;   // one thread a row", *col_cache, *decls,
+                 f"for (index_t base = index_t(blockIdx.x) * {T}; base < {rows}; base += index_t(gridDim.x) * {T}) {{",
+                 f"    const index_t stage_base = base * {C};   // the first row's element: base is a whole outer index",
+                 f"    const index_t stage_count = min(index_t({T}), index_t({rows}) - base) * {C};",
+                 *([f"    for (index_t j = threadIdx.x; j < stage_count; j += {T}) {{", *indent(copy_in, 2), "    }"]
+                   if copy_in else []),
+                 "    __syncthreads();",
+                 f"    const bool active = base + threadIdx.x < {rows};",
+                 f"    const index_t row = active ? base + threadIdx.x : {rows - 1};",
+                 *indent(body, 1),
+                 "    __syncthreads();",
+                 *([f"    for (index_t j = threadIdx.x; j < stage_count; j += {T}) {{", *indent(copy_out, 2), "    }"]
+                   if copy_out else []),
+                 "    __syncthreads();   // the next rows overwrite the stages",
+                 "}"]
+        return lines, grid, T, 0
+
     def kernel(self) -> tuple[list[str], int, int | tuple[int, int], int]:
         rows, C = self.p.rows, self.p.cols
         col_cache = self._register_cache(self.col_name, "col0") if self.lay.col_in_registers else []
+        if self.lay.staged:
+            return self._staged_kernel(col_cache)
         if self.lay.tier in ("warp", "thread"):
             lanes = self.lay.threads
             per_warp = 32 // lanes
