@@ -143,6 +143,44 @@ def test_staged_strided_rows_match_numpy(source, shape, dtype):
     assert check.ok, check.worst
 
 
+@pytest.mark.parametrize("tier, name", [("staged", "stage_base"), ("warp", "row_base"), ("staged", "row_base")])
+def test_inputs_named_as_the_row_templates_locals(tier, name):
+    """An input named like one of the row kernel's own locals (read at another offset
+    than its row's, so in the element code) is renamed, not left to hide the local (a
+    float32 `stage_base` made NVRTC refuse the kernel; an int32 one wrote elsewhere)."""
+    from dataclasses import replace
+
+    import fuselab
+    from fuselab.plan.model import Template
+    from graphs import one_kernel
+    rng = np.random.default_rng(23)
+    ns = {"np": np, "x": rng.uniform(-2, 2, (40, 6, 4)).astype(np.float32),
+          name: rng.integers(0, 3, (40, 6, 4)).astype(np.int32)}
+    traced = fuselab.trace_cell(f"y = x - x.max(1, keepdims=True) + {name}[:, :1, :]", ns)
+    plan = one_kernel(traced.graph, Template.ROW)
+    runner = HostRunner([plan], replace(EMULATED, row_tier=tier))
+    assert runner.codes[(plan, runner.default)][0].config.tier == tier
+    nvrtc_compile(runner.codes[(plan, runner.default)]) if NVRTC_OK else None
+    inputs = {n: ns[n] for n in traced.graph.input_names()}
+    check = compare(runner.run(plan, inputs), run_graph(traced.graph, inputs), 1e-6)
+    assert check.ok, check.worst
+
+
+def test_rows_of_no_columns_do_not_take_the_staged_tier():
+    """The staged tier needs columns to stage (a zero-size shared array does not
+    compile): rows of none fall back to the warp tier."""
+    from dataclasses import replace
+
+    import fuselab
+    from fuselab.codegen import generate
+    from fuselab.plan.model import Template
+    from graphs import one_kernel
+    traced = fuselab.trace_cell("y = x - x.sum(1, keepdims=True)\nz = x.sum(1)",
+                                {"np": np, "x": np.zeros((40, 0, 4), np.float32)})
+    code = generate(one_kernel(traced.graph, Template.ROW), replace(EMULATED, row_tier="staged"))[0]
+    assert code.config.tier == "warp" and "_stage[" not in code.source
+
+
 def _hand_kernel(body: str, block: int, size: int | None = None):
     """A KernelCode around a hand-written body (the emulator's own behaviour under test),
     one block of `block` threads over int32 arrays x and y of `size` (default: `block`)."""

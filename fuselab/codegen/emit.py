@@ -47,7 +47,10 @@ def _reserved() -> frozenset[str]:
            "gridDim warpSize").split()
     loops = ("i", "j", "e", "k", "p", "q", "n", "o", "r", "k1", "k2", "row", "col", "col0", "lane", "warp",
              "warps", "first", "active", "part", "tile", "last", "stride", "index_t", "uint2", "uint4", "c", "t",
-             "base", "u", "groups", "items")
+             "base", "u", "groups", "items",
+             # the row and reduction templates' own locals: an input of one of these names would hide them
+             "row_base", "slab", "slab_base", "slab_first", "stage_base", "stage_count", "chunk", "il", "stripe",
+             "ry", "c0", "tx")
     return frozenset(called) | frozenset(cpp) | frozenset(loops)
 
 

@@ -236,7 +236,7 @@ def _fits(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list
     if cfg.tier == "staged":   # the warp tier's thread a row, whole outer indices a block, through shared memory
         threads = _staged_threads(p)
         warp = RowConfig(tier="warp", threads=1)
-        return threads > 0 and cfg.threads == 1 and _fits(ctx, p, row_cached, col_cached, warp) and \
+        return threads > 0 and C > 0 and cfg.threads == 1 and _fits(ctx, p, row_cached, col_cached, warp) and \
             _staged_bytes(ctx, p, row_cached, threads) <= STAGE_LIMIT
     if p.stride > 1 or cfg.tier == "thread":   # strided rows: a thread each, nothing else
         # a thread holds up to 64 four-byte columns: standardizing (64, 1M) along axis 0
@@ -703,7 +703,10 @@ class _RowCode:
         # an input at the pack's own offset: it named a pack out of its scope)
         self.pack_name = {}
         ordinal = (level if level is not None else max(self.p.levels.values()) + 1) - 1
-        return self._over_columns(head + inner + tail, storing=level is None, backward=ordinal % 2 == 1)
+        # not where a variance of few elements folds its plain sum in order (NumPy's mean)
+        ordered = level is not None and any(a.few for r, a in self.accs.items() if self.p.levels[r] == level)
+        return self._over_columns(head + inner + tail, storing=level is None,
+                                  backward=ordinal % 2 == 1 and not ordered)
 
     def _half_pick_packed(self, r: int) -> bool:
         """Whether reduction `r` folds whole packs of halves (fl_hpick_pack): a max or min
