@@ -41,7 +41,9 @@ def dump(tree: str, out: str, names: list[str], splits: list[int], kernel: int |
         traced = fuselab.trace_cell(c.source, {"np": np, **env})
         plan = make_plan(traced.graph, "auto")
         ks = [k for k in range(len(plan.kernels)) if isinstance(generate_kernel(plan, k), KernelCode)]
-        if kernel is not None and kernel < len(ks):
+        if kernel is not None:
+            if not 0 <= kernel < len(ks):
+                raise SystemExit(f"{name}: --kernel {kernel}, but the plan generates {len(ks)} kernel(s)")
             ks = [ks[kernel]]
         if len(ks) != 1:
             raise SystemExit(f"{name}: {len(ks)} generated kernels; name one with --kernel")

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..ops import Kind
 from ..plan.analysis import SLAB_INNER, row_shapes, strided_layout
@@ -272,18 +272,17 @@ def generate(ctx: KernelContext, config: RowConfig | None = None) -> KernelCode:
     passes = max(p.levels.values(), default=0)
     elems = layout.packs * layout.pack
     row_bytes = sum(p.cols * g.nodes[n].dtype.itemsize for n in row_cached)
+    backward = ", every second one from the row's end" if passes + bool(p.full_out) > 1 else ""
     what = {"warp": (f"warp tier: {layout.threads} lanes per row, {elems} elements per lane in registers"
                      if p.stride == 1 else f"a thread per row, its {elems} elements in registers"),
             "block": f"block tier: a block of {layout.threads} threads per row, {elems} elements per thread "
                      "in registers",
             "smem": f"block tier: a block per row, the row ({row_bytes} bytes) in shared memory",
             "looped": f"looped tier: a block per row, re-read from global memory in each of "
-                      f"{passes + bool(p.full_out)} passes" + (", every second one from the row's end"
-                                                               if passes + bool(p.full_out) > 1 else ""),
+                      f"{passes + bool(p.full_out)} passes{backward}",
             "thread": f"thread tier: a thread per row, re-read from memory in each of "
                       f"{passes + bool(p.full_out)} passes",
-            "slab": f"re-read in each of {passes + bool(p.full_out)} passes" + (
-                ", every second one from the row's end" if passes + bool(p.full_out) > 1 else ""),
+            "slab": f"re-read in each of {passes + bool(p.full_out)} passes{backward}",
             "slab-smem": "the slab in shared memory"}[layout.tier]
     if layout.slab:
         what = (f"slab tier: a block per slab of {layout.slab.width} adjacent rows, "
@@ -428,9 +427,9 @@ def _layout(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: li
     # a warp works through many rows: caching the column inputs pays off
     col_regs = cfg.tier == "warp" and packs * pack * (n_row + n_col) <= REG_BUDGET
     slab = _slab(ctx, p, cfg.threads) if cfg.tier in SLAB_TIERS else None
-    if cfg.tier == "staged":   # the warp tier's code, its row cache filled from and outputs sent through stages
-        return _Layout("warp", pack, 1, max(1, C), row_cached, col_cached,
-                       C * (n_row + n_col) <= REG_BUDGET, None, _staged_threads(p))
+    if cfg.tier == "staged":   # the warp tier's layout, its row cache filled from and outputs sent through stages
+        return replace(_layout(ctx, p, row_cached, col_cached, RowConfig(tier="warp", threads=1)),
+                       staged=_staged_threads(p))
     return _Layout(cfg.tier, pack, slab.threads if slab else cfg.threads, packs, row_cached, col_cached, col_regs,
                    slab)
 
