@@ -180,6 +180,9 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
     return out;
 }
 
+// every lane of the warp waits here (a lane that returned instead is reported as a deadlock)
+inline void __syncwarp(unsigned = 0xffffffffu) { fl_host::yield(fl_host::Wait::warp); }
+
 template <class T> T __ldg(const T* p) { return *p; }
 template <class T> T __ldcg(const T* p) { return *p; }
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }

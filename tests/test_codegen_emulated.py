@@ -296,6 +296,50 @@ def test_stencil_rows_per_thread_give_the_same_bits(case):
             assert per_row < one_row, f"{u} rows a thread: {per_row} loads a row, as many as one row alone"
 
 
+STAGED_CELLS = [
+    # rows of an odd number of float16 columns: no two of a row's neighbours share an
+    # aligned 16-byte store; two outputs of two types through one stage
+    ("y = np.exp(-(u[:, None] - v[None, :]) ** 2)\nz = (u[:, None] * v[None, :]).astype(np.float32)",
+     {"u": ((3,), np.float16), "v": ((1001,), np.float16)}),
+    # a float32 stencil whose rows are 43 columns long (one element of a vector aligned)
+    ("y = x[1:, 1:] - x[:-1, :-1] + 0.5 * x[1:, :-1]", {"x": ((11, 44), np.float32)}),
+    # the row-vector path (no rows shared): differences along rows of 71 float16 columns
+    ("y = x[:, 1:] - x[:, :-1]", {"x": ((37, 72), np.float16)}),
+]
+
+
+@pytest.mark.parametrize("cell", range(len(STAGED_CELLS)))
+def test_staged_stores_match_numpy(cell):
+    """Rows whose starts keep less than 8 bytes of a vector aligned go out through the
+    warp's shared-memory stage: every element stored once, where it belongs, at 1-4 rows
+    a thread in blocks of 64 (warps whose last lanes have no item: they load the last
+    item's vectors and store nothing), the same bits as NumPy's (float32) or as one row
+    a thread (float16). The row-vector path's too (the rows' last columns by a loop of
+    their own)."""
+    from fuselab import trace_cell
+    from fuselab.codegen import PointwiseConfig, generate_kernel
+    from fuselab.plan import make_plan
+    source, shapes = STAGED_CELLS[cell]
+    rng = np.random.default_rng(cell)
+    inputs = {n: rng.standard_normal(shape).astype(dt) for n, (shape, dt) in shapes.items()}
+    traced = trace_cell(source, {"np": np, **inputs})
+    plan = make_plan(traced.graph, "max")
+    assert len(plan.kernels) == 1
+    codes = {u: generate_kernel(plan, 0, EMULATED, PointwiseConfig(block=64, unroll=u)) for u in (1, 2, 3, 4)}
+    assert all("shared-memory stage" in c.notes[0] for c in codes.values()), codes[1].notes
+    assert all(("stencil path" in c.notes[0]) == (cell < 2) for c in codes.values())
+    runner = HostRunner([], generated=[(plan, (c,)) for c in codes.values()])
+    want = run_graph(plan.graph, {n: traced.inputs[n] for n in plan.graph.input_names()})
+    got = {u: runner.run_codes(plan, (c,), traced.inputs) for u, c in codes.items()}
+    for u, out in got.items():
+        for name in out:
+            np.testing.assert_array_equal(out[name], got[1][name], err_msg=f"{u} rows a thread")
+            if out[name].dtype != np.float16:
+                np.testing.assert_array_equal(out[name], want[name], err_msg=f"{u} rows a thread against NumPy")
+            else:
+                np.testing.assert_allclose(out[name].astype(np.float32), want[name].astype(np.float32), rtol=1e-2)
+
+
 GROUP_EDGES = (2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 33, 64, 65, 132)
 
 

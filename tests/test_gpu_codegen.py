@@ -388,3 +388,35 @@ def test_tables_of_broadcast_values_on_the_gpu(cell):
             cp.testing.assert_array_equal(got[name], want[name])
         tabled += 1
     assert tabled >= 1
+
+
+@pytest.mark.parametrize("cell", ["outer16", "shift32", "stencil16", "rowdiff16"])
+def test_staged_stores_on_the_gpu(cell):
+    """Stencil- and row-vector-path kernels whose rows keep less than 8 bytes of a
+    vector aligned store through the warp's shared-memory stage: every launch candidate gives the bits of
+    eager CuPy (float32) or of the heuristic's kernel (float16), at sizes with many
+    blocks and warps whose last lanes have no item."""
+    import cupy as cp
+    from fuselab import runtime
+    from fuselab.codegen import generate_kernel, launch_candidates
+    rng = np.random.default_rng(9)
+    source, inputs = {
+        "outer16": ("y = np.exp(-(u[:, None] - v[None, :]) ** 2)",
+                    {"u": rng.standard_normal(3).astype(np.float16), "v": rng.standard_normal(1000003).astype(np.float16)}),
+        "shift32": ("y = x[1:, 1:] - x[:-1, :-1] + 0.5 * x[1:, :-1]",
+                    {"x": rng.standard_normal((1003, 1004)).astype(np.float32)}),
+        "stencil16": ("y = 4 * x[1:-1, 1:-1] - x[:-2, 1:-1] - x[2:, 1:-1] - x[1:-1, :-2] - x[1:-1, 2:]",
+                      {"x": rng.standard_normal((2001, 1024)).astype(np.float16)}),
+        "rowdiff16": ("y = x[:, 1:] - x[:, :-1]", {"x": rng.standard_normal((3001, 1000)).astype(np.float16)}),
+    }[cell]
+    plan, opts, plain, on_gpu, want = _planned_and_run(source, inputs)
+    assert "shared-memory stage" in plain[0].notes[0], plain[0].notes
+    eager = cp.asarray(eval(source.split(" = ", 1)[1], {"np": cp, **on_gpu}))
+    if inputs[next(iter(inputs))].dtype == np.float32:
+        cp.testing.assert_array_equal(want["y"], eager)
+    else:
+        cp.testing.assert_allclose(want["y"].astype(cp.float32), eager.astype(cp.float32), rtol=2e-3, atol=2e-3)
+    for cfg in launch_candidates(plan, 0, opts):
+        code = generate_kernel(plan, 0, opts, cfg)
+        got = runtime.execute(plan, on_gpu, codes=[code])
+        cp.testing.assert_array_equal(got["y"], want["y"])

@@ -50,7 +50,9 @@ def _reserved() -> frozenset[str]:
              "base", "u", "groups", "items",
              # the row and reduction templates' own locals: an input of one of these names would hide them
              "row_base", "slab", "slab_base", "slab_first", "stage_base", "stage_count", "chunk", "il", "stripe",
-             "ry", "c0", "tx")
+             "ry", "c0", "tx",
+             # the stencil path's staged stores
+             "jw", "warp0", "off")
     return frozenset(called) | frozenset(cpp) | frozenset(loops)
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from . import element
 from . import index as ix
-from . import stencil
+from . import stage, stencil
 from .context import KernelContext
 from .emit import array_name, indent
 from .config import PointwiseConfig
@@ -324,12 +324,13 @@ def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> Kerne
     elif sten is not None:
         fn, R, tile = sten.fn, sten.rows_for(U), sten.tile(U)
         S = sten.store_width
-        stores = "vector stores" if S == sten.width else "element stores" if S == 1 else f"stores of {S} elements"
+        stores = ("element stores through the warp's shared-memory stage" if stencil.staged(ctx, sten) else
+                  "vector stores" if S == sten.width else "element stores" if S == 1 else f"stores of {S} elements")
         notes = [f"stencil path: {sten.width} columns by {R} rows along axis {sten.axis} per thread step, "
                  f"each aligned vector loaded once ({stores})"]
         first = "index_t(blockIdx.x) * blockDim.x + threadIdx.x"
         lines = [lines[0], "const index_t stride = index_t(gridDim.x) * blockDim.x;"]
-        lines += stencil.loops(ctx, sten, tile, first, "stride")
+        lines += stencil.loops(ctx, sten, tile, first, "stride", B)
         work = stencil.work_items(sten, tile)
         U = 1
     elif tr is not None:
@@ -341,9 +342,14 @@ def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> Kerne
         B, U = TILE * TILE_ROWS, 1
     elif rows is not None:
         fn = rows.fn
-        stores = "vector" if rows.vector_stores else "element"
+        staged = not rows.vector_stores and stage.wanted(ctx, 1, rows.width)
+        if staged:   # the warp's loop takes an item a lane a step
+            U, per = 1, ""
+            lines = [lines[0], "const index_t stride = index_t(gridDim.x) * blockDim.x;"]
+        stores = ("vector stores" if rows.vector_stores else
+                  "element stores through the warp's shared-memory stage" if staged else "element stores")
         notes = [f"row-vector path: {rows.width} columns per thread step along each of {rows.outer} rows of "
-                 f"{rows.cols} ({stores} stores){per}"]
+                 f"{rows.cols} ({stores}){per}"]
         lines += _row_vector_loops(ctx, rows, B, U)
         work = rows.outer * (rows.groups + rows.cols - rows.groups * rows.width)
     else:
@@ -400,7 +406,14 @@ def _row_vector_loops(ctx: KernelContext, rows: _Rows, B: int, U: int) -> list[s
     decls, args = element.vector_loads(ctx, rows.fn, W)
     body = ["const index_t o = j / groups;", f"const index_t c = j % groups * {W};", *decls]
     stores = []
-    for out in ctx.kernel.outputs:
+    warp = _row_stage(ctx, rows)
+    if warp is not None:   # rows of no whole vectors: a warp's elements stored as neighbours
+        vectors = {out: ctx.names.fresh(f"{array_name(g, out)}_vec") for out in ctx.kernel.outputs}
+        for out, name in vectors.items():
+            body.append(f"fl_vec<{storage_type(g.nodes[out].dtype)}, {W}> {name};")
+            args.append(f"{name}.v[e]")
+        stores = warp.store(ctx, vectors, f"o * {rows.cols}u + c")
+    for out in (() if warp is not None else ctx.kernel.outputs):
         ptr = f"{ctx.out_ptr[out]} + o * {rows.cols}u + c"
         if rows.vector_stores:
             name = ctx.names.fresh(f"{array_name(g, out)}_vec")
@@ -411,8 +424,13 @@ def _row_vector_loops(ctx: KernelContext, rows: _Rows, B: int, U: int) -> list[s
             args.append(f"({ptr})[e]")
     body += ["#pragma unroll", f"for (int e = 0; e < {W}; ++e) {rows.fn.name}({', '.join(args)});", *stores]
     lines = [f"const index_t groups = {G};   // vectors a row takes whole",
-             f"const index_t items = {rows.outer * G}{'ull' if rows.outer * G > 2**32 else 'u'};",
-             *_tiles("j", "items", B, U, body)]
+             f"const index_t items = {rows.outer * G}{'ull' if rows.outer * G > 2**32 else 'u'};"]
+    if warp is not None:   # (a thread an item a step: the warp's lanes all run every step)
+        lines += [*warp.declarations(ctx, B),
+                  *stage.warp_loop("index_t(blockIdx.x) * blockDim.x + threadIdx.x", "index_t(gridDim.x) * blockDim.x",
+                                   "items", body)]
+    else:
+        lines += _tiles("j", "items", B, U, body)
     if tail:
         scalar = element.scalar_args(ctx, rows.fn) + [f"{ctx.out_ptr[o]}[o * {rows.cols}u + c]"
                                                        for o in ctx.kernel.outputs]
@@ -423,6 +441,12 @@ def _row_vector_loops(ctx: KernelContext, rows: _Rows, B: int, U: int) -> list[s
                   f"    const index_t o = t / {tail}u, c = {G * W}u + t % {tail}u;",
                   f"    {rows.fn.name}({', '.join(scalar)});", "}"]
     return lines
+
+
+def _row_stage(ctx: KernelContext, rows: _Rows) -> "stage.WarpStage | None":
+    """The warp stage of a row-vector kernel whose rows hold no whole vectors (each
+    thread would store its elements one by one)."""
+    return None if rows.vector_stores or not stage.wanted(ctx, 1, rows.width) else stage.make(ctx, rows.width)
 
 
 def _tile_count(tr: _Transpose) -> int:
@@ -450,7 +474,7 @@ def _transpose_loops(ctx: KernelContext, tr: _Transpose) -> list[str]:
         v = tr.coords[d]
         lines.append(f"    const index_t {v.name} = {rest} % {v.extent}u;")
         rest = f"{rest} / {v.extent}u"
-    stage = [f"{_tile_name(fn, j)}[k][tx] = {fn.loads[j].scalar(ctx)};" for j in tr.staged]
+    staging = [f"{_tile_name(fn, j)}[k][tx] = {fn.loads[j].scalar(ctx)};" for j in tr.staged]
     args = [f"{_tile_name(fn, j)}[tx][k]" if j in tr.staged else l.scalar(ctx) for j, l in enumerate(fn.loads)]
     out = ix.render(ix.linearize(tuple(ix.Affine.of(v) for v in tr.coords), tr.shape))
     args += [f"{ctx.out_ptr[o]}[{out}]" for o in ctx.kernel.outputs]
@@ -458,7 +482,7 @@ def _transpose_loops(ctx: KernelContext, tr: _Transpose) -> list[str]:
     lines += ["    __syncthreads();   // the previous tile's readers are done",
               f"    for (int k = ty; k < {TILE}; k += {TILE_ROWS}) {{",
               f"        const index_t {a_var.name} = a0 + tx, {c_var.name} = c0 + k;",
-              f"        {guard} {{", *indent(stage, 3), "        }", "    }",
+              f"        {guard} {{", *indent(staging, 3), "        }", "    }",
               "    __syncthreads();",
               f"    for (int k = ty; k < {TILE}; k += {TILE_ROWS}) {{",
               f"        const index_t {a_var.name} = a0 + k, {c_var.name} = c0 + tx;",

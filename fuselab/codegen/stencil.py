@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 from . import element
 from . import index as ix
+from . import stage as stage_mod
 from .context import KernelContext
 from .emit import array_name
 from .types import storage_type
@@ -204,10 +205,17 @@ def _chains(st: Stencil) -> tuple[list[_Chain], dict[tuple[int, ix.Affine], tupl
     return chains, {key: (order.index(chain), m) for key, (chain, m) in where.items()}
 
 
-def loops(ctx: KernelContext, st: Stencil, tile: tuple[int, ...], first: str, step: str) -> list[str]:
+def staged(ctx: KernelContext, st: Stencil) -> bool:
+    """Whether this kernel's outputs go out through the warp's shared-memory stage
+    (stage.py): where a thread's own stores would be narrower than 8 bytes."""
+    return stage_mod.wanted(ctx, st.store_width, st.width)
+
+
+def loops(ctx: KernelContext, st: Stencil, tile: tuple[int, ...], first: str, step: str, block: int) -> list[str]:
     """The kernel body: thread steps over (block of rows along the marched axis, vector of
     columns), marching through the block's rows with its aligned vectors in registers;
-    the thread of a row's last whole vector also computes the row's last columns."""
+    the thread of a row's last whole vector also computes the row's last columns.
+    With staged stores (stage.py) every lane of a warp runs every step."""
     g, W, G = ctx.graph, st.width, st.groups
     n_outer = len(st.outer)
     R = tile[st.axis]
@@ -257,7 +265,14 @@ def loops(ctx: KernelContext, st: Stencil, tile: tuple[int, ...], first: str, st
     for d, v in enumerate(st.outer):
         out_off = out_off + ix.Affine.of(v, out_strides[d])
     stores, S = [], st.store_width
-    for out in ctx.kernel.outputs:
+    warp = stage_mod.make(ctx, W) if staged(ctx, st) else None
+    if warp is not None:
+        vectors = {out: ctx.names.fresh(f"{array_name(g, out)}_vec") for out in ctx.kernel.outputs}
+        for out, vname in vectors.items():
+            row.append(f"fl_vec<{storage_type(g.nodes[out].dtype)}, {W}> {vname};")
+            args.append(f"{vname}.v[e]")
+        stores += warp.store(ctx, vectors, ix.render(out_off))
+    for out in (() if warp is not None else ctx.kernel.outputs):
         ptr = f"{ctx.out_ptr[out]} + {ix.render(out_off)}"
         if S > 1:
             vname = ctx.names.fresh(f"{array_name(g, out)}_vec")
@@ -275,7 +290,7 @@ def loops(ctx: KernelContext, st: Stencil, tile: tuple[int, ...], first: str, st
         # read lines scattered over all rows: for a 3-D stencil's rows of 254 columns,
         # 7 scattered loads for every 254 elements.)
         sargs = element.scalar_args(ctx, st.fn) + [f"{ctx.out_ptr[o]}[{ix.render(out_off)}]" for o in ctx.kernel.outputs]
-        row += [f"if (c == {(G - 1) * W}u) {{",
+        row += [f"if ({'active && ' if warp is not None else ''}c == {(G - 1) * W}u) {{",
                 f"    for (index_t c = {G * W}u; c < {st.cols}u; ++c) {st.fn.name}({', '.join(sargs)});", "}"]
     if R > 1:
         # each register takes the value of the one a row above it; the top its new load
@@ -286,8 +301,12 @@ def loops(ctx: KernelContext, st: Stencil, tile: tuple[int, ...], first: str, st
     else:
         body += row
     lines = [f"const index_t groups = {G};   // vectors a row takes whole",
-             f"const index_t items = {items}{'ull' if items > 2**32 else 'u'};",
-             f"for (index_t j = {first}; j < items; j += {step}) {{", *("    " + b for b in body), "}"]
+             f"const index_t items = {items}{'ull' if items > 2**32 else 'u'};"]
+    if warp is not None:
+        lines += [*warp.declarations(ctx, block), *stage_mod.warp_loop(first, step, "items", body)]
+    else:
+        lines.append(f"for (index_t j = {first}; j < items; j += {step}) {{")
+        lines += [*("    " + b for b in body), "}"]
     return lines
 
 
