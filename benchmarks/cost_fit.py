@@ -31,16 +31,16 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 import numpy as np  # noqa: E402
 
-FITTED = ("run_s", "chip_exp", "l2_bandwidth", "elem_rate")
+FITTED = ("run_s", "step_s", "chip_exp", "l2_bandwidth", "elem_rate")
 # also fittable: the per-template/tier efficiencies; on the H200 sweeps they fit to 0.98-1.0
 # and change no case's verdict (COST_MODEL.md), so they stay at 1
 EFFS = ("eff_pointwise", "eff_reduction", "eff_row_warp", "eff_row_block", "eff_row_smem", "eff_row_looped")
 # where a fit starts: nothing known (no fixed cost per run, L2
 # no faster than DRAM, shared-memory rows as good as any), so that a parameter no case of
 # the training set depends on stays uninformed in the leave-one-family-out check
-NEUTRAL = {"run_s": 1e-6, "chip_rows": 1.0, "chip_exp": 0.01, "l2_bandwidth": 4.1e12, "elem_rate": 4e12,
+NEUTRAL = {"run_s": 1e-6, "step_s": 1e-6, "chip_rows": 1.0, "chip_exp": 0.01, "l2_bandwidth": 4.1e12, "elem_rate": 4e12,
            **{e: 1.0 for e in EFFS}}
-SCALE = {"run_s": 1e-6, "l2_bandwidth": 1e12, "elem_rate": 1e12}     # fit in us, TB/s, T elements/s
+SCALE = {"run_s": 1e-6, "step_s": 1e-6, "l2_bandwidth": 1e12, "elem_rate": 1e12}     # fit in us, TB/s, T elements/s
 
 
 @dataclasses.dataclass
@@ -114,9 +114,9 @@ def params_for(row: Row, overrides: dict[str, float] | None = None):
 
 def predict(row: Row, overrides: dict[str, float] | None = None) -> float:
     """One run of the plan, as the sweep records it (report(plan).time_s)."""
-    from fuselab.plan.cost import plan_time
+    from fuselab.plan.cost import kernel_costs, run_time
     p = params_for(row, overrides)
-    return plan_time(row.plan, p) + (p.run_s if row.plan.kernels else 0.0)
+    return run_time(row.plan, kernel_costs(row.plan, p), p) + (p.run_s if row.plan.kernels else 0.0)
 
 
 def ratios(rows: list[Row], overrides: dict[str, float] | None = None) -> list[float]:

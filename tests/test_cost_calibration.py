@@ -125,6 +125,10 @@ def test_each_fitted_term_carries_its_cases():
     # pairwise distances through a 3-D broadcast: 128M elements worked through from 10M read
     pair = "random pairwise float16 s21.62 (66,23)x(84335,23)"
     assert 0.75 <= ratio(pair) <= 1.25 and ratio(pair, elem_rate=0.0) < 0.3
+    # small cells of 2-3 kernels wait for Python to launch each next kernel (step_s)
+    for c in ("random standardize float16 s23.10 (1747,41,46) axis 0", "random batchnorm float16 s22.39 (8,61,3,1595)",
+              "random rmsnorm float32 s21.11 (46,28885)"):
+        assert len(plan_of(c).kernels) >= 2 and 0.75 <= ratio(c) <= 1.25 and ratio(c, step_s=0.0) < 0.75
     # the rows a warp or a block holds at full bandwidth stay there
     assert ratio("softmax float32 2k", chip_exp=1.0) == pytest.approx(ratio("softmax float32 2k"))
 

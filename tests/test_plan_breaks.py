@@ -116,7 +116,7 @@ def test_kernels_keep_stage_order_even_when_a_later_stage_reads_only_inputs():
 
 
 def test_each_break_crossed_costs_one_sync_in_the_report():
-    params = DeviceParams(sync_s=25e-6)
+    params = DeviceParams(sync_s=25e-6, step_s=0.0)   # no wait for Python's launches: the sum
     plan = make_plan(chain_with_break(), params=params)
     rep = report(plan, params)
     assert [b.reason for b in rep.breaks] == [WHY]
@@ -125,6 +125,12 @@ def test_each_break_crossed_costs_one_sync_in_the_report():
     assert rep.unfused_time_s > rep.time_s
     assert plan_time(plan, params) + params.run_s == pytest.approx(rep.time_s)
     assert "graph breaks: 1, a device sync each" in str(rep) and "if s > 0:" in str(rep)
+    # with slow launches the second kernel waits for Python; at the break Python waits
+    # for the device and then issues the kernel after it at once
+    slow = DeviceParams(sync_s=25e-6, step_s=50e-6)
+    t = [k.time_s for k in report(plan, slow).kernels]
+    assert [kernel_stage(plan.graph, k) for k in plan.kernels] == [0, 0, 1]
+    assert report(plan, slow).time_s == pytest.approx(slow.run_s + slow.launch_s + 50e-6 + t[1] + 25e-6 + t[2])
 
 
 def test_a_break_with_nothing_to_finish_before_it_costs_no_sync():

@@ -173,3 +173,31 @@ def test_column_reductions_pay_for_idle_lanes_on_narrow_kept_runs():
         assert [k.template.value for k in plan.kernels] == ["reduction"]
         times[inner] = report(plan, DeviceParams(run_s=0.0, launch_s=0.0)).time_s
     assert times[17] / times[16] > 1.8 * 17 / 16 * 0.99    # 17 / 32 of the lanes busy
+
+
+def test_short_kernels_wait_for_python_to_launch_the_next():
+    """Python issues a further launch every launch_s + step_s: kernels shorter than that
+    leave the device waiting (the run's time is then Python's), long ones hide it, and
+    with step_s = 0 a run is the sum of its kernels, as the searches' plan_time."""
+    from dataclasses import replace
+
+    from fuselab.plan.cost import kernel_costs, plan_time, run_time
+    chain = lambda n: cell(lambda inp: {"y": ((inp("x", (n,)).f("exp")) * 2.0).f("sin") + 1.0})  # noqa: E731
+    tiny, big = unfused_plan(chain(256)), unfused_plan(chain(1 << 26))
+    p = replace(P, step_s=8e-6)
+    for plan in (tiny, big):
+        assert run_time(plan, kernel_costs(plan, replace(p, step_s=0.0)), replace(p, step_s=0.0)) == \
+            pytest.approx(plan_time(plan, p))
+    costs = kernel_costs(tiny, p)
+    issue = p.launch_s + p.step_s
+    assert len(costs) == 4 and all(c.time_s < issue for c in costs)
+    assert run_time(tiny, costs, p) == pytest.approx(3 * issue + costs[-1].time_s)
+    rep = report(tiny, p)
+    assert rep.time_s == pytest.approx(p.run_s + 3 * issue + costs[-1].time_s)
+    assert rep.launch_wait_s == pytest.approx(3 * issue - sum(c.time_s for c in costs[:3]))
+    assert "leave the device waiting" in str(rep)
+    costs = kernel_costs(big, p)
+    assert all(c.time_s > issue for c in costs)
+    assert run_time(big, costs, p) == pytest.approx(sum(c.time_s for c in costs))
+    # fused, the tiny chain is one launch: fusion saves Python's launches too
+    assert report(make_plan(chain(256)), p).speedup > report(make_plan(chain(256)), replace(p, step_s=0.0)).speedup

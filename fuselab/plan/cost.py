@@ -2,7 +2,8 @@
 
     t(kernel) = launch + max(bytes / (bandwidth * eff) + l2_bytes / l2_bandwidth, flops / throughput,
                              visits / elem_rate) / p
-    t(run)    = run_s + sum of t(kernel) + sync_s per graph break crossed
+    t(run)    = run_s + the kernels in order, each starting when the one before ends and
+                Python has issued it (step_s after launch_s a launch), + sync_s a graph break
 
 - bytes: each materialised input read once at its own size (a broadcast operand is
   small; a kernel that only reads slices of an array reads only those slices), each stored
@@ -31,6 +32,11 @@
   to the data (a reduction never runs on a single block).
 - run_s: what one run of a plan costs before its first launch (the runtime's Python
   work), the same for every plan of a graph.
+- step_s: what the runtime's Python spends on a launch beyond `launch_s` (allocating the
+  kernel's outputs, binding its arguments). Python issues kernel k at (k - 1) *
+  (launch_s + step_s) after the first; a kernel shorter than that leaves the device
+  waiting for the next one (`run_time`). Large kernels hide it: the device is still busy
+  when the next launch arrives.
 
 The device numbers (bandwidth, launch, throughput) come from a calibration on the device
 (fuselab.runtime measures a device-to-device copy and an empty launch) or from
@@ -42,7 +48,9 @@ executed nodes; eff <= 1 and l2_bytes >= 0 keep every kernel at least at the sea
 bytes/bandwidth floor. A plan also pays `sync_s` for each graph break it crosses (the
 device finishes its work and hands Python a value) and `run_s` once; every plan of a
 graph pays the same, so the searches leave them out: plan_time adds the syncs, the report
-both.
+both. The report's time also waits for Python's launches (step_s, `run_time`); that wait
+only ever adds to the sum of kernels, so plan_time stays the searches' additive lower
+bound of it.
 """
 from __future__ import annotations
 
@@ -322,6 +330,7 @@ class PlanReport:
     breaks: tuple[GraphBreak, ...] = ()  # graph breaks the plan crosses, one sync each
     sync_s: float = 0.0                 # their device syncs, in time_s (and unfused_time_s)
     run_s: float = 0.0                  # the fixed cost of one run, in time_s (and unfused_time_s)
+    launch_wait_s: float = 0.0          # the device idle between short kernels, waiting for Python's next launch
 
     @property
     def bytes_total(self) -> int:
@@ -361,6 +370,10 @@ class PlanReport:
         if self.run_s:
             rows.append(f"fixed cost of a run (the runtime before its first launch): "
                         f"{self.run_s * 1e6:.2f} us in the totals")
+        if self.launch_wait_s > 1e-9:
+            rows.append(f"kernels shorter than Python's next launch ({self.params.launch_s * 1e6:.1f} + "
+                        f"{self.params.step_s * 1e6:.1f} us a launch) leave the device waiting: "
+                        f"{self.launch_wait_s * 1e6:.2f} us in the totals")
         if self.breaks:
             rows.append(f"graph breaks: {len(self.breaks)}, a device sync each "
                         f"({self.sync_s * 1e6:.2f} us in the totals):")
@@ -429,6 +442,26 @@ def _intermediates(plan: Plan) -> tuple[int, int, int]:
     return count, total, peak
 
 
+def run_time(plan: Plan, costs: tuple[KernelCost, ...], params: DeviceParams) -> float:
+    """The kernels of one run end to end, after its fixed run_s: the device runs them in
+    order, each once the one before has finished and Python has issued it. Python issues
+    a launch every launch_s + step_s; at a graph break it waits for the device (sync_s)
+    and issues the next kernel after. With step_s = 0 this is the kernels' sum (t(kernel)
+    includes launch_s) plus sync_s a break."""
+    issue = params.launch_s + params.step_s
+    done = issued = 0.0
+    stage = None
+    for kern, cost in zip(plan.kernels, costs):
+        s = kernel_stage(plan.graph, kern)
+        if stage is not None and s > stage:   # breaks crossed: Python waits for the device
+            done += len(plan.graph.breaks[stage:s]) * params.sync_s
+            issued = done
+        stage = s
+        done = max(done, issued) + cost.time_s
+        issued += issue
+    return done
+
+
 def report(plan: Plan, params: DeviceParams | None = None) -> PlanReport:
     """Bytes, launches, intermediates and predicted time of `plan` and of its unfused plan."""
     params = params or DeviceParams.h200_default()
@@ -440,15 +473,17 @@ def report(plan: Plan, params: DeviceParams | None = None) -> PlanReport:
     breaks = crossed_breaks(plan)
     sync = len(breaks) * params.sync_s
     run = params.run_s if costs else 0.0
+    kernels_s = run_time(plan, costs, params)
     return PlanReport(
         kernels=costs, launches=len(costs),
         bytes_read=sum(c.bytes_read for c in costs), bytes_written=sum(c.bytes_written for c in costs),
         extra_bytes=sum(c.extra_bytes for c in costs), intermediates=n, intermediate_bytes=ib,
-        peak_intermediate_bytes=peak, time_s=sum(c.time_s for c in costs) + sync + run,
+        peak_intermediate_bytes=peak, time_s=kernels_s + run,
         unfused_launches=len(base_costs), unfused_bytes=sum(c.bytes_total for c in base_costs),
         unfused_intermediate_bytes=base_ib,
-        unfused_time_s=sum(c.time_s for c in base_costs) + sync + (params.run_s if base_costs else 0.0),
-        params=params, breaks=breaks, sync_s=sync, run_s=run)
+        unfused_time_s=run_time(base, base_costs, params) + (params.run_s if base_costs else 0.0),
+        params=params, breaks=breaks, sync_s=sync, run_s=run,
+        launch_wait_s=kernels_s - sum(c.time_s for c in costs) - sync)
 
 
 def plan_time(plan: Plan, params: DeviceParams | None = None) -> float:

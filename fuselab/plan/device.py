@@ -37,6 +37,10 @@ class DeviceParams:
     refits them from a sweep JSON), the same for every plan of a graph or per kernel:
     - run_s: fixed cost of one run of a plan (the runtime's Python work before the first
       launch: argument binding, output allocation), paid once per run, not per kernel;
+    - step_s: the runtime's Python work for each further launch beyond launch_s (its
+      outputs' allocation, its arguments); a kernel shorter than launch_s + step_s leaves
+      the device waiting for the next launch (cost.run_time). 0: no such wait (the CPU's
+      parameters, whose kernels are called in turn);
     - eff_*: the fraction of `bandwidth` a template (and row tier) reaches on large data:
       pointwise, reduction, row kernels whose row a warp holds (warp), a block's registers
       (block), shared memory (smem), and looped rows (re-read per pass); eff_row_strided
@@ -70,6 +74,10 @@ class DeviceParams:
     row_cache_bytes: int = 200 * 1024
     sync_s: float = 10e-6
     run_s: float = 15.0e-6
+    # an unfused chain of n tiny kernels took 12.7, 23.7, 57.7 and 114.7 us of host time a
+    # run for n = 1, 2, 4, 8 (H200 host, 2026-12-04 05:33 UTC): 11-14 us a further launch,
+    # of which launch_s (an empty kernel's launch) is 5-6; the rest is this
+    step_s: float = 8.0e-6
     eff_pointwise: float = 1.0
     eff_reduction: float = 1.0
     eff_row_warp: float = 1.0
@@ -108,6 +116,7 @@ class DeviceParams:
         "row_cache_bytes": ("row_cache_bytes", 1),
         "sync_s": ("sync_s", 1.0), "sync_us": ("sync_s", 1e-6),
         "run_s": ("run_s", 1.0), "run_us": ("run_s", 1e-6),
+        "step_s": ("step_s", 1.0), "step_us": ("step_s", 1e-6),
         "eff_pointwise": ("eff_pointwise", 1.0), "eff_reduction": ("eff_reduction", 1.0),
         "eff_row_warp": ("eff_row_warp", 1.0), "eff_row_block": ("eff_row_block", 1.0), "eff_row_smem": ("eff_row_smem", 1.0),
         "eff_row_looped": ("eff_row_looped", 1.0), "eff_row_strided": ("eff_row_strided", 1.0),
@@ -140,7 +149,7 @@ class DeviceParams:
                 kw[fname] = str(value)
                 continue
             v = float(value) * scale
-            if fname in ("run_s", "chip_exp", "elem_rate") and v == 0:    # may be off: a CPU has none
+            if fname in ("run_s", "step_s", "chip_exp", "elem_rate") and v == 0:    # may be off: a CPU has none
                 kw[fname] = 0.0
                 continue
             if not math.isfinite(v) or v <= 0:
