@@ -286,3 +286,30 @@ def test_a_short_block_starting_with_inf_sums_to_inf(n):
             with np.errstate(all="ignore"):
                 want = run_graph(g, {"x": x})
             np.testing.assert_array_equal(got["y"], want["y"], err_msg=f"{src} {dtype.__name__} n={n}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_a_row_sum_whose_first_lane_is_infinite_is_inf(dtype):
+    """The lanes' total started from lanes[0] - lanes[0], a NaN when lane 0 (columns 0,
+    16, 32, 48 of each 64) held an infinity after the lanes were folded: x / x.sum(...)
+    of a row with inf at column 0, or of finite values whose sum overflows, was NaN
+    everywhere where NumPy gives 0 (red team, 2026-12-04). Serial and parallel, NumPy's
+    bits."""
+    big = 3e37 if dtype == np.float32 else 6e4
+    x = np.ones((6, 200), dtype)
+    x[0, 0] = np.inf
+    x[1, 16] = -np.inf
+    x[2, 48] = np.inf
+    x[3] = big                                            # finite, the sum overflows
+    x[4, :64] = big
+    b = GraphBuilder()
+    xi = b.input("x", x.shape, dtype)
+    s = b.reduce("sum", xi, axis=-1, keepdims=True)
+    g = b.build([("s", s), ("y", b.elemwise("true_divide", [xi, s]))])
+    plan = one_kernel(g, Template.ROW)
+    serial = run_numba(plan, {"x": x}, SERIAL)
+    with np.errstate(all="ignore"):
+        want = run_graph(g, {"x": x})
+    for name in want:
+        np.testing.assert_array_equal(serial[name], want[name], err_msg=name)
+    _same_bits_on_any_threads(plan, {"x": x}, serial)

@@ -523,7 +523,7 @@ def fl_lanes_sum(lanes, comps, wide):
         for k in range(wide):
             fl_lane_add(lanes, comps, np.uint64(k), lanes[np.uint64(k + j)])
             comps[np.uint64(k)] = comps[np.uint64(k)] + comps[np.uint64(k + j)]
-    v = lanes[0] - lanes[0]
+    v = lanes.dtype.type(0)   # (not lanes[0] - lanes[0]: NaN where lane 0 holds an infinity)
     c = v
     for k in range(wide):
         x = lanes[np.uint64(k)]
