@@ -25,9 +25,10 @@ from ..errors import TraceError
 from ..interp import eval_node
 from .cellinfo import LAST_VALUE, CellInfo
 from ..dask.xp import is_dask_array
-from .core import InputTracer, TraceContext, Tracer, is_cupy_array
+from .core import InputTracer, TraceContext, Tracer, is_cupy_array, origin_of
 from .foreign import Adopted
 from .modules import untraced, with_globals
+from .realrun import forget_originals, restore_originals
 
 _VIEW_OPS = frozenset({"transpose", "slice", "reshape", "broadcast_to"})
 _CONTAINERS = (list, dict, set)
@@ -57,10 +58,12 @@ def find_holders(ctx: TraceContext, ns: Mapping[str, Any], *ours: Any) -> tuple[
     live = _live_tracers(ctx)
     # (counted in comprehensions: a loop variable would hold a reference of its own)
     known: Counter[int] = Counter(id(v) for d in (ns, *ours) for v in d.values() if isinstance(v, Tracer))
-    known.update(id(t._origin[1]) for t in live if t._origin is not None)
+    # (origin_of: an array of the user's that would be a view of another's once read stays unread)
+    origins = [o for o in map(origin_of, live) if o is not None]
+    known.update(id(o[1]) for o in origins)
     known.update(id(t) for t in ctx._tracer_by_id.values())
     internal: set[int] = {id(ns), id(ctx._tracer_by_id), id(live), *(id(o) for o in ours),
-                          *(id(t._origin) for t in live if t._origin is not None)}
+                          *(id(o) for o in origins), id(origins)}
     # getrefcount's argument, the `live` list and the comprehension's `t` hold one each
     suspects = [t for t in live if sys.getrefcount(t) - 3 > known[id(t)]]
     internal.add(id(suspects))
@@ -233,11 +236,13 @@ class Binder:
         """The cell failed after tracing: containers that existed before the cell get
         the values plain Python would have put there, computed as NumPy would."""
         scrub(self.ctx, self.holders)
+        restore_originals(self.ctx)   # (arrays a real run changed: back as they were)
         self.release()
 
     def release(self) -> None:
         """Drop the tracers and the values computed at graph breaks (a session kept in
         the notebook would otherwise keep them alive)."""
+        forget_originals(self.ctx)
         self.ctx.evaluator.values.clear()
         self.tracers.clear()
         self.bases.clear()
@@ -301,9 +306,10 @@ def replace_in_holders(holders: Iterable[Any], value: Any) -> dict[int, Any]:
     tuples = [h for h in holders if isinstance(h, (tuple, frozenset))]
     for _ in range(len(tuples)):
         for h in tuples:
-            new = type(h)(sub(e) for e in h)
             if isinstance(h, tuple) and type(h) is not tuple and hasattr(h, "_make"):
-                new = h._make(sub(e) for e in h)  # namedtuple
+                new = h._make(sub(e) for e in h)  # a namedtuple: its fields are positional arguments
+            else:
+                new = type(h)(sub(e) for e in h)
             rebuilt[id(h)] = new
     for h in holders:
         if isinstance(h, list):

@@ -144,6 +144,8 @@ class TraceContext:
         # id(CuPy array adopted from a torch tensor, a Numba device array...) -> (the user's
         # object, its foreign.Kind): bound back as the user's object, results as its kind
         self.adopted: dict[int, tuple[Any, Any]] = {}
+        from .aliases import Aliases
+        self.aliases = Aliases(self)                 # traced arrays that share memory
 
     # -- where are we in the user's code? ------------------------------------
     def user_frame(self) -> FrameType | None:
@@ -205,6 +207,7 @@ class TraceContext:
         if t is None:
             t = InputTracer(self, arr, name or self._names_by_id.get(id(arr)))
             self._tracer_by_id[id(arr)] = t
+            self.aliases.joined(t)   # another traced array over its memory: both views of one input
         return t
 
     def use_cupy(self, array_type: type) -> None:
@@ -614,7 +617,7 @@ class Tracer:
 
 
 _SLOTS = frozenset({"_ctx", "_node", "_scalar", "_origin", "_views", "_dtype", "_array", "_name", "_input",
-                    "_cur"})
+                    "_cur", "_alias"})
 
 
 def _type_name(t: Tracer) -> str:
@@ -622,12 +625,23 @@ def _type_name(t: Tracer) -> str:
     return f"{cls.__module__.split('.')[0]}.{cls.__name__}"
 
 
+_ORIGIN = Tracer.__dict__["_origin"]   # the slot, under InputTracer's property
+
+
+def origin_of(t: Tracer) -> tuple | None:
+    """t's origin as it stands, without making a pending view (aliases.py) of it."""
+    return _ORIGIN.__get__(t, Tracer)
+
+
 class InputTracer(Tracer):
     """The tracer of an array that exists outside the trace (the namespace's arrays,
     arrays made by untraced code): its input node is recorded only when first used, so
     arrays a cell never touches are not inputs."""
 
-    __slots__ = ("_array", "_name", "_input", "_cur")
+    # _alias: None, or "view": the array views another traced array's memory (aliases.py),
+    # its node is that view of the owner's, and only the owner is written back; "pending":
+    # it will be, when it is first read
+    __slots__ = ("_array", "_name", "_input", "_cur", "_alias")
 
     def __init__(self, ctx: TraceContext, array: Any, name: str | None) -> None:
         object.__setattr__(self, "_ctx", ctx)
@@ -635,6 +649,7 @@ class InputTracer(Tracer):
         object.__setattr__(self, "_name", name)
         object.__setattr__(self, "_input", None)
         object.__setattr__(self, "_cur", None)
+        object.__setattr__(self, "_alias", None)
         object.__setattr__(self, "_scalar", False)
         object.__setattr__(self, "_origin", None)
         object.__setattr__(self, "_views", None)
@@ -645,7 +660,19 @@ class InputTracer(Tracer):
         ctx.tracers.append(weakref.ref(self))
 
     @property  # type: ignore[override]
+    def _origin(self) -> tuple | None:
+        if object.__getattribute__(self, "_alias") == "pending":
+            self._ctx.aliases.express(self)
+        return _ORIGIN.__get__(self, Tracer)
+
+    @_origin.setter
+    def _origin(self, origin: tuple | None) -> None:
+        _ORIGIN.__set__(self, origin)
+
+    @property  # type: ignore[override]
     def _node(self) -> int:
+        if object.__getattribute__(self, "_alias") == "pending":
+            self._ctx.aliases.express(self)
         cur = object.__getattribute__(self, "_cur")
         if cur is not None:
             return cur
@@ -653,20 +680,23 @@ class InputTracer(Tracer):
 
     @_node.setter
     def _node(self, node: int) -> None:  # an in-place update (x += 1, x[0] = 1): same dtype
-        self.input_node  # the value before the update is an input of the graph
+        if self._alias is None:
+            self._ctx.aliases.check_write(self)
+            self.input_node  # the value before the update is an input of the graph
         object.__setattr__(self, "_cur", node)
 
     @property
     def input_node(self) -> int:
         node = object.__getattribute__(self, "_input")
         if node is None:
+            self._ctx.aliases.reading(self)
             node = self._ctx.input_for(self._array, self._name)
             object.__setattr__(self, "_input", node)
         return node
 
     @property
     def mutated(self) -> bool:
-        return self._cur is not None and self._cur != self._input
+        return self._alias is None and self._cur is not None and self._cur != self._input
 
     @property
     def aval(self) -> Aval:

@@ -17,7 +17,7 @@ from ..ir import Args, Node
 from ..ops import OpaqueFn
 from .core import InputTracer, TraceContext, Tracer
 from .operands import RunForReal
-from .realrun import plain_values
+from .realrun import plain_values, writeable
 
 
 def add_view(source: Tracer, view: Tracer) -> None:
@@ -31,6 +31,8 @@ def update_in_place(ctx: TraceContext, t: Tracer, node: int, what: str, *, throu
     """`t` now holds the value of `node` (same shape and dtype as before). As NumPy's
     shared memory would: an update of a view writes through into the array it views, and
     the other live views of an updated array (`x.T`, `x[1:]`) see the new values."""
+    if not writeable(ctx, t):   # (np.broadcast_to's view: NumPy refuses the write)
+        raise ValueError("assignment destination is read-only")
     o = t._origin
     if o is not None and o[0] == "view":
         base = o[1]

@@ -2,15 +2,27 @@
 does not trace (a function it has no rule for, an ndarray subclass operand, a call NumPy
 rejects), the tracers' values are computed (a graph break) and the real function runs on
 them, once, so its result, its errors and its side effects are exactly plain execution's.
+
+The function gets the array objects plain execution would give it, writeable as they
+are there: the user's own array where the tracer still is that array unchanged (so the
+views it returns are real views of it, `np.require(a)` is `a`), else a private copy of
+the tracer's value. What the function wrote into an argument (`out=`, `copy=False`,
+`np.add.at`, `a.byteswap(inplace=True)`) is seen by comparing with the contents before,
+and the tracer then holds the new contents (mutate.update_in_place), as NumPy's array
+would. The user's arrays the function may change are remembered as they were, so that a
+cell that fails leaves them unchanged (`restore_originals`).
 """
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from ..dask.xp import is_dask_array
 from ..recording import library_line, recorded
-from .core import TraceContext, Tracer
+from .core import InputTracer, TraceContext, Tracer, is_cupy_array
 
 
 def tracer_nodes(values: Any) -> list[int]:
@@ -31,10 +43,10 @@ def tracer_nodes(values: Any) -> list[int]:
 
 
 def plain_values(ctx: TraceContext, value: Any) -> Any:
-    """`value` with tracers replaced by their values (no further graph break). NumPy
-    arrays come read-only: they are the user's own arrays or values the trace keeps,
-    which a function that writes into its arguments must not change behind its back
-    (fuselab's known writers go through `mutate.update_for_real`)."""
+    """`value` with tracers replaced by their values (no further graph break), for a
+    function that only reads them (the index and values of fuselab's own writers).
+    NumPy arrays come read-only: they are the user's own arrays or values the trace
+    keeps. A function that may write into them or return them runs through run_for_real."""
     if isinstance(value, Tracer):
         v = ctx.evaluator.value(value._node)
         if value._scalar:
@@ -50,6 +62,198 @@ def plain_values(ctx: TraceContext, value: Any) -> Any:
     return value
 
 
+def writeable(ctx: TraceContext, t: Tracer) -> bool:
+    """Whether NumPy's array for `t` is writeable: the user's array's own flag, a view's
+    base's, and never a broadcast (np.broadcast_to returns a read-only view)."""
+    while True:
+        if isinstance(t, InputTracer):
+            flags = getattr(t._array, "flags", None)   # (CuPy's flags have no writeable)
+            return flags is None or bool(getattr(flags, "writeable", True))
+        o = t._origin
+        if o is None or o[0] != "view":
+            return True
+        base = o[1]
+        if len(o) > 3:
+            ops = [n.op for n in o[3]]
+        else:
+            ops, node, nodes = [], t._node, ctx.builder.nodes
+            while node != base._node and nodes[node].op in ("slice", "reshape", "transpose", "broadcast_to"):
+                ops.append(nodes[node].op)
+                node = nodes[node].inputs[0]
+        if "broadcast_to" in ops:
+            return False
+        t = base
+
+
+# ---------------------------------------------------------------------------
+# The arrays a real run gets, and what it did to them
+# ---------------------------------------------------------------------------
+
+@dataclass
+class _Passed:
+    tracer: Tracer
+    array: Any      # the object the function got
+    before: Any     # its contents before the call
+    live: bool      # `array` is the user's own object (the tracer's input, unchanged so far)
+
+
+def _live_array(ctx: TraceContext, t: Tracer) -> Any:
+    """The user's array object when tracer `t` still reads it as it is (an input, or an
+    input the trace made of it after a real run changed it), else None."""
+    if not isinstance(t, InputTracer) or ctx.uses_dask or is_dask_array(t._array):
+        return None
+    node = t._node
+    n = ctx.builder.nodes[node]
+    if n.op != "input" or ctx.inputs.get(n.args["name"]) is not t._array:
+        return None   # updated in the trace, or read in the other byte order
+    return t._array
+
+
+def _xp(a: Any) -> Any:
+    return sys.modules["cupy"] if is_cupy_array(a) else np
+
+
+def _same_bytes(a: Any, b: Any) -> bool:
+    """Equal contents, bit for bit (NaNs and -0.0 included)."""
+    xp = _xp(a)
+    if a.dtype != b.dtype:
+        b = b.astype(a.dtype)
+    a8 = xp.ascontiguousarray(a).reshape(-1).view(xp.uint8)
+    b8 = xp.ascontiguousarray(b).reshape(-1).view(xp.uint8)
+    return bool(xp.array_equal(a8, b8))
+
+
+def _originals(ctx: TraceContext) -> dict[int, tuple[Any, Any]]:
+    """id(user's array) -> (the array, its contents before the cell's first real run on it)."""
+    return ctx.__dict__.setdefault("_realrun_originals", {})
+
+
+def restore_originals(ctx: TraceContext) -> None:
+    """The cell failed: the user's arrays that real runs (or the user's writes into the
+    views they returned) may have changed get their contents back ("no variable changed")."""
+    for arr, before in _originals(ctx).values():
+        arr[...] = before
+    forget_originals(ctx)
+
+
+def forget_originals(ctx: TraceContext) -> None:
+    """The cell's bindings are done (or undone): the contents kept are not needed."""
+    _originals(ctx).clear()
+
+
+class _RealCall:
+    """One real run: the objects given for tracers, and what became of them."""
+
+    def __init__(self, ctx: TraceContext) -> None:
+        self.ctx = ctx
+        self.passed: dict[int, _Passed] = {}   # id(tracer) -> what its array was
+
+    def give(self, value: Any) -> Any:
+        """`value` with each tracer replaced by the array object plain execution has there
+        (one object per tracer, however often it is passed)."""
+        if isinstance(value, Tracer):
+            return self._array(value)
+        if type(value) in (list, tuple):
+            return type(value)(self.give(v) for v in value)
+        if type(value) is dict:
+            return {k: self.give(v) for k, v in value.items()}
+        return value
+
+    def _array(self, t: Tracer) -> Any:
+        p = self.passed.get(id(t))
+        if p is not None:
+            return p.array
+        ctx = self.ctx
+        v = ctx.evaluator.value(t._node)
+        if t._scalar:
+            return v[()]
+        if is_dask_array(v) or not hasattr(v, "copy"):
+            return v   # lazy Dask arrays are never written into
+        live = _live_array(ctx, t)
+        if live is not None:
+            arr, before = live, live.copy()
+            _originals(ctx).setdefault(id(arr), (arr, before))
+        elif _view_of_user_array(ctx, v) is not None and v.dtype == t.dtype:
+            # a view of the user's array (`a[1:]`): that view, as NumPy gives it (shares_memory)
+            user = _view_of_user_array(ctx, v)
+            _originals(ctx).setdefault(id(user), (user, user.copy()))
+            arr, before = v, v.copy()
+        else:
+            arr, before = v.astype(t.dtype, copy=True), v
+            if isinstance(arr, np.ndarray):
+                arr.flags.writeable = writeable(ctx, t)   # a read-only array stays read-only
+        self.passed[id(t)] = _Passed(t, arr, before, live is not None)
+        return arr
+
+    def settle(self, out: Any, what: str) -> Any:
+        """After the call: tracers whose arrays the function wrote into hold the new
+        contents; a non-view tracer whose copy the result views becomes that copy (so a
+        write through the view shows in it); arrays of ours in the result are the tracers."""
+        from .mutate import update_in_place   # (mutate imports this module)
+        ctx = self.ctx
+        for p in self.passed.values():
+            t = p.tracer
+            if not _same_bytes(p.before, p.array):
+                if p.live:
+                    update_in_place(ctx, t, _reread(ctx, t, p.before), what)
+                else:
+                    update_in_place(ctx, t, ctx.input_for(_native(p.array)), what)
+            elif not p.live and t._origin is None and not isinstance(t, InputTracer) and \
+                    _views_of(out, p.array):
+                update_in_place(ctx, t, ctx.input_for(p.array), what)
+        mine = {id(p.array): p.tracer for p in self.passed.values()}
+
+        def back(v: Any) -> Any:
+            if id(v) in mine:
+                return mine[id(v)]
+            if type(v) in (list, tuple):
+                return type(v)(back(e) for e in v)
+            return v
+        return back(out)
+
+
+def _view_of_user_array(ctx: TraceContext, v: Any) -> Any:
+    """The user's array (read live by the trace) that the value `v` is a view of, or None."""
+    objs = {id(ctx.inputs.get(ctx.builder.nodes[n].args["name"])): o for n, o in ctx.input_objects.items()}
+    base = getattr(v, "base", None) if isinstance(v, np.ndarray) else None
+    while isinstance(base, np.ndarray):
+        if id(base) in objs and objs[id(base)] is base:
+            return base
+        base = base.base
+    return None
+
+
+def _native(a: Any) -> Any:
+    return a if a.dtype.byteorder in "=|" else a.astype(a.dtype.newbyteorder("="))
+
+
+def _reread(ctx: TraceContext, t: InputTracer, before: Any) -> int:
+    """A real run changed the user's array in place: what the trace read of it so far
+    keeps the contents before (their input node now reads a copy of them), and a new
+    input node reads the array as it is now."""
+    b = ctx.builder
+    old = t._node
+    ctx.inputs[b.nodes[old].args["name"]] = before
+    if ctx.evaluator.has(old):
+        ctx.evaluator.set(old, before)
+    ctx._input_by_id.pop(id(t._array), None)
+    return ctx.input_for(t._array, t._name)
+
+
+def _views_of(out: Any, arr: Any) -> bool:
+    """Does `out` hold an array that is `arr` or a view of its memory?"""
+    if type(out) in (list, tuple):
+        return any(_views_of(e, arr) for e in out)
+    if type(out) is dict:
+        return any(_views_of(e, arr) for e in out.values())
+    base = out
+    while isinstance(base, np.ndarray) or is_cupy_array(base):   # (arrays only: other `.base`s may cycle)
+        if base is arr:
+            return True
+        base = base.base
+    return False
+
+
 def run_for_real(ctx: TraceContext, name: str, fn: Callable[..., Any], args: Sequence[Any],
                  kwargs: Mapping[str, Any], why: str = "") -> Any:
     """`fn(*args, **kwargs)` as plain NumPy / CuPy on the tracers' values (NumPy's or
@@ -59,11 +263,16 @@ def run_for_real(ctx: TraceContext, name: str, fn: Callable[..., Any], args: Seq
     if nodes:
         lib = "Dask" if ctx.uses_dask else "CuPy" if ctx.uses_cupy else "NumPy"  # (Dask's methods run on the fused plan's lazy value)
         ctx.need(nodes[0], why or f"`{name}` runs as plain {lib} here: fuselab does not trace it")
-    plain_args, plain_kwargs = plain_values(ctx, list(args)), plain_values(ctx, dict(kwargs))
+    call = _RealCall(ctx)
+    plain_args, plain_kwargs = call.give(list(args)), call.give(dict(kwargs))
     # Its warnings belong to the user's line, in order with the cell's other warnings
     # (raised here they would name this file); errors propagate as they are.
     with recorded() as caught:
-        out = fn(*plain_args, **plain_kwargs)
+        try:
+            out = fn(*plain_args, **plain_kwargs)
+        except BaseException:
+            call.settle(None, name)   # (what it wrote before raising stays written, as in NumPy)
+            raise
     for w in caught:  # the library's own warnings (CuPy's too): never fuselab's to drop
         ctx.library_warning(str(w.message), w.category, library_line(w))
-    return out
+    return call.settle(out, name)

@@ -4,6 +4,7 @@ dtypes are NumPy's exactly."""
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -21,9 +22,23 @@ def _plain_args(out=None, where=True, initial=np._NoValue) -> None:
         raise RunForReal((out, where, initial))
 
 
+def checked_axis(axis: Any, tuples: bool = True) -> Any:
+    """`axis` as NumPy's reductions take it: None, an integer, or (`tuples`) a tuple of
+    integers; anything else raises NumPy's TypeError (a str, a float, a list, a bool), not
+    the ValueError of int('x')."""
+    if axis is None:
+        return axis
+    for a in axis if tuples and isinstance(axis, tuple) else (axis,):
+        if isinstance(a, (bool, np.bool_)):
+            raise TypeError("an integer is required")
+        operator.index(a)   # "'str' object cannot be interpreted as an integer"
+    return axis
+
+
 def reduce(ctx: TraceContext, opname: str, x: Any, axis: Any = None, keepdims: Any = False,
            dtype: Any = None, **plain: Any):
     _plain_args(**plain)
+    axis = checked_axis(axis)
     b, loc = ctx.builder, ctx.loc()
     n = node_of(ctx, x)
     if opname in ("any", "all"):
@@ -50,6 +65,7 @@ _CUPY_INDEX = np.dtype(np.longlong)
 def _argreducer(opname: str):
     def h(ctx, x, axis=None, out=None, *, keepdims=False):
         _plain_args(out)
+        axis = checked_axis(axis, tuples=False)
         t = wrap(ctx, ctx.builder.reduce(opname, node_of(ctx, x), axis, bool(keepdims), None, ctx.loc()),
                  scalar=True)
         if ctx.uses_cupy and t.aval.dtype == _CUPY_INDEX and t.aval.dtype.char != _CUPY_INDEX.char:
@@ -106,7 +122,7 @@ def _counted(ctx: TraceContext, x: Any, axis: Any) -> tuple[int, Any, int]:
     a = ctx.builder.aval(n)
     if a.dtype.kind == "c":
         raise RunForReal(x)
-    return n, a, _count(a.shape, normalize_axes(axis, a.ndim))
+    return n, a, _count(a.shape, normalize_axes(checked_axis(axis), a.ndim))
 
 
 @handles("mean")
@@ -187,6 +203,7 @@ def std(ctx, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, wher
 
 @handles("count_nonzero")
 def count_nonzero(ctx, x, axis=None, *, keepdims=False):
+    axis = checked_axis(axis)
     b, loc = ctx.builder, ctx.loc()
     nz = b.astype(node_of(ctx, x), bool, loc)
     return wrap(ctx, b.reduce("sum", nz, axis, bool(keepdims), np.intp, loc), scalar=True)

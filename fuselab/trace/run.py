@@ -20,6 +20,7 @@ from .bind import Binder, find_holders, plan_bindings, scrub
 from .cellinfo import CellInfo, analyse
 from .core import Refused, TraceContext, Tracer, stop_tracing, traceable, tracing
 from .modules import tracing_namespace, untraced, with_globals
+from .realrun import restore_originals
 from .warn import CellWarnings, Origin
 
 _HINT = "fix the error; no variable changed"
@@ -87,7 +88,8 @@ def _compile(info: CellInfo, origin: Origin) -> CodeType:
 
 def _syntax_error(e: SyntaxError) -> TraceError:
     text = (e.text or "").rstrip("\n")
-    return TraceError(f"SyntaxError: {e.msg}", SourceLoc(e.lineno or 0, text),
+    # (its own name: IndentationError and TabError are SyntaxErrors Python names so)
+    return TraceError(f"{type(e).__name__}: {e.msg}", SourceLoc(e.lineno or 0, text),
                       "fix the syntax; nothing was run and no variable changed")
 
 
@@ -150,6 +152,7 @@ def trace_cell(source: str, namespace: Mapping[str, Any], keep: Sequence[str] = 
     if error is not None:
         holders, _ = find_holders(ctx, ns, initial)
         scrub(ctx, holders)
+        restore_originals(ctx)   # (arrays a real run changed: back as they were)
         ctx.warnings.flush()
         raise error
     return _result(ctx, info, namespace, initial, ns, keep)

@@ -10,10 +10,10 @@ import numpy as np
 
 from ..ops import OPS, SUPPORTED_DTYPES, UFUNC_OPS, Aval, OpaqueFn, ShapeError, broadcast_shapes
 from .core import TraceContext, Tracer
-from .mutate import update_for_real, update_in_place
+from .mutate import update_in_place
 from .numba_calls import TracedNumba, is_numba_ufunc
 from .operands import RunForReal, Weak, cupy_decides_out_of_range_ints, materialise, operand, resolution_dtypes, wrap
-from .realrun import plain_values, run_for_real
+from .realrun import run_for_real, writeable
 from .reductions import reduce as reduce_
 from .registry import call_function
 
@@ -73,8 +73,11 @@ def elementwise(ctx: TraceContext, opname: str, args: Sequence[Any], dtype: Any 
             return fast
     dts = resolution_dtypes(ctx, ops)
     uf = getattr(np, xp_name)
+    # dtype= fixes the output's dtype in the loop's signature (not the output array's
+    # dtype): NumPy then picks the loop for it (np.add(i8, 1, dtype=f4) runs add's f4 loop)
+    sig = {} if dtype is None else {"signature": (None,) * len(dts) + (np.dtype(dtype),)}
     try:
-        loop = tuple(np.dtype(d) for d in uf.resolve_dtypes((*dts, np.dtype(dtype) if dtype is not None else None)))
+        loop = tuple(np.dtype(d) for d in uf.resolve_dtypes((*dts, None), **sig))
     except TypeError:
         raise RunForReal(dts) from None  # NumPy has no loop: it raises its own error
     if any(d not in SUPPORTED_DTYPES for d in loop):
@@ -119,7 +122,8 @@ def _out_of_range_comparison(ctx: TraceContext, opname: str, ops: Sequence[int |
 def _power_fast_path(ctx: TraceContext, base: int, exponent: Any) -> int | None:
     """`a ** 2` is np.square(a) for every dtype (so bool ** 2 is int8), and for inexact
     arrays `a ** 0.5` is np.sqrt(a) and `a ** -1` np.reciprocal(a): ndarray's operator
-    takes these fast paths, with their own result dtypes (NumPy scalars do not)."""
+    takes these fast paths (Python int 2 and -1, float 0.5 only; `c ** 2.0` of a complex
+    array is np.power), with their own results (NumPy scalars do not)."""
     kind = ctx.builder.aval(base).dtype.kind
     if type(exponent) is int and exponent == 2:
         name = "square"
@@ -129,8 +133,9 @@ def _power_fast_path(ctx: TraceContext, base: int, exponent: Any) -> int | None:
         name = "reciprocal"
     else:
         return None
-    if kind == "c":
-        return None  # complex math runs through the library (see _library_ufunc)
+    if kind == "c":  # complex math runs through the library (see _library_ufunc), fast path included
+        dt = ctx.builder.aval(base).dtype
+        return _library_ufunc(ctx, name, [base], (dt, dt))
     return ctx.builder.elemwise(name, [base], ctx.loc())
 
 
@@ -152,6 +157,8 @@ def inplace(ctx: TraceContext, target: Tracer, opname: str, args: Sequence[Any],
             where: Any = True) -> Tracer:
     """`np.add(a, b, out=t)` / `t += b`: NumPy computes the ufunc and casts the result
     into t ('same_kind'); the tracer t then stands for the updated array."""
+    if not writeable(ctx, target):   # (np.broadcast_to's view, a read-only array or a view of one)
+        raise ValueError("output array is read-only")
     node = elementwise(ctx, opname, args, dtype)
     b, loc = ctx.builder, ctx.loc()
     res, tgt = b.aval(node), target.aval
@@ -159,9 +166,12 @@ def inplace(ctx: TraceContext, target: Tracer, opname: str, args: Sequence[Any],
             not np.can_cast(res.dtype, tgt.dtype, "same_kind"):
         raise RunForReal(target)  # NumPy's own error
     node = b.astype(node, tgt.dtype, loc)
-    if where is not True:
-        node = b.where(operand_node(ctx, where), node, target._node, loc)
-    node = b.broadcast_to(node, tgt.shape, loc)
+    # NumPy writes the (broadcast) result into the target's own memory: the target's new
+    # value is a full array of its shape, never a broadcast view of the result (which
+    # would bind with zero strides, read-only)
+    cond = operand_node(ctx, where) if where is not True else b.const(True, np.bool_, loc)
+    if where is not True or b.aval(node).shape != tgt.shape:
+        node = b.where(cond, node, target._node, loc)
     update_in_place(ctx, target, node, f"np.{OPS[opname].xp_name}(..., out=)")
     return target
 
@@ -200,7 +210,6 @@ def dispatch_ufunc(ctx: TraceContext, ufunc: Any, method: str, inputs: Sequence[
                            params.pop("keepdims", False), params.pop("dtype", None), **params)
         except (RunForReal, ShapeError, TypeError):
             pass
-    if method == "at" and inputs and isinstance(inputs[0], Tracer):  # updates its first operand
-        return update_for_real(ctx, inputs[0], f"np.{name}.at",
-                               lambda arr: ufunc.at(arr, *plain_values(ctx, list(inputs[1:]))))
+    # (`ufunc.at` too: it writes into its first operand, which the real run then sees
+    # changed, and returns None, as NumPy does)
     return run_for_real(ctx, f"np.{name}.{method}", getattr(ufunc, method), inputs, kwargs)
