@@ -45,6 +45,7 @@ class _Launch:
     inputs: tuple[int, ...]
     outputs: tuple[tuple[int, tuple[int, ...], np.dtype, int], ...]   # (node, shape, dtype, nbytes)
     release: tuple[int, ...]
+    scratch: bool = False       # takes a scratch buffer (worked out once: a run's every launch asked)
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,8 @@ class Executable:
                 steps.append(_Library(code, tuple(rel)))
                 continue
             outs = tuple((o, g.nodes[o].shape, g.nodes[o].dtype, g.nodes[o].aval.nbytes) for o in code.outputs)
-            steps.append(_Launch(code, compiled[code.index].function, code.inputs, outs, tuple(rel)))
+            steps.append(_Launch(code, compiled[code.index].function, code.inputs, outs, tuple(rel),
+                                 code.scratch_bytes > 0))
         self.steps = steps
         self.scratch_bytes = sum(c.scratch_bytes for c in kernels)
         self.peak_bytes = 0
@@ -176,8 +178,10 @@ class Executable:
                         step = self._tune(k, step, [env[i] for i in step.inputs], outs)
                     code = step.code
                     if code.grid[0]:
-                        step.function(code.grid, code.block, (*[env[i] for i in step.inputs], *outs, *_scratch(code)),
-                                      shared_mem=code.shared_mem)
+                        args = [env[i] for i in step.inputs] + outs
+                        if step.scratch:
+                            args += _scratch(code)
+                        step.function(code.grid, code.block, tuple(args), shared_mem=code.shared_mem)
                 else:
                     live += self._library(step.code, env)
                 for o in from_break:   # the value Python saw, not this kernel's
@@ -247,7 +251,7 @@ class Executable:
         cache().put(pending.key, win.config, labels)
         self.tuning[k] = Tuning(win.name, win.config, "tuned", labels)
         if best:
-            step = _Launch(win, fns[id(win)], step.inputs, step.outputs, step.release)
+            step = _Launch(win, fns[id(win)], step.inputs, step.outputs, step.release, win.scratch_bytes > 0)
             self.steps[k] = step
             codes = list(self.codes)
             codes[k] = win
