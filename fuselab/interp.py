@@ -132,7 +132,19 @@ class PythonWarning:
     fp: bool = False
 
 
-# (node, "divide by zero" / "overflow" / ... or a PythonWarning)
+class FPKind(str):
+    """A floating-point error kind ("overflow"), with the flag NumPy hands the function of
+    np.errstate(all='call') with it: the bits of every error the operation met."""
+
+    flag: int
+
+    def __new__(cls, kind: str, flag: int) -> "FPKind":
+        k = super().__new__(cls, kind)
+        k.flag = flag
+        return k
+
+
+# (node, "divide by zero" / "overflow" / ... (an FPKind) or a PythonWarning)
 FPErrorHook = Callable[[int, "str | PythonWarning"], None]
 
 
@@ -144,16 +156,17 @@ def evaluate_node(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_err
         return eval_node(xp, node, vals, out)
     if node.op == "var":
         return _evaluate_var(xp, i, node, vals, on_fp_error, out)
-    kinds: list[str] = []
+    kinds: list[FPKind] = []
     exact = _INT_ARITHMETIC[node.op](*(int(v) for v in vals)) \
         if node.op in _INT_ARITHMETIC and not node.shape and node.dtype.kind in "iu" else None
     caught: list = []
-    with np.errstate(all="call", call=lambda kind, flag: kinds.append(kind)), recorded() as caught:
+    with np.errstate(all="call", call=lambda kind, flag: kinds.append(FPKind(kind, flag))), \
+            recorded() as caught:
         out = eval_node(xp, node, vals, out)
     for w in caught if node.op == "opaque" else ():
         on_fp_error(i, PythonWarning(str(w.message), w.category, *library_line(w)))
     if exact is not None and exact != int(out):
-        kinds.append("overflow")  # NumPy warns about this for integer scalars (not arrays)
+        kinds.append(FPKind("overflow", 2))  # NumPy warns about this for integer scalars (not arrays)
     for kind in dict.fromkeys(kinds):
         on_fp_error(i, kind)
     return out

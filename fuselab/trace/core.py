@@ -31,9 +31,10 @@ from ..ir import GraphBuilder, SourceLoc
 from ..ops import OPS, SUPPORTED_DTYPES, Aval, Kind
 from .concrete import Evaluator
 from .numpy_sites import REDUCING, numpy_reduce_line, numpy_site, numpy_step_line
-from .warn import CellWarnings, Origin, Position, Site, fp_label
+from .active import CURRENT, active  # noqa: F401  (active: re-exported)
+from .warn import CellWarnings, Origin, Position, Site, fp_label, overflow_warns
 
-_CTX: contextvars.ContextVar["TraceContext | None"] = contextvars.ContextVar("fuselab_trace", default=None)
+_CTX = CURRENT   # (active.py: the warnings' hooks ask for it without importing this module)
 
 # Arrays of these dtypes are traced; others (object, structured, strings, dates) and
 # ndarray subclasses (np.matrix, masked arrays) stay real objects and run as plain Python.
@@ -98,7 +99,10 @@ class TraceContext:
 
     def __init__(self, source: str, namespace: Mapping[str, Any], *, origin: Origin = Origin(),
                  fullgraph: bool = False, truth_uses: Mapping[tuple[int, int, int, int], str] | None = None,
-                 try_lines: frozenset[int] = frozenset(), code_files: frozenset[str] = frozenset()) -> None:
+                 try_lines: frozenset[int] = frozenset(), code_files: frozenset[str] = frozenset(),
+                 aliases: Callable[["TraceContext"], Any]) -> None:
+        """`aliases` makes the tracker of traced arrays that share memory (aliases.Aliases,
+        given by the caller: it builds on this module, which only calls it)."""
         self.builder = GraphBuilder(source)
         self.origin = origin
         self.fullgraph = fullgraph
@@ -144,8 +148,7 @@ class TraceContext:
         # id(CuPy array adopted from a torch tensor, a Numba device array...) -> (the user's
         # object, its foreign.Kind): bound back as the user's object, results as its kind
         self.adopted: dict[int, tuple[Any, Any]] = {}
-        from .aliases import Aliases
-        self.aliases = Aliases(self)                 # traced arrays that share memory
+        self.aliases = aliases(self)                 # traced arrays that share memory
 
     # -- where are we in the user's code? ------------------------------------
     def user_frame(self) -> FrameType | None:
@@ -286,7 +289,7 @@ class TraceContext:
         sites = self.sites.setdefault(node, [])
         if not sites:
             sites.append(self._own_site(node, custom))
-        self._raise_now(node, custom)
+        self._raise_now(node, custom, sites[-1].position)
 
     def asked_again(self, node: int) -> None:
         """An operation traced at the current line gave `node` again (the builder shares
@@ -296,7 +299,8 @@ class TraceContext:
         custom = self._errstate()
         sites = self.sites.setdefault(node, [])
         loc = self.loc()
-        if any(s.modes == custom and (s.loc or self.builder.nodes[node].loc) == loc for s in sites):
+        if any(s.modes == custom and (s.loc or self.builder.nodes[node].loc) == loc for s in sites) and \
+                not self.warnings.each_time(custom):
             return
         site = self._site(self.here(), node, loc, custom)
         sites.append(site)
@@ -304,12 +308,15 @@ class TraceContext:
             if self._warns_per_site(node, kind, site) or not any(
                     self.warnings.warned(s.position, kind) for s in sites[:-1]):
                 self._report(node, site, kind)
-        self._raise_now(node, custom)
+        self._raise_now(node, custom, site.position)
 
-    def _raise_now(self, node: int, modes: Mapping[str, str] | None) -> None:
-        """Where NumPy is set to raise, compute the node now: its error raises here."""
-        if modes and "raise" in modes.values() and self.builder.nodes[node].op not in ("input", "const"):
+    def _raise_now(self, node: int, modes: Mapping[str, str] | None, position: Position) -> None:
+        """Where NumPy is set to raise (or call a function), or the cell changed Python's
+        warning filters, compute the node now: its errors raise or show here (warn.eager)."""
+        if self.builder.nodes[node].op not in ("input", "const") and self.warnings.eager(modes, position):
             self.evaluator.value(node)
+            if self.warnings.custom_filters():
+                self.warnings.flush()
 
     def _fp_error(self, node: int, kind: "str | PythonWarning") -> None:
         self.fp_errors.setdefault(node, []).append(kind)
@@ -353,8 +360,8 @@ class TraceContext:
             self.warnings.python(site.position, kind.message, kind if kind.filename else loc, kind.category)
             return True
         label = self.labels.get(node) or fp_label(n)
-        if n.dtype.kind in "iu" and kind == "overflow" and not label.startswith("scalar"):
-            return False  # integer arrays wrap around silently; NumPy's integer scalars warn
+        if kind == "overflow" and not overflow_warns(n.dtype, label):
+            return False  # integer arrays wrap around silently (not in MIN // -1); NumPy's integer scalars warn
         line = site.numpy_line
         if line is None and node in self.numpy_steps:
             line = numpy_step_line(*self.numpy_steps[node])
@@ -735,10 +742,6 @@ def tracing(ctx: TraceContext) -> contextvars.Token:
 
 def stop_tracing(token: contextvars.Token) -> None:
     _CTX.reset(token)
-
-
-def active() -> TraceContext | None:
-    return _CTX.get()
 
 
 # Python's own messages name the type by this ("'numpy.ndarray' object is not callable"),

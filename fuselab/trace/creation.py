@@ -9,7 +9,7 @@ import numpy as np
 
 from ..ops import SUPPORTED_DTYPES
 from .core import InputTracer, TraceContext, Tracer, is_array, native
-from .operands import RunForReal, copy_as, node_of, wrap
+from .operands import RunForReal, convert_scalar, copy_as, node_of, wrap
 from .registry import handles
 from .shapes import broadcast_to
 
@@ -44,6 +44,8 @@ def full(ctx, shape, fill_value, dtype=None, order="C", *, like=None, device=Non
     if not isinstance(fill_value, (bool, int, float, np.generic)):
         raise RunForReal(fill_value)
     dt = _dtype(dtype, np.asarray(fill_value).dtype)
+    if not ctx.uses_cupy:   # NumPy's conversion, its errors and warnings (300 into int8: OverflowError)
+        fill_value = convert_scalar(ctx, fill_value, dt, "full")
     return wrap(ctx, ctx.builder.full(_shape_arg(shape), fill_value, dt, ctx.loc()))
 
 
@@ -120,6 +122,8 @@ def astype(ctx: TraceContext, x: Any, dtype: Any, order: str = "K", casting: str
         raise RunForReal(casting)  # NumPy's TypeError
     if native(dt) not in SUPPORTED_DTYPES:
         raise RunForReal(dt)
+    if ctx.builder.aval(n).dtype.kind == "c" and dt.kind != "c":   # NumPy warns at the cast, whatever the values
+        ctx.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning)
     return wrap(ctx, ctx.builder.astype(n, native(dt), ctx.loc()), scalar=isinstance(x, Tracer) and x._scalar,
                 dtype=dt)
 

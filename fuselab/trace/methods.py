@@ -7,16 +7,17 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ops import UFUNC_OPS, ShapeError
+from ..ops import UFUNC_OPS, Aval, ShapeError
 # their handlers register themselves when imported
 from . import elementwise as _where_clip_round, opaque as _opaque_rules, reductions as _reductions  # noqa: F401
 from .core import TraceContext, Tracer, register_method
 from .creation import astype, copy_of
-from .mutate import update_for_real, update_in_place
+from .mutate import PART_VIEWS, update_for_real, update_in_place
 from .operands import RunForReal, copy_as, node_of, wrap
-from .realrun import plain_values, run_for_real
-from .registry import call_function, qualname
-from .shapes import getitem, setitem, swapaxes, transpose, view_of
+from .realrun import run_for_real
+from .values import plain_values
+from .registry import call_function, handles, qualname
+from .shapes import complex_part, getitem, setitem, swapaxes, transpose, value_into, view_of
 from .ufuncs import call_ufunc, dispatch_ufunc, elementwise, inplace
 
 _BINARY = [("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("truediv", "true_divide"),
@@ -148,15 +149,55 @@ def _conj(self: Tracer) -> Any:
 
 
 def _real(self: Tracer) -> Any:
-    if self.aval.dtype.kind == "c":
-        return call_function(self._ctx, "real", np.real, (self,), {})
-    return view_of(self._ctx, self, self._node)
+    """NumPy's `.real`: of a complex array a view of its memory; of any other array or
+    scalar the object itself (`a.real is a`); of a complex scalar a NumPy scalar."""
+    if self.aval.dtype.kind != "c":
+        return self
+    return _part(self, "real")
 
 
 def _imag(self: Tracer) -> Any:
+    """NumPy's `.imag`: of a complex array a view of its memory; of a complex scalar a
+    scalar; of anything else new zeros (a scalar for a scalar)."""
     if self.aval.dtype.kind == "c":
-        return call_function(self._ctx, "imag", np.imag, (self,), {})
-    return wrap(self._ctx, self._ctx.builder.full(self.shape, 0, self.aval.dtype, self._ctx.loc()))
+        return _part(self, "imag")
+    return wrap(self._ctx, self._ctx.builder.full(self.shape, 0, self.aval.dtype, self._ctx.loc()),
+                scalar=self._scalar)
+
+
+def _part(self: Tracer, part: str) -> Tracer:
+    if self._scalar:   # a NumPy complex scalar's part is a new scalar: not a view of anything
+        ctx = self._ctx
+        node = ctx.builder.opaque(PART_VIEWS[part], [self._node],
+                                  Aval((), np.dtype(self.aval.dtype.char.lower())), (), ctx.loc())
+        return wrap(ctx, node, scalar=True)
+    return complex_part(self._ctx, self, part)
+
+
+@handles("real")
+def _np_real(ctx: TraceContext, val: Any) -> Any:
+    if not isinstance(val, Tracer):   # np.real is `val.real` (of np.asanyarray(val) for a list)
+        raise RunForReal(val)
+    return _real(val)
+
+
+@handles("imag")
+def _np_imag(ctx: TraceContext, val: Any) -> Any:
+    if not isinstance(val, Tracer):
+        raise RunForReal(val)
+    return _imag(val)
+
+
+def _partition(self: Tracer, kth: Any, axis: int = -1, kind: str = "introselect", order: Any = None) -> None:
+    """a.partition() partitions in place (np.partition is a copy, then this)."""
+    ctx = self._ctx
+    given = {k: v for k, v in (("kind", kind), ("order", order)) if v not in (None, "introselect")}
+    new = call_function(ctx, "partition", np.partition, (self, kth, axis), given)
+    if isinstance(new, Tracer):
+        update_in_place(ctx, self, new._node, "a.partition()")
+    else:   # the call ran as plain NumPy: so does the update
+        update_for_real(ctx, self, "a.partition()",
+                        lambda arr: arr.partition(plain_values(ctx, kth), axis, kind, order))
 
 
 def _sort(self: Tracer, axis: int = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> None:
@@ -172,10 +213,10 @@ def _sort(self: Tracer, axis: int = -1, kind: Any = None, order: Any = None, *, 
 def _fill(self: Tracer, value: Any) -> None:
     ctx = self._ctx
     b, loc = ctx.builder, ctx.loc()
-    v = node_of(ctx, value)
-    if b.aval(v).shape:
+    if ctx.builder.aval(node_of(ctx, value)).shape:
         raise ValueError("Input object to FillWithScalar is not a scalar")
-    node = b.broadcast_to(b.astype(v, self.aval.dtype, loc), self.shape, loc)
+    v = value_into(ctx, value, self.aval.dtype, "fill")   # NumPy's conversion errors (np.nan into ints)
+    node = b.broadcast_to(v, self.shape, loc)
     update_in_place(ctx, self, node, "a.fill()")
 
 
@@ -230,6 +271,7 @@ def _install() -> None:
     register_method("conjugate", _conj)
     register_method("sort", _sort)
     register_method("fill", _fill)
+    register_method("partition", _partition)
     register_method("__array_ufunc__", _SeenByNumPyOnly(_array_ufunc))
     register_method("__cupy_get_ndarray__", _CupyConversion())
     register_method("__cupy_override_elementwise_kernel__", _CupyUfuncOverride())
@@ -237,7 +279,7 @@ def _install() -> None:
     for name in ("sum", "prod", "max", "min", "any", "all", "mean", "var", "std", "argmax", "argmin",
                  "reshape", "transpose", "ravel", "squeeze", "swapaxes", "clip", "round", "nonzero",
                  "cumsum", "cumprod", "argsort", "take", "repeat", "trace", "diagonal", "dot",
-                 "searchsorted", "partition", "argpartition"):
+                 "searchsorted", "argpartition"):
         register_method(name, _method(name))
 
 

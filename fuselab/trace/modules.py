@@ -3,7 +3,8 @@ as proxies whose functions record nodes when given tracers (and are the real mod
 otherwise), the notebook's own functions re-bound to read the traced namespace,
 `cupy.fuse` functions and CuPy kernels traced through or run as opaque nodes, and Numba
 functions (`numba.vectorize`, `@njit`) traced through their body with Numba's types
-(numba_calls.py)."""
+(numba_calls.py), and NumPy random Generators whose methods run for real when given
+tracers (TracedRandom)."""
 from __future__ import annotations
 
 from types import FunctionType, ModuleType
@@ -13,10 +14,11 @@ import numpy as np
 
 from ..ops import UFUNC_OPS
 from ..errors import TraceError
-from .core import TraceContext, current, mentions_tracer, traceable
+from .core import TraceContext, active, current, mentions_tracer, traceable
 from .foreign import kind_of
 from .numba_calls import TracedNumba, is_numba_callable
 from .opaque import data_dependent
+from .realrun import run_for_real
 from .registry import call_function
 from .ufuncs import dispatch_ufunc
 
@@ -48,8 +50,9 @@ class TracingModule:
             return real
 
         def traced(*args: Any, **kwargs: Any) -> Any:
+            args, kwargs = _unwrapped_all(args, kwargs)
             if not (mentions_tracer(args) or mentions_tracer(kwargs.values())) and path not in _CREATION:
-                return real(*args, **kwargs)
+                return traced_random(real(*args, **kwargs))   # (np.random.default_rng(1): traced too)
             if name == "fuse" and not self._path:  # cp.fuse as a decorator inside the cell
                 return real(*args, **kwargs)
             ctx = current()
@@ -112,6 +115,73 @@ def _plain_ufunc_call(fn: Callable[..., Any], args: Any, kwargs: Any, label: str
     for kind in errors:
         ctx.library_warning(f"{kind} encountered in {label}", RuntimeWarning)
     return out
+
+
+_RANDOM_TYPES = (np.random.Generator, np.random.RandomState)
+
+
+class TracedRandom:
+    """A NumPy Generator / RandomState in a traced cell. Its methods are the object's
+    own (the same stream of numbers); one given tracers (`rng.random(out=o)`,
+    `rng.shuffle(a)`, `rng.permutation(a)`, `rng.normal(a.mean())`) runs for real on the
+    arrays plain execution has there (realrun.run_for_real: the notebook's own array,
+    writeable, its changes seen by the trace), not on a tracer NumPy would take for a
+    read-only array or a Python sequence. isinstance sees the real class."""
+
+    __slots__ = ("_real",)
+
+    def __init__(self, real: Any) -> None:
+        object.__setattr__(self, "_real", real)
+
+    @property
+    def __class__(self) -> type:  # type: ignore[override]
+        return type(self._real)
+
+    def __repr__(self) -> str:
+        return repr(self._real)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._real, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._real, name)
+        if name.startswith("_") or not callable(attr) or isinstance(attr, type):
+            return attr
+        what = f"{type(self._real).__name__}.{name}"
+
+        def method(*args: Any, **kwargs: Any) -> Any:
+            args, kwargs = _unwrapped_all(args, kwargs)
+            ctx = active()
+            if ctx is not None and (mentions_tracer(args) or mentions_tracer(kwargs.values())):
+                return run_for_real(ctx, what, attr, args, kwargs)
+            return attr(*args, **kwargs)
+        method.__name__ = name
+        method.__doc__ = getattr(attr, "__doc__", None)
+        return method
+
+
+def traced_random(v: Any, ctx: TraceContext | None = None) -> Any:
+    """A Generator / RandomState as the traced cell sees it: one TracedRandom per object
+    (so `np.random.default_rng(rng) is rng` holds); else `v`."""
+    if type(v) not in _RANDOM_TYPES:
+        return v
+    ctx = ctx or active()
+    if ctx is None:
+        return v
+    proxies = ctx.__dict__.setdefault("_traced_random", {})   # id(object) -> its proxy (which keeps it)
+    if id(v) not in proxies:
+        proxies[id(v)] = TracedRandom(v)
+    return proxies[id(v)]
+
+
+def _unwrapped_all(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """The arguments with the real Generator behind each TracedRandom (NumPy's C code
+    takes no stand-in: np.random.default_rng(rng) is rng)."""
+    if not any(type(v) is TracedRandom for v in (*args, *kwargs.values())):
+        return args, kwargs
+    def real(v: Any) -> Any:
+        return v._real if type(v) is TracedRandom else v
+    return tuple(real(a) for a in args), {k: real(v) for k, v in kwargs.items()}
 
 
 def _is_cupy_fusion(v: Any) -> bool:
@@ -217,6 +287,8 @@ def tracing_namespace(ctx: TraceContext, namespace: Mapping[str, Any]) -> dict[s
             ns[k] = TracedLibraryKernel(v)
         elif is_numba_callable(v):
             ns[k] = TracedNumba(v)
+        elif type(v) in _RANDOM_TYPES:
+            ns[k] = traced_random(v, ctx)
         else:
             ns[k] = v
     ns.setdefault("__builtins__", __builtins__)
@@ -237,4 +309,6 @@ def untraced(value: Any, ctx: TraceContext) -> Any:
         return value._kernel
     if isinstance(value, TracedNumba):
         return value._fn
+    if type(value) is TracedRandom:
+        return value._real
     return value

@@ -14,10 +14,24 @@ import numpy as np
 
 from ..interp import eval_node
 from ..ir import Args, Node
-from ..ops import OpaqueFn
+from ..ops import Aval, OpaqueFn
 from .core import InputTracer, TraceContext, Tracer
 from .operands import RunForReal
-from .realrun import plain_values, writeable
+from .values import plain_values, writeable
+
+
+# The real and imaginary parts of a complex array are views of its memory in NumPy (and
+# CuPy): the graph has no view op for them, so they are opaque nodes of these two
+# functions (by identity), which the view machinery below treats as view ops.
+PART_VIEWS: dict[str, OpaqueFn] = {
+    "real": OpaqueFn("real", lambda xp, a: a.real),
+    "imag": OpaqueFn("imag", lambda xp, a: a.imag),
+}
+
+
+def is_part_view(n: Node) -> bool:
+    """Whether node `n` is the real or imaginary part of a complex array (a view)."""
+    return n.op == "opaque" and any(n.args["fn"] is f for f in PART_VIEWS.values())
 
 
 def add_view(source: Tracer, view: Tracer) -> None:
@@ -142,7 +156,7 @@ def _chain(ctx: TraceContext, node: int, base: int) -> list[int] | None:
     out = []
     while node != base:
         n = ctx.builder.nodes[node]
-        if n.op not in ("slice", "reshape", "transpose", "broadcast_to"):
+        if n.op not in ("slice", "reshape", "transpose", "broadcast_to") and not is_part_view(n):
             return None
         out.append(node)
         node = n.inputs[0]
@@ -159,6 +173,8 @@ def _replay(ctx: TraceContext, chain: tuple[Node, ...], root: int) -> int:
             cur = b.reshape(cur, n.shape, n.loc)
         elif n.op == "transpose":
             cur = b.transpose(cur, n.args["perm"], n.loc)
+        elif is_part_view(n):
+            cur = b.opaque(n.args["fn"], [cur], Aval(b.aval(cur).shape, n.aval.dtype), (), n.loc)
         else:
             cur = b.broadcast_to(cur, n.shape, n.loc)
     return cur
@@ -176,7 +192,7 @@ def _write_through(ctx: TraceContext, base: Tracer, chain: tuple[Node, ...], val
     ops = [n.op for n in chain]
     if not chain:   # a view of the whole array in its own shape (`v.T` of 1-D, `x[...]`, `x.view()`)
         return value
-    if any(op not in ("slice", "reshape", "transpose") for op in ops):
+    if any(n.op not in ("slice", "reshape", "transpose") and not is_part_view(n) for n in chain):
         return None
     if all(n.op != "reshape" or k == 0 or _unit_dims_only(b.aval(n.inputs[0]).shape, n.shape)
            for k, n in enumerate(chain)):
@@ -188,7 +204,7 @@ def _write_through(ctx: TraceContext, base: Tracer, chain: tuple[Node, ...], val
             w[...] = v
             return out
         return b.opaque(OpaqueFn("setitem", call), [base._node, value], base.aval, (), loc)
-    if "slice" in ops:
+    if "slice" in ops or "opaque" in ops:
         return None
     cur = value
     for n in reversed(chain):

@@ -107,3 +107,24 @@ def numpy_reduce_line(function: str, method: bool) -> tuple[str, int] | None:
         if " encountered in " in str(w.message):
             return _located(w)
     return None
+
+
+# NumPy functions written in Python that cast a fill value with copyto: a cast's warning
+# (`np.full(3, np.nan, dtype=int)`: "invalid value encountered in cast") comes from their line
+_CASTING_PROBES: dict[str, Callable[[], Any]] = {
+    "full": lambda: np.full(1, np.nan, dtype=np.int64),
+    "full_like": lambda: np.full_like(np.zeros(1, np.int64), np.nan),
+}
+
+
+@functools.cache
+def numpy_cast_line(function: str) -> tuple[str, int] | None:
+    """The file and line from which NumPy's `function` ("full") gives the warnings of its
+    casts, or None where they come from the caller's line (or it is not known)."""
+    probe = _CASTING_PROBES.get(function)
+    if probe is None:
+        return None
+    for w in _recorded(probe, "warn"):
+        if " encountered in cast" in str(w.message):
+            return _located(w)
+    return None

@@ -131,5 +131,28 @@ def check_fits(value: Any, dt: np.dtype) -> None:
             raise OverflowError(f"Python integer {value} out of bounds for {dt}")
 
 
+def convert_scalar(ctx: TraceContext, value: Any, dt: np.dtype, how: str) -> Any:
+    """The element NumPy stores for the scalar `value` in an array of dtype `dt` by `how`
+    ('setitem': x[i] = v, 'fill': x.fill(v), 'full': np.full(n, v, dtype)), with NumPy's
+    own errors and warnings there, which depend on the value and the way (np.nan into
+    int32 raises ValueError by item assignment and only warns in np.full; np.int64(300)
+    into int8 raises OverflowError; a complex into floats TypeError or ComplexWarning).
+    NumPy itself does that one conversion, on the real value, into a one-element array,
+    under the errstate in force; its warnings go to the user's line."""
+    from ..recording import library_line, recorded
+    with recorded() as caught:
+        if how == "full":
+            out = np.full(1, value, dtype=dt)
+        else:
+            out = np.zeros(1, dtype=dt)
+            if how == "fill":
+                out.fill(value)
+            else:
+                out[0] = value
+    for w in caught:   # from the user's line, or NumPy's where it warns from its own code (np.full)
+        ctx.library_warning(str(w.message), w.category, library_line(w) or None)
+    return out[0].item()
+
+
 def is_input(t: Any) -> bool:
     return isinstance(t, InputTracer)

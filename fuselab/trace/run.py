@@ -16,6 +16,7 @@ from ..errors import TraceError
 from ..ir import Graph, SourceLoc
 from ..ops import ShapeError
 from . import methods  # noqa: F401  (attaches the NumPy surface to the tracer)
+from .aliases import Aliases
 from .bind import Binder, find_holders, plan_bindings, scrub
 from .cellinfo import CellInfo, analyse
 from .core import Refused, TraceContext, Tracer, stop_tracing, traceable, tracing
@@ -133,7 +134,7 @@ def trace_cell(source: str, namespace: Mapping[str, Any], keep: Sequence[str] = 
         raise _syntax_error(e) from None
     code = _compile(info, origin)
     ctx = TraceContext(source, namespace, origin=origin, fullgraph=fullgraph, truth_uses=info.truth_uses,
-                       try_lines=info.try_lines)
+                       try_lines=info.try_lines, aliases=Aliases)
     ns = tracing_namespace(ctx, namespace)
     # NumPy's own warnings during the trace go through the notebook's registry, as plain
     ns["__warningregistry__"] = namespace.get("__warningregistry__", {})
@@ -185,7 +186,7 @@ def trace_function(fn: Callable[..., Any], *arrays: Any, names: Sequence[str] | 
     filename = code.co_filename if code is not None else "<function>"
     origin = Origin(filename, 0)
     namespace = dict(zip(names, arrays))
-    ctx = TraceContext("", namespace, origin=origin, code_files=frozenset({filename}))
+    ctx = TraceContext("", namespace, origin=origin, code_files=frozenset({filename}), aliases=Aliases)
     args = [ctx.tracer_for(a, n) if traceable(a) else a for a, n in zip(arrays, names)]
     token = tracing(ctx)
     try:

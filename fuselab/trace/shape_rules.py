@@ -282,10 +282,27 @@ def _argpartition(a: Aval, kth: Any, axis: Any = -1, kind: str = "introselect", 
     return Aval(_sorted_shape(a, axis), np.dtype(np.intp))
 
 
+def _members(arrays: Any) -> list[Aval]:
+    """The arrays to join: a list or a scalar among them is what np.asarray makes of it
+    (a strong dtype: `[9]` is int64), as NumPy's joining functions take it."""
+    if type(arrays) not in (list, tuple):
+        raise RunForReal(arrays)
+    out = []
+    for a in arrays:
+        if not isinstance(a, Aval):
+            arr = np.asarray(a)
+            if arr.dtype.kind not in "biufc":
+                raise RunForReal(a)
+            a = Aval(arr.shape, arr.dtype)
+        out.append(a)
+    return out
+
+
 @rule("concatenate")
 def _concatenate(arrays: Sequence[Aval], axis: Any = 0, out: Any = None, *, dtype: Any = None,
                  casting: str = "same_kind") -> Aval:
-    if out is not None or not arrays or any(not isinstance(a, Aval) for a in arrays):
+    arrays = _members(arrays)
+    if out is not None or not arrays:
         raise RunForReal(out)
     dt = np.dtype(dtype) if dtype is not None else np.result_type(*(a.dtype for a in arrays))
     if axis is None:
@@ -305,8 +322,8 @@ def _concatenate(arrays: Sequence[Aval], axis: Any = 0, out: Any = None, *, dtyp
 @rule("stack")
 def _stack(arrays: Sequence[Aval], axis: int = 0, out: Any = None, *, dtype: Any = None,
            casting: str = "same_kind") -> Aval:
-    if out is not None or not arrays or any(not isinstance(a, Aval) for a in arrays) or \
-            len({a.shape for a in arrays}) != 1:
+    arrays = _members(arrays)
+    if out is not None or not arrays or len({a.shape for a in arrays}) != 1:
         raise RunForReal(out)
     dt = np.dtype(dtype) if dtype is not None else np.result_type(*(a.dtype for a in arrays))
     shape = list(arrays[0].shape)
@@ -325,23 +342,23 @@ def _as_nd(a: Aval, nd: int) -> tuple[int, ...]:
 
 @rule("vstack", "row_stack")
 def _vstack(arrays: Sequence[Aval], **kw: Any) -> Aval:
-    return _concatenate([Aval(_as_nd(a, 2), a.dtype) for a in arrays], 0, **kw)
+    return _concatenate([Aval(_as_nd(a, 2), a.dtype) for a in _members(arrays)], 0, **kw)
 
 
 @rule("hstack")
 def _hstack(arrays: Sequence[Aval], **kw: Any) -> Aval:
-    arrs = [Aval(a.shape if a.ndim else (1,), a.dtype) for a in arrays]
+    arrs = [Aval(a.shape if a.ndim else (1,), a.dtype) for a in _members(arrays)]
     return _concatenate(arrs, 0 if arrs and arrs[0].ndim == 1 else 1, **kw)
 
 
 @rule("dstack")
 def _dstack(arrays: Sequence[Aval], **kw: Any) -> Aval:
-    return _concatenate([Aval(_as_nd(a, 3), a.dtype) for a in arrays], 2, **kw)
+    return _concatenate([Aval(_as_nd(a, 3), a.dtype) for a in _members(arrays)], 2, **kw)
 
 
 @rule("column_stack")
 def _column_stack(arrays: Sequence[Aval]) -> Aval:
-    return _concatenate([Aval(a.shape + (1,) if a.ndim < 2 else a.shape, a.dtype) for a in arrays], 1)
+    return _concatenate([Aval(a.shape + (1,) if a.ndim < 2 else a.shape, a.dtype) for a in _members(arrays)], 1)
 
 
 @rule("cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "nancumsum", "nancumprod")
@@ -365,7 +382,7 @@ def _diff(a: Aval, n: int = 1, axis: int = -1, **kw: Any) -> Aval:
     return Aval(tuple(shape), dt)
 
 
-@rule("take", keeps_dtype=True)
+@rule("take", keeps_dtype=True, scalar=True)
 def _take(a: Aval, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Aval:
     if not isinstance(indices, Aval):  # indices known now (a list): NumPy's bounds checked now
         idx = np.asarray(indices)
@@ -423,21 +440,11 @@ def _median(a: Aval, axis: Any = None, out: Any = None, overwrite_input: bool = 
     return Aval(shape, dt)
 
 
-@rule("searchsorted")
+@rule("searchsorted", scalar=True)
 def _searchsorted(a: Aval, v: Any, side: str = "left", sorter: Any = None) -> Aval:
-    return Aval(v.shape if isinstance(v, Aval) else (), np.dtype(np.intp))
+    return Aval(v.shape if isinstance(v, Aval) else np.shape(v), np.dtype(np.intp))   # v: an array, a list or a scalar
 
 
 @rule("isin")
 def _isin(element: Aval, test_elements: Any, *a: Any, **kw: Any) -> Aval:
     return Aval(element.shape, np.dtype(bool))
-
-
-@rule("real", "imag")
-def _real(a: Aval) -> Aval:
-    return Aval(a.shape, np.dtype(a.dtype.char.lower()) if a.dtype.kind == "c" else a.dtype)
-
-
-@rule("flip", "fliplr", "flipud", keeps_dtype=True)
-def _flip(a: Aval, *args: Any, **kw: Any) -> Aval:
-    return Aval(a.shape, a.dtype)

@@ -10,23 +10,41 @@ import numpy as np
 
 from ..codegen.index import strides as c_strides
 from ..ops import Aval, OpaqueFn, ShapeError, broadcast_shapes, normalize_axes
+from ..ir import Node
 from .core import InputTracer, TraceContext, Tracer, is_array
-from .mutate import add_view, update_in_place
+from .mutate import PART_VIEWS, add_view, is_part_view, update_in_place
 from .opaque import Slot, data_dependent, fill
-from .operands import RunForReal, Weak, check_fits, copy_as, node_of, operand, wrap
+from .operands import RunForReal, Weak, check_fits, convert_scalar, copy_as, node_of, operand, wrap
 from .registry import handles
 
 
-def view_of(ctx: TraceContext, source: Any, node: int) -> Tracer:
+def view_of(ctx: TraceContext, source: Any, node: int, *, chain: tuple[Node, ...] | None = None,
+            scalar: bool = True) -> Tracer:
     """A new array object that views `source`'s memory (NumPy makes a new object even
-    when nothing changes: x.reshape(x.shape) is not x)."""
+    when nothing changes: x.reshape(x.shape) is not x). `chain`: the view's ops when the
+    graph cannot show them (a complex array's real part). Of a NumPy scalar (`s.T`,
+    `s.reshape(())`), NumPy gives a new scalar where the result is 0-d (`scalar`)."""
     if isinstance(source, Tracer):
-        t = Tracer(ctx, node, origin=("view", source, ctx.versions.get(id(source), 0)))
-        if source.dtype != t.aval.dtype:
-            t._dtype = source.dtype   # a view of a big-endian array is big-endian too
+        if source._scalar and scalar:
+            return wrap(ctx, node, scalar=True)
+        origin = ("view", source, ctx.versions.get(id(source), 0)) + ((chain,) if chain else ())
+        t = Tracer(ctx, node, origin=origin)
+        if source.dtype != t.aval.dtype:   # a view of a big-endian array is big-endian too
+            dt = source.dtype if source.dtype.kind == t.aval.dtype.kind else \
+                t.aval.dtype.newbyteorder(source.dtype.byteorder)
+            t._dtype = dt if dt != t.aval.dtype else None
         add_view(source, t)
         return t
     return wrap(ctx, node)
+
+
+def complex_part(ctx: TraceContext, x: Tracer, part: str) -> Tracer:
+    """x.real / x.imag of a complex array: a view of its memory (writes reach x, and x's
+    later updates show), or a NumPy scalar of a complex scalar."""
+    b = ctx.builder
+    node = b.opaque(PART_VIEWS[part], [x._node], Aval(x.shape, np.dtype(x.aval.dtype.char.lower())), (),
+                    ctx.loc())
+    return view_of(ctx, x, node, chain=(b.nodes[node],))
 
 
 def _resolve_shape(size: int, shape: Sequence[int]) -> tuple[int, ...]:
@@ -43,25 +61,65 @@ def _resolve_shape(size: int, shape: Sequence[int]) -> tuple[int, ...]:
 
 @handles("reshape")
 def reshape(ctx, x, *shape, newshape=None, order="C", copy=None, **kw):
+    """A view where NumPy's reshape views (the new shape has strides over x's memory),
+    else a new array, as NumPy's _attempt_nocopy_reshape decides; order 'F' reshapes
+    the reversed axes (x.T.reshape(shape[::-1]).T), which views exactly when NumPy's
+    Fortran-order reshape does."""
     if kw.get("shape") is not None:
         shape = (kw.pop("shape"),)
     if newshape is not None:
         shape = (newshape,)
-    if order not in ("C", "A") or copy is not None or kw:
+    if order not in ("C", "F", "A") or kw:
         raise RunForReal(order)
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     n = node_of(ctx, x)
-    new = _resolve_shape(ctx.builder.aval(n).size, shape)
-    return view_of(ctx, x, ctx.builder.reshape(n, new, ctx.loc()))
+    b, loc = ctx.builder, ctx.loc()
+    new = _resolve_shape(b.aval(n).size, shape)
+    layout = _layout(ctx, x) if isinstance(x, Tracer) and not x._scalar else None
+    if order == "A":   # Fortran order only for an array that is Fortran- and not C-contiguous
+        order = "F" if layout is not None and _contiguous(layout, "F") and not _contiguous(layout, "C") else "C"
+    if order == "F":
+        rev = b.transpose(n, tuple(reversed(range(b.aval(n).ndim))), loc)
+        node = b.transpose(b.reshape(rev, new[::-1], loc), tuple(reversed(range(len(new)))), loc)
+    else:
+        node = b.reshape(n, new, loc)
+    if not isinstance(x, Tracer) or x._scalar:
+        return view_of(ctx, x, node)
+    views = layout is None or tuple(b.aval(n).shape) == new or _reshape_views(layout, new, order)
+    if copy is False and not views:
+        raise RunForReal(copy)   # NumPy's "Unable to avoid creating a copy while reshaping"
+    if views and not copy:
+        return view_of(ctx, x, node)
+    return copy_as(ctx, x, node, lambda a: a.reshape(new, order=order))
+
+
+def _reshape_views(layout: tuple[tuple[int, ...], tuple[int, ...]], new: tuple[int, ...], order: str) -> bool:
+    shape, strides = layout
+    if order == "F":
+        shape, strides, new = shape[::-1], strides[::-1], new[::-1]
+    return _reshaped_strides(shape, strides, new) is not None
 
 
 @handles("ravel")
 def ravel(ctx, x, order="C"):
-    """A view of a C-contiguous array, else a copy: NumPy's ravel copies where a reshape
-    could still view (`x[::-1].ravel()` is a new array, `x[::-1].reshape(-1)` a view)."""
+    """A view where NumPy's ravel views (an array contiguous in the order asked: C, F;
+    'A' and 'K' as the one it is contiguous in), else a copy: NumPy's ravel copies where
+    a reshape could still view (`x[::-1].ravel()` is a new array, `x[::-1].reshape(-1)` a view)."""
+    layout = _layout(ctx, x) if isinstance(x, Tracer) and not x._scalar else None
+    if order in ("A", "K") and layout is not None:
+        if _contiguous(layout, "C"):
+            order = "C"
+        elif _contiguous(layout, "F"):
+            order = "F"
+        elif order == "K":
+            raise RunForReal(order)   # memory order of a non-contiguous array: NumPy's
+        else:
+            order = "C"
+    if order not in ("C", "F"):
+        raise RunForReal(order)
     t = reshape(ctx, x, -1, order=order)
-    if order != "C" or not isinstance(t, Tracer) or not isinstance(x, Tracer) or _c_contiguous(ctx, x):
+    if not isinstance(t, Tracer) or layout is None or _contiguous(layout, order):
         return t
     return copy_as(ctx, x, t._node, lambda a: a.ravel(order))
 
@@ -71,9 +129,13 @@ def _c_contiguous(ctx: TraceContext, x: Tracer) -> bool:
     give the user's array's own (a computed value is a new C-ordered array). Views whose
     ops cannot be read count as contiguous (a view, as before)."""
     layout = _layout(ctx, x)
-    if layout is None:
-        return True
+    return layout is None or _contiguous(layout, "C")
+
+
+def _contiguous(layout: tuple[tuple[int, ...], tuple[int, ...]], order: str) -> bool:
     shape, strides = layout
+    if order == "F":
+        shape, strides = shape[::-1], strides[::-1]
     want = 1
     for d, st in zip(reversed(shape), reversed(strides)):
         if d == 1:
@@ -107,6 +169,12 @@ def _layout(ctx: TraceContext, x: Tracer) -> tuple[tuple[int, ...], tuple[int, .
             strides = tuple(st * step for st, step in zip(strides, n.args["step"]))
         elif n.op == "reshape":
             strides = _reshaped_strides(shape, strides, n.shape) or c_strides(n.shape)   # else NumPy copies
+        elif n.op == "broadcast_to":   # new and stretched axes have stride 0
+            lead = len(n.shape) - len(shape)
+            strides = tuple(0 if i < lead or shape[i - lead] != d else strides[i - lead]
+                            for i, d in enumerate(n.shape))
+        elif is_part_view(n):   # every other element of the complex array's, in its parts' units
+            strides = tuple(2 * st for st in strides)
         else:
             return None
         shape = tuple(n.shape)
@@ -239,6 +307,34 @@ handles("atleast_2d")(_atleast_n(2))
 handles("atleast_3d")(_atleast_n(3))
 
 
+# np.flip & co. are indexing with reversed slices in NumPy (numpy/lib/_function_base_impl.py,
+# _twodim_base_impl.py): views of their argument, a scalar of a 0-d one, as its indexing gives
+@handles("flip")
+def flip(ctx, m, axis=None):
+    if not isinstance(m, Tracer):
+        raise RunForReal(m)
+    axes = normalize_axes(axis, m.ndim)
+    return getitem(ctx, m, tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(m.ndim)))
+
+
+@handles("fliplr")
+def fliplr(ctx, m):
+    if not isinstance(m, Tracer):
+        raise RunForReal(m)
+    if m.ndim < 2:
+        raise ValueError("Input must be >= 2-d.")
+    return getitem(ctx, m, (slice(None), slice(None, None, -1)))
+
+
+@handles("flipud")
+def flipud(ctx, m):
+    if not isinstance(m, Tracer):
+        raise RunForReal(m)
+    if m.ndim < 1:
+        raise ValueError("Input must be >= 1-d.")
+    return getitem(ctx, m, (slice(None, None, -1), Ellipsis))
+
+
 # ---------------------------------------------------------------------------
 # Indexing
 # ---------------------------------------------------------------------------
@@ -301,7 +397,7 @@ def getitem(ctx: TraceContext, x: Tracer, key: Any) -> Any:
     node = b.reshape(b.slice(x._node, starts, steps, lengths, loc), final, loc)
     if not final and not any(k is None or k is Ellipsis or isinstance(k, slice) for k in key):
         return wrap(ctx, node, scalar=True)  # every axis taken by an integer: a NumPy scalar
-    return view_of(ctx, x, node)
+    return view_of(ctx, x, node, scalar=False)   # (`s[...]` of a NumPy scalar is a 0-d array)
 
 
 def _index_arrays(ctx: TraceContext, key: tuple) -> tuple[list[int], list[Any]]:
@@ -397,6 +493,35 @@ def _advanced_getitem(ctx: TraceContext, x: Tracer, key: tuple) -> Any:
     return wrap(ctx, node, dtype=x.dtype)  # a copy of the elements, in x's byte order
 
 
+def value_into(ctx: TraceContext, value: Any, dt: np.dtype, how: str) -> int:
+    """The node of `value` as NumPy stores it into an array of dtype `dt` by `how`
+    ('setitem', 'fill'). A scalar converts as NumPy converts it there, which depends on
+    its value (NaN into an int32 array is NumPy's ValueError, 300 into int8 its
+    OverflowError, 1+2j into floats its TypeError): a concrete one now, one computed in
+    the cell at a graph break where its value could fail so. An array casts, with
+    NumPy's ComplexWarning from complex to real."""
+    b, loc = ctx.builder, ctx.loc()
+    if ctx.uses_cupy:   # CuPy converts its own way: as fuselab did before for CuPy
+        v = operand(ctx, value)
+        if isinstance(v, Weak):
+            check_fits(v.value, dt)
+            return b.const(v.value, dt, loc)
+        return b.astype(v, dt, loc)
+    if not isinstance(value, Tracer) and (type(value) in (bool, int, float, complex) or isinstance(value, np.generic)):
+        return b.const(convert_scalar(ctx, value, dt, how), dt, loc)
+    v = operand(ctx, value)
+    if isinstance(v, Weak):
+        return b.const(convert_scalar(ctx, v.value, dt, how), dt, loc)
+    src = b.aval(v).dtype
+    if isinstance(value, Tracer) and value._scalar and dt.kind in "iu" and \
+            (src.kind == "f" or (src.kind in "iu" and not np.can_cast(src, dt))):
+        got = ctx.need(v, "storing a NumPy scalar into an integer array can fail on its value")
+        return b.const(convert_scalar(ctx, got[()], dt, how), dt, loc)
+    if src.kind == "c" and dt.kind != "c":
+        ctx.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning)
+    return b.astype(v, dt, loc)  # NumPy casts the value into the array's dtype
+
+
 def setitem(ctx: TraceContext, x: Tracer, key: Any, value: Any) -> None:
     """x[key] = value: the tracer takes the updated array's node."""
     if x._scalar:
@@ -404,12 +529,12 @@ def setitem(ctx: TraceContext, x: Tracer, key: Any, value: Any) -> None:
     key = key if isinstance(key, tuple) else (key,)
     b, loc = ctx.builder, ctx.loc()
     dt = x.aval.dtype
-    v = operand(ctx, value)
-    if isinstance(v, Weak):
-        check_fits(v.value, dt)
-        vnode = b.const(v.value, dt, loc)
-    else:
-        vnode = b.astype(v, dt, loc)  # NumPy casts the value into the array's dtype
+    basic = all(_is_basic(k) for k in key)
+    # NumPy checks the index before it converts the value (`i32[5] = np.nan`: IndexError)
+    target = getitem(ctx, Tracer(ctx, x._node), key) if basic else None
+    if not basic:
+        _check_bounds(ctx, x.shape, key)
+    vnode = value_into(ctx, value, dt, "setitem")
     vshape = b.aval(vnode).shape
     mask = key[0] if len(key) == 1 else None
     if isinstance(mask, (Tracer, np.ndarray)) and np.dtype(mask.dtype) == np.bool_ and mask.shape == x.shape \
@@ -417,14 +542,11 @@ def setitem(ctx: TraceContext, x: Tracer, key: Any, value: Any) -> None:
         # x[mask] = scalar is an element-wise choice: it fuses
         node = b.where(node_of(ctx, mask), vnode, x._node, loc)
     else:
-        if all(_is_basic(k) for k in key):
-            target = getitem(ctx, Tracer(ctx, x._node), key)
+        if target is not None:
             if broadcast_shapes(vshape, target.shape) != target.shape:
                 raise RunForReal(value)  # NumPy's "could not broadcast" error
         elif any(isinstance(k, (Tracer, np.ndarray)) and np.dtype(k.dtype) == np.bool_ for k in key) and vshape:
             raise RunForReal(key)  # the value must match a data-dependent count
-        else:
-            _check_bounds(ctx, x.shape, key)
         nodes, slots = _index_arrays(ctx, key)
 
         def call(xp, a, val, *idx):

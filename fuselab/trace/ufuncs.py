@@ -13,7 +13,8 @@ from .core import TraceContext, Tracer
 from .mutate import update_in_place
 from .numba_calls import TracedNumba, is_numba_ufunc
 from .operands import RunForReal, Weak, cupy_decides_out_of_range_ints, materialise, operand, resolution_dtypes, wrap
-from .realrun import run_for_real, writeable
+from .realrun import run_for_real
+from .values import writeable
 from .reductions import reduce as reduce_
 from .registry import call_function
 
@@ -85,6 +86,7 @@ def elementwise(ctx: TraceContext, opname: str, args: Sequence[Any], dtype: Any 
     b, loc = ctx.builder, ctx.loc()
     nodes = materialise(ctx, ops, loop[:-1])
     if dtype is not None:  # dtype= picks another loop: NumPy casts the operands to it
+        # (named "cast" in its warnings: NumPy casts small operands whole before the loop)
         nodes = [b.astype(n, dt, loc) for n, dt in zip(nodes, loop[:-1])]
     try:
         node = b.elemwise(opname, nodes, loc)
@@ -93,8 +95,18 @@ def elementwise(ctx: TraceContext, opname: str, args: Sequence[Any], dtype: Any 
             raise RunForReal(ops) from None  # NumPy raises; CuPy computes: let CuPy run it
         raise
     if b.aval(node).dtype != loop[-1]:
-        node = b.astype(node, loop[-1], loc)
+        node = ufunc_cast(ctx, node, loop[-1], xp_name)
     return node
+
+
+def ufunc_cast(ctx: TraceContext, node: int, dtype: Any, xp_name: str) -> int:
+    """A cast NumPy makes inside a ufunc's loop (the result into out=): its floating-point
+    errors are the ufunc's ("overflow encountered in add" for `f32 += np.float64(1e300)`),
+    not a cast's."""
+    cast = ctx.builder.astype(node, dtype, ctx.loc())
+    if cast != node and ctx.builder.nodes[cast].op == "astype":
+        ctx.labels[cast] = getattr(np, xp_name).__name__
+    return cast
 
 
 def _out_of_range_comparison(ctx: TraceContext, opname: str, ops: Sequence[int | Weak]) -> int | None:
@@ -165,7 +177,7 @@ def inplace(ctx: TraceContext, target: Tracer, opname: str, args: Sequence[Any],
     if broadcast_shapes(res.shape, tgt.shape) != tgt.shape or \
             not np.can_cast(res.dtype, tgt.dtype, "same_kind"):
         raise RunForReal(target)  # NumPy's own error
-    node = b.astype(node, tgt.dtype, loc)
+    node = ufunc_cast(ctx, node, tgt.dtype, OPS[opname].xp_name)
     # NumPy writes the (broadcast) result into the target's own memory: the target's new
     # value is a full array of its shape, never a broadcast view of the result (which
     # would bind with zero strides, read-only)

@@ -8,11 +8,18 @@ warnings are collected and emitted in program order: at each graph break (what r
 before later lines, running plain NumPy on the value, give their own) and when the cell
 finishes. Plain NumPy that runs while the cell is traced (on a value Python already holds:
 `np.float32(2) * np.nan_to_num(i32 / 0)` of an untraced array) warns then; its warnings,
-once Python's filters have passed them, wait in the same order (`deferring_plain`).
+once Python's filters have passed them, wait in the same order (`deferring_plain`); those
+NumPy gives inside fuselab's own code (a cast ir.py makes for the user) are given again
+from the user's frame, as plain execution places them (`_give_as_caller`). Where the cell
+changes the warning filters itself (catch_warnings) or np.errstate raises or calls a
+function, nodes are computed as their line runs (`eager`), so that the filters and the
+function act there, as in plain execution.
 """
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, MutableMapping
@@ -22,10 +29,26 @@ import numpy as np
 from ..ir import Node, SourceLoc
 from ..ops import OPS, Kind
 from ..recording import give_at
+from .numpy_sites import numpy_cast_line
+from .active import active
 
 # NumPy's floating-point error kinds and the np.errstate key that governs each.
 _ERRSTATE_KEY = {"divide by zero": "divide", "overflow": "over", "underflow": "under",
                  "invalid value": "invalid"}
+# and the bit of each in the flag np.errstate(all='call') hands its function
+_FPE_BIT = {"divide by zero": 1, "overflow": 2, "underflow": 4, "invalid value": 8}
+
+# fuselab's own files: a warning NumPy gives in one of them during the trace (a Python
+# float cast into float32 in ir.py, int() of a complex value in core.py) is the user's
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_WARNINGS_FILE = os.path.abspath(warnings.__file__)
+
+
+def overflow_warns(dtype: np.dtype, label: str) -> bool:
+    """Whether NumPy warns about an integer overflow: its integer scalars do, and its
+    arrays only in floor division (MIN // -1), where the loop sets the overflow flag
+    itself; other integer array arithmetic wraps around silently."""
+    return dtype.kind not in "iu" or label.startswith("scalar") or label in ("floor_divide", "divmod")
 
 
 @dataclass(frozen=True)
@@ -55,7 +78,12 @@ def fp_label(node: Node) -> str:
     if node.op == "opaque":
         name = str(node.args["fn"].name).rpartition(".")[2]
         # cumulative sums and products run a ufunc's accumulate, which names the warning
-        return "accumulate" if name in _ACCUMULATES else name
+        if name in _ACCUMULATES:
+            return "accumulate"
+        # a ufunc run by the library (complex division) is named as NumPy names it
+        # (np.true_divide is np.divide: "divide")
+        uf = getattr(np, name, None)
+        return uf.__name__ if isinstance(uf, np.ufunc) else name
     return node.op
 
 
@@ -95,6 +123,38 @@ class CellWarnings:
     pending: list[tuple[tuple[Position, int], str, type, Any]] = field(default_factory=list)
     seen: set[tuple[Position, str]] = field(default_factory=set)
     _showing: bool = False     # flush is showing: a warning passes straight through
+    # Python's warning machinery as the cell found it: while the cell's code has changed it
+    # (`with warnings.catch_warnings(): warnings.simplefilter('error')`), warnings must be
+    # given as their line runs, under its filters (eager)
+    _machinery: tuple = field(default_factory=lambda: _machinery())
+    # where the cell's changed filters began to apply (warnings before it were given under
+    # the cell's own filters), while they apply
+    _region: Position | None = None
+
+    def custom_filters(self) -> bool:
+        """Has the cell's code changed Python's warning filters or how warnings are shown
+        (catch_warnings, simplefilter, filterwarnings, record=True), here?"""
+        filters, copy, show, impl = self._machinery
+        return warnings.filters is not filters or warnings.filters != copy or \
+            warnings.showwarning is not show or getattr(warnings, "_showwarnmsg_impl", None) is not impl
+
+    def each_time(self, modes: Mapping[str, str] | None) -> bool:
+        """Does every run of a line count, not only its first (a loop's iterations)? Python's
+        default filter shows a line's warning once, but np.errstate's function is called
+        each time, and the cell's own filters ('always', record=True) may show each."""
+        return self.custom_filters() or any(m in ("call", "print", "log") for m in (modes or {}).values())
+
+    def eager(self, modes: Mapping[str, str] | None, position: Position) -> bool:
+        """Must a node asked for at `position` be computed at once, its errors raised or
+        shown as its line runs? Where np.errstate raises or calls a function (or prints:
+        in order with the cell's output), or the cell changed the warning filters (an
+        `error` filter raises at the line, `ignore` drops only the block's warnings)."""
+        if not self.custom_filters():
+            self._region = None
+            return any(m in ("raise", "call", "print", "log") for m in (modes or {}).values())
+        if self._region is None:
+            self._region = position   # the first place under the changed filters
+        return True
 
     @contextlib.contextmanager
     def deferring_plain(self, here: Callable[[], Position]) -> Iterator[None]:
@@ -112,7 +172,7 @@ class CellWarnings:
         def defer(msg: warnings.WarningMessage) -> None:
             if self._showing or getattr(warnings, "_showwarnmsg_impl", None) is not impl:
                 original(msg)
-            else:
+            elif not _give_as_caller(msg):
                 self.pending.append(((here(), len(self.pending)), str(msg.message), msg.category, _Passed(msg)))
         warnings._showwarnmsg = defer
         try:
@@ -137,17 +197,30 @@ class CellWarnings:
         if (position, kind) in self.seen:
             return False
         self.seen.add((position, kind))
-        return self._under_errstate(position, f"{kind} encountered in {label}", RuntimeWarning, loc, modes)
+        return self._under_errstate(position, f"{kind} encountered in {label}", RuntimeWarning, loc, modes,
+                                    getattr(kind, "flag", None))
 
     def _under_errstate(self, position: Position, message: str, category: type, where: Any,
-                        modes: Mapping[str, str] | None) -> bool:
+                        modes: Mapping[str, str] | None, flag: int | None = None) -> bool:
         """Raise, collect or drop a floating-point warning as np.errstate (`modes`, else
-        the default) says for its kind; whether it warns. `where`: a SourceLoc (the user's
-        line) or a located interp.PythonWarning (NumPy's own line)."""
-        kind = message.split(" encountered")[0]
+        the default) says for its kind, or hand it to np.seterrcall's function ('call',
+        'log') or C's stderr ('print') as NumPy does; whether it warns. `where`: a
+        SourceLoc (the user's line) or a located interp.PythonWarning (NumPy's own line)."""
+        kind, _, label = message.partition(" encountered in ")
         mode = (modes or self.default_modes).get(_ERRSTATE_KEY.get(kind, "invalid"), "ignore")
         if mode == "raise":
             raise FloatingPointError(message)
+        if mode in ("call", "log"):
+            handler = np.geterrcall()
+            if handler is None:   # NumPy's own words (two spaces included)
+                raise NameError(f"python callback specified for {kind} (in  {label}) but no function found.")
+            if mode == "call":
+                handler(kind, flag if flag is not None else _FPE_BIT.get(kind, 0))
+            else:
+                handler.write(f"Warning: {message}\n")
+        elif mode == "print":
+            sys.stderr.flush()
+            os.write(2, f"Warning: {message}\n".encode())
         if mode == "warn":
             self.pending.append(((position, len(self.pending)), message, category, where))
         return mode == "warn"
@@ -168,9 +241,31 @@ class CellWarnings:
         module = str(self.namespace.get("__name__", "__main__"))
         self._showing = True
         try:
+            if self._region is not None and self.custom_filters():
+                # the lines before the cell changed the filters warn under the filters they ran with
+                before = [p for p in pending if p[0][0] < self._region]
+                with self._cells_own_machinery():
+                    self._show(before, registry, module)
+                pending = pending[len(before):]
             self._show(pending, registry, module)
         finally:
             self._showing = False
+
+    @contextlib.contextmanager
+    def _cells_own_machinery(self) -> Iterator[None]:
+        """Python's warning filters and display as the cell found them, for the block (as
+        recording.recorded swaps them: the once-per-location registries stay valid)."""
+        _, filters, show, impl = self._machinery
+        saved = (warnings.filters, warnings.showwarning, getattr(warnings, "_showwarnmsg_impl", None))
+        warnings.filters, warnings.showwarning = list(filters), show
+        if impl is not None:
+            warnings._showwarnmsg_impl = impl
+        try:
+            yield
+        finally:
+            warnings.filters, warnings.showwarning = saved[:2]
+            if saved[2] is not None:
+                warnings._showwarnmsg_impl = saved[2]
 
     def _show(self, pending: list, registry: dict, module: str) -> None:
         for _, message, category, loc in pending:
@@ -183,3 +278,41 @@ class CellWarnings:
             line = (loc.line if loc is not None else 0) + self.origin.line_offset
             warnings.warn_explicit(message, category, self.origin.filename, line, module=module,
                                    registry=registry)
+
+
+def _machinery() -> tuple:
+    return (warnings.filters, list(warnings.filters), warnings.showwarning,
+            getattr(warnings, "_showwarnmsg_impl", None))
+
+
+def _give_as_caller(msg: warnings.WarningMessage) -> bool:
+    """A warning NumPy gave while fuselab's own code ran in the user's place during the
+    trace (the cast of `f32 * 1e300`'s Python float in ir.py, `int(c[0])` of a complex
+    value in core.py): plain NumPy gives it from the frame that ran the operation, the
+    innermost one outside fuselab (the cell's line), through that frame's module
+    registry and the filters in force. Given so again (it is deferred like any warning
+    of the cell's code then), and forgotten at fuselab's line, whose registry would
+    otherwise hide the next one. Whether it was fuselab's."""
+    if not issubclass(msg.category, RuntimeWarning) or not os.path.abspath(str(msg.filename)).startswith(_PACKAGE):
+        return False   # (NumPy's value warnings only: RuntimeWarning, ComplexWarning)
+    f = sys._getframe(2)
+    while f is not None and (os.path.abspath(f.f_code.co_filename).startswith(_PACKAGE) or
+                             os.path.abspath(f.f_code.co_filename) == _WARNINGS_FILE):
+        if f.f_code.co_filename == msg.filename and f.f_lineno == msg.lineno:
+            registry = f.f_globals.get("__warningregistry__")
+            if isinstance(registry, dict):
+                registry.pop((str(msg.message), msg.category, msg.lineno), None)
+        f = f.f_back
+    if f is None:
+        return False
+    ctx = active()
+    line = numpy_cast_line(ctx.calling_path) if ctx is not None and ctx.calling_path and \
+        not ctx.calling_method and str(msg.message).endswith(" encountered in cast") else None
+    if line is not None:   # a NumPy function of Python code fuselab stands in for: its own line
+        give_at(str(msg.message), msg.category, *line)
+        return True
+    g = f.f_globals
+    warnings.warn_explicit(msg.message, msg.category, f.f_code.co_filename, f.f_lineno,
+                           module=g.get("__name__") or "__main__", registry=g.setdefault("__warningregistry__", {}),
+                           module_globals=g)
+    return True

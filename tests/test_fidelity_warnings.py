@@ -1,0 +1,92 @@
+"""Fidelity of warnings (and of np.errstate's other modes): a `%%fuse` cell gives the
+warnings plain execution gives, at the same place (the cell's line, or NumPy's own line
+where NumPy's Python code casts), as often as Python's filters show them, under the
+filters and np.errstate the cell's own code sets; and a numpy.random Generator or
+RandomState given traced arrays acts on the notebook's arrays as NumPy does."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("IPython")
+
+from fidelity import FUSE_LINE, Case, Harness, differences  # noqa: E402
+from fidelity_corpus import SETUP  # noqa: E402
+
+_CATCH = "import warnings\nwith warnings.catch_warnings():\n"
+_CALL = "np.seterrcall(lambda *args: print('ERR', args))\n"
+_UNCALL = "prev = np.seterrcall(None)\ndel prev\n"
+
+CELLS = [
+    # casts fuselab makes while tracing (a Python float into float32) or at a graph break
+    # (int() of a complex value): from the cell's line, each line once, as plain
+    ("cast python float into float32", "f32 = np.array([1.0, 2.0], dtype=np.float32)", "r = f32 * 1e300\n"),
+    ("cast python int into float16", "h2 = np.array([1.0], dtype=np.float16)", "r = h2 + 100000\n"),
+    ("cast on two lines", "f32 = np.array([1.0], dtype=np.float32)", "r = f32 * 1e300\ns = f32 * 1e300\n"),
+    ("cast in a loop", "f32 = np.array([1.0], dtype=np.float32)", "for k in range(3):\n    r = f32 * 1e300\n"),
+    ("cast in a cell function", "f32 = np.array([1.0], dtype=np.float32)",
+     "def f(v):\n    return v * 1e300\nr = f(f32)\ns = f(f32)\n"),
+    ("int of complex", "c = np.array([1+2j])", "r = int(c[0])\n"),
+    ("float of complex", "c = np.array([1+2j])", "r = float(c[0])\n"),
+    ("int32 of nan scalar", "a = np.array([np.nan])", "r = np.int32(a[0])\n"),
+    ("full nan into int from numpy's line", "", "r = np.full(3, np.nan, dtype=int)\n"),
+    # integer floor division's own overflow (MIN // -1), under errstate too
+    ("int8 min floordiv", "a = np.array([-128, 5], dtype=np.int8)", "r = a // -1\ns = np.abs(a)\nt = -a\n"),
+    ("int64 min floordiv", "a = np.array([np.iinfo(np.int64).min])", "r = a // -1\n"),
+    ("int8 min floordiv inplace", "a = np.array([-128, 5], dtype=np.int8)", "a //= -1\n"),
+    ("int8 min floordiv raise", "a = np.array([-128], dtype=np.int8)", "with np.errstate(over='raise'):\n    r = a // -1\n"),
+    # NumPy's names for the operation
+    ("complex divide by zero", "c = np.array([1+2j, 0j])", "r = c / 0\ns = np.true_divide(c, 0)\n"),
+    ("float32 inplace add float64 scalar", "x2 = np.array([0.1], dtype=np.float32)", "x2 += np.float64(1e300)\n"),
+    ("float32 multiply out float64 scalar", "x2 = np.array([0.1], dtype=np.float32)",
+     "np.multiply(x2, np.float64(1e300), out=x2)\n"),
+    # np.errstate(all='call' / 'log')
+    ("errstate call without function", "a = np.arange(3.0)", _UNCALL + "with np.errstate(all='call'):\n    r = a / 0\n"),
+    ("errstate call in order with prints", "a = np.arange(3.0)",
+     _CALL + "print('before')\nwith np.errstate(all='call'):\n    r = a / 0\n    s = np.log(a - 1)\nprint('after')\n" + _UNCALL),
+    ("errstate call each iteration", "a = np.arange(3.0)",
+     _CALL + "with np.errstate(divide='call'):\n    for k in range(3):\n        r = a / 0\n" + _UNCALL),
+    ("errstate log", "a = np.arange(3.0)",
+     "class L:\n    def write(self, m):\n        print('LOG', m)\nnp.seterrcall(L())\nwith np.errstate(all='log'):\n"
+     "    r = a / 0\n" + _UNCALL),
+    # the cell's own warning filters
+    ("catch_warnings error raises", "a = np.arange(3.0)", _CATCH + "    warnings.simplefilter('error')\n    r = a / 0\n"),
+    ("catch_warnings error caught", "a = np.arange(3.0)",
+     _CATCH + "    warnings.simplefilter('error')\n    try:\n        r = a / 0\n    except RuntimeWarning as e:\n"
+     "        msg = str(e)\nr = a + 1\n"),
+    ("catch_warnings ignore on a cast then warns after", "f32 = np.array([1.0], dtype=np.float32)",
+     _CATCH + "    warnings.simplefilter('ignore')\n    r = f32 * 1e300\ns = f32 * 1e300\n"),
+    ("catch_warnings ignore then warns after", "a = np.arange(3.0)",
+     _CATCH + "    warnings.simplefilter('ignore')\n    r = a / 0\ns = a / 0\n"),
+    ("catch_warnings ignore keeps an earlier line's warning", "a = np.arange(3.0)",
+     "import warnings\nq = a / 0\nwith warnings.catch_warnings():\n    warnings.simplefilter('ignore')\n"
+     "    r = q + 1\n    t = a / 0\ns = r * 2\n"),
+    ("catch_warnings record counts", "a = np.arange(3.0)",
+     "import warnings\nwith warnings.catch_warnings(record=True) as w:\n    warnings.simplefilter('always')\n"
+     "    for k in range(3):\n        r = a / 0\nn = len(w)\nm = [str(x.message) for x in w]\ndel w\n"),
+    ("filter set and reset at top level", "a = np.arange(3.0)",
+     "import warnings\nq = np.log(a)\nwarnings.simplefilter('ignore')\nr = a / 0\nwarnings.simplefilter('default')\n"),
+    # numpy.random Generator / RandomState methods on traced arrays
+    ("rng shuffle", "a = np.arange(10.0)", "rng.shuffle(a)\nr = a[:3]\n"),
+    ("rng shuffle computed", "a = np.arange(10.0)", "b = a * 2\nrng.shuffle(b)\nr = b + 1\n"),
+    ("rng random out", "o = np.empty(3)", "rng.random(out=o)\nr = o * 2\n"),
+    ("rng standard_normal out computed", "o = np.empty(3)", "o *= 0\nrng.standard_normal(out=o)\nr = o + 1\n"),
+    ("rng permuted out", "a = np.arange(10.0)", "rng.permuted(a, out=a)\nr = a.sum()\n"),
+    ("randomstate shuffle", "a = np.arange(10.0)\nrs = np.random.RandomState(3)", "rs.shuffle(a)\nr = a + 0\n"),
+    ("cell generator shuffle", "a = np.arange(10.0)",
+     "g = np.random.default_rng(4)\nsame = np.random.default_rng(g) is g\nok = isinstance(g, np.random.Generator)\n"
+     "g.shuffle(a)\nr = a * 1\n"),
+]
+CASES = [Case(name=n, setup=s, cell=c) for n, s, c in CELLS]
+
+
+@pytest.fixture(scope="module")
+def harness():
+    return Harness()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_warnings_as_plain_execution(harness, case):
+    plain = harness.run(case, fuse=False, setup=SETUP)
+    fused = harness.run(case, fuse=True, setup=SETUP, fuse_line=FUSE_LINE)
+    diffs = differences(case, plain, fused)
+    assert not diffs, f"\n--- cell ---\n{case.cell}\n--- differences ---\n" + "\n".join(diffs)
