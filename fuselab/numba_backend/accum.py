@@ -45,6 +45,10 @@ class Acc:
     at_: str = ""              # "[j]": the state lives in element j of arrays of these names
     ddof: int = 0              # var: the divisor is the count less ddof
     few: bool = False          # var over fewer than 8 elements: the state keeps the plain sum `su`
+    # NumPy's own order (with_numpy_order): a float sum or product folds its elements one
+    # after another in plain adds, float16 rounded to half at each step where `half_steps`
+    ordered: bool = False
+    half_steps: bool = False
 
     @property
     def is_arg(self) -> bool:
@@ -81,8 +85,20 @@ class Acc:
 
     @property
     def blocked(self) -> bool:
-        """A float sum: added in blocks, with a compensated total."""
-        return self.op == "sum" and self.acc_dtype.kind == "f"
+        """A float sum: added in blocks, with a compensated total (unless `ordered`)."""
+        return self.op == "sum" and self.acc_dtype.kind == "f" and not self.ordered
+
+    def with_numpy_order(self, half_steps: bool) -> "Acc":
+        """This accumulator folding as NumPy's loop does where it reduces along an axis
+        that is not the innermost in memory (a column sum, `a.sum(axis=0)` of a C array):
+        NumPy then adds each row's elements into the kept outputs, a plain add per row in
+        row order (no pairwise summation), and a float16 result is rounded to half at each
+        add (its loop converts, adds in float32 and rounds back). `half_steps`: round so
+        (fp16_math "numpy"). Only float sums and products change (others already fold in
+        order, or exactly)."""
+        if self.op in ("sum", "prod") and self.acc_dtype.kind == "f":
+            return replace(self, ordered=True, half_steps=half_steps and is_half(self.acc_dtype))
+        return self
 
     @property
     def v(self) -> str:
@@ -241,7 +257,10 @@ class Acc:
                     f"    {self.i} = {index}"]
         v = cast(value, self.value_dtype, self.acc_dtype)
         target = self.blk if self.blocked else self.v
-        return [f"{target} = {combine(self.op, target, v, self.acc_dtype)}"]
+        folded = combine(self.op, target, v, self.acc_dtype)
+        if self.half_steps:
+            folded = f"fl_round_half({folded})"
+        return [f"{target} = {folded}"]
 
     def chan(self, n: str, mean: str, m2: str, nf: str, sh: str, su: str | None = None) -> list[str]:
         """Fold in the (count, mean relative to shift `sh`, squared deviations, non-finite

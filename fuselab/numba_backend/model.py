@@ -57,3 +57,19 @@ class PyKernel:
     notes: tuple[str, ...] = ()
     phases: tuple[int, ...] = ()             # iterations of each parallel loop, in run order
     scratch: tuple[tuple[str, int], ...] = ()   # (NumPy dtype name, length) of each scratch array
+
+
+@dataclass(frozen=True)
+class NumpyKernel:
+    """A fused kernel the backend does not compile: its nodes run through NumPy, one after
+    another, as the reference interpreter runs them (run.Executable._numpy). `reason`
+    says why (numpy_reason in codegen.py: a dtype the generated code has no type for, or
+    a zero-size array)."""
+
+    index: int
+    name: str
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    nodes: tuple[int, ...]
+    reason: str
+    template: Template = Template.OPAQUE

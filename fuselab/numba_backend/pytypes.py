@@ -30,6 +30,23 @@ def _dt(dtype: Any) -> np.dtype:
     return dt
 
 
+def compiles(dtype: Any) -> bool:
+    """Whether generated code has a type for `dtype` (in native byte order: the kernels
+    read arrays through pointers of the native type). Kernels with values of other
+    dtypes run through NumPy (codegen.numpy_reason)."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        return False
+    return dt.isnative and dtype_name(dt) in SUPPORTED
+
+
+def transport(dtype: Any) -> np.dtype:
+    """The dtype an array of `dtype` travels between kernels in: storage() where the
+    kernels have a type for it, else the dtype itself (only NumPy reads it)."""
+    return storage(dtype) if compiles(dtype) else np.dtype(dtype)
+
+
 def is_half(dtype: Any) -> bool:
     return np.dtype(dtype) == np.float16
 

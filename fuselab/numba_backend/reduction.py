@@ -14,6 +14,15 @@ tile of T consecutive outputs over a chunk of the R elements:
   arrays the runner allocates), and a second parallel loop combines the partials of each
   output in chunk order. Chunk size and count depend on the shapes only, so the result
   is the same on every machine, whatever its thread count.
+
+Float sums are NumPy-accurate (accum.Acc: blocks with a compensated total) where NumPy
+sums pairwise (the reduced axes innermost in memory). In the column strategy NumPy adds
+one row after another (its loop runs along the kept axis, an add per row); there, when R
+is not split, the fold is NumPy's: plain adds in row order (float16 rounded at each add),
+so the results are NumPy's bits (a sequential sum's rounding error, O(R eps), is far past
+the documented tolerance otherwise). A split column sum (few outputs, R of 2 * split or
+more) keeps the compensated chunks: its order cannot be NumPy's without giving up the
+parallel loop, and it is then more accurate than NumPy's.
 """
 from __future__ import annotations
 
@@ -39,7 +48,10 @@ def generate(ctx: PyContext) -> PyKernel:
     chunk = ix.ceil_div(R, splits) if R else 0
     o_var, r_var = ix.Var("o", max(K, 1)), ix.Var("r", max(R, 1))
     at = coords(p, ix.Affine.of(o_var), ix.Affine.of(r_var))
+    tile = max(tile, 1)   # no outputs (K == 0): one output per unit, of which there are none
     accs = [accumulator(g, r, ctx.names) for r in p.reduces]
+    if tile > 1 and splits == 1:     # NumPy's order: rows one after another (see above)
+        accs = [a.with_numpy_order(opts.fp16_math == "numpy") for a in accs]
     folded = [a.at("j") for a in accs] if tile > 1 else accs
 
     # the fold of one element (o, r): prologue values, their stores, one step per reduction
@@ -86,6 +98,8 @@ def generate(ctx: PyContext) -> PyKernel:
         comb += _epilogue(ctx, p, accs, "o")
         phases.append(Phase("o", K, comb, f"the outputs, each combining its {splits} partials in chunk order"))
     strategy = ("column: tiles of %d outputs walk the rows" % tile if tile > 1 else "inner: one output per unit")
+    if any(a.ordered for a in accs):
+        strategy += " (sums add row after row, in NumPy's order)"
     if splits > 1:
         strategy += f", the {R} reduced elements split into {splits} chunks combined in order"
     shape = g.nodes[g.nodes[p.reduces[0]].inputs[0]].aval

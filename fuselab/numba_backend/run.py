@@ -4,7 +4,9 @@ Arrays travel between kernels flat and C-contiguous (float16 as its uint16 bits)
 kernel's outputs are allocated here and intermediates are dropped after their last
 reader. A kernel runs through driver.py: its parallel loops in chunks on Numba's threads
 (or on the calling thread with `parallel=False`). Opaque kernels (matmul, sort, ...) run through NumPy, as in the reference
-interpreter. Importing this module imports Numba.
+interpreter, and so do the fused kernels the backend does not compile (codegen.numpy_reason:
+complex values, zero-size arrays), node by node; arrays of dtypes the kernels have no
+type for travel as they are. Importing this module imports Numba.
 """
 from __future__ import annotations
 
@@ -20,8 +22,8 @@ from ..plan.model import Plan
 from ..recording import recorded
 from .codegen import generate
 from .compile import Compiled, compile_kernel
-from .model import NumbaOptions, PyKernel
-from .pytypes import is_half, storage
+from .model import NumbaOptions, NumpyKernel, PyKernel
+from .pytypes import is_half, transport
 
 
 _CODES: "OrderedDict[tuple[Plan, NumbaOptions], tuple]" = OrderedDict()
@@ -101,7 +103,7 @@ class Executable:
                 elif comp is None:
                     self._opaque(code, env)   # type: ignore[arg-type]
                 else:
-                    outs = [self._buffer(o) if reuse else np.empty(g.nodes[o].aval.size, storage(g.nodes[o].dtype))
+                    outs = [self._buffer(o) if reuse else np.empty(g.nodes[o].aval.size, transport(g.nodes[o].dtype))
                             for o in code.outputs]
                     comp.fn(*[env[j] for j in code.inputs], *outs, parallel=self.options.parallel)
                     env.update(zip(code.outputs, outs))
@@ -126,10 +128,12 @@ class Executable:
     def _buffer(self, nid: int) -> np.ndarray:
         n = self.plan.graph.nodes[nid]
         if nid not in self._buffers:
-            self._buffers[nid] = np.empty(n.aval.size, storage(n.dtype))
+            self._buffers[nid] = np.empty(n.aval.size, transport(n.dtype))
         return self._buffers[nid]
 
-    def _opaque(self, code: OpaqueCall, env: dict[int, np.ndarray]) -> None:
+    def _opaque(self, code: OpaqueCall | NumpyKernel, env: dict[int, np.ndarray]) -> None:
+        """An opaque kernel, or a fused kernel the backend does not compile: its nodes
+        through NumPy, in order."""
         g = self.plan.graph
         local = {j: shaped(env[j], g.nodes[j].dtype, g.nodes[j].shape) for j in code.inputs}
         # an opaque function's own Python warnings (np.nanmedian's "All-NaN slice") are the
@@ -140,8 +144,13 @@ class Executable:
                 n = g.nodes[i]
                 local[i] = eval_node(np, n, [local[j] for j in n.inputs])
         for o in code.outputs:
-            env[o] = flat(local[o], g.nodes[o].dtype).copy() if local[o].base is not None else \
-                flat(local[o], g.nodes[o].dtype)
+            n = g.nodes[o]
+            if np.size(local[o]) != n.aval.size:   # the trace's shape rule and NumPy disagree: a fuselab bug
+                raise PlanExecutionError(
+                    f"%{o} ({n.op}): NumPy gave an array of shape {np.shape(local[o])} where the traced graph "
+                    f"has {n.shape}; this is a fuselab bug in that op's shape rule: run the cell without "
+                    f"%%fuse, or with --backend cpu")
+            env[o] = flat(local[o], n.dtype).copy() if local[o].base is not None else flat(local[o], n.dtype)
 
 
 def execute(plan: Plan, inputs: Mapping[str, Any], options: NumbaOptions | None = None) -> dict[str, np.ndarray]:

@@ -160,7 +160,8 @@ def library_call(ctx: TraceContext, path: str, func: Any, args: Sequence[Any], k
     """A NumPy/CuPy function with tracer arguments and no handler: an opaque node by its
     shape rule, or, without one, plain NumPy at a graph break."""
     r = RULES.get(path)
-    if r is None and isinstance(func, np.ufunc) and func.nout == 1 and not kwargs:
+    if r is None and isinstance(func, np.ufunc) and func.nout == 1 and not kwargs and func.signature is None:
+        # (a generalized ufunc, np.vecdot's "(n),(n)->()", does not broadcast element by element)
         return _library_ufunc(ctx, func, args)
     if r is None:
         return run_for_real(ctx, f"np.{path}", func, args, kwargs,
