@@ -318,3 +318,12 @@ def _unnamed_dtype(x: str, y: str) -> str:
         digits = len(t.lower().split("e")[0].lstrip("+-").replace(".", "").lstrip("0"))
         return digits > 5 and str(np.float32(t)) == t.lstrip("+")
     return "float32" if float32_text(x) and float32_text(y) else "float64"
+
+
+def assert_as_plain(harness: "Harness", case: Case, setup: str, fuse_line: str = FUSE_LINE,
+                    reduction_rtol: dict | None = None) -> None:
+    """Run `case` plainly and under `fuse_line` from `setup`; fail with every difference."""
+    plain = harness.run(case, fuse=False, setup=setup)
+    fused = harness.run(case, fuse=True, setup=setup, fuse_line=fuse_line)
+    diffs = differences(case, plain, fused, reduction_rtol)
+    assert not diffs, f"\n--- cell ---\n{case.cell}\n--- differences ---\n" + "\n".join(diffs)

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("IPython")
 
-from fidelity import FUSE_LINE, Harness, differences  # noqa: E402
+from fidelity import FUSE_LINE, Harness, assert_as_plain, differences  # noqa: E402
 from fidelity_corpus import SETUP, cases  # noqa: E402
 from fidelity_random import random_cell  # noqa: E402
 
@@ -32,10 +32,7 @@ def harness():
 
 
 def _check(harness, case, setup, fuse_line=FUSE_LINE, reduction_rtol=None):
-    plain = harness.run(case, fuse=False, setup=setup)
-    fused = harness.run(case, fuse=True, setup=setup, fuse_line=fuse_line)
-    diffs = differences(case, plain, fused, reduction_rtol)
-    assert not diffs, f"\n--- cell ---\n{case.cell}\n--- differences ---\n" + "\n".join(diffs)
+    assert_as_plain(harness, case, setup, fuse_line, reduction_rtol)
 
 
 def test_corpus_is_large_and_varied():

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("IPython")
 
-from fidelity import FUSE_LINE, Case, Harness, differences  # noqa: E402
+from fidelity import FUSE_LINE, Case, Harness, assert_as_plain, differences  # noqa: E402
 from fidelity_corpus import SETUP  # noqa: E402
 
 A6 = "a = np.arange(6.0)"
@@ -74,10 +74,7 @@ def harness():
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_shared_memory_cell_as_plain(harness, case):
-    plain = harness.run(case, fuse=False, setup=SETUP)
-    fused = harness.run(case, fuse=True, setup=SETUP, fuse_line=FUSE_LINE)
-    diffs = differences(case, plain, fused)
-    assert not diffs, f"\n--- cell ---\n{case.cell}\n--- differences ---\n" + "\n".join(diffs)
+    assert_as_plain(harness, case, SETUP)
 
 
 def test_unexpressible_shared_memory_is_refused_not_stale(harness):
