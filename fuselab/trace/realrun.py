@@ -23,6 +23,7 @@ import numpy as np
 from ..dask.xp import is_dask_array
 from ..recording import library_line, recorded
 from .core import InputTracer, TraceContext, Tracer, is_cupy_array
+from .mutate import update_in_place
 from .values import plain_values, tracer_nodes, writeable  # noqa: F401  (re-exported)
 
 
@@ -114,9 +115,8 @@ class _RealCall:
         if live is not None:
             arr, before = live, live.copy()
             _originals(ctx).setdefault(id(arr), (arr, before))
-        elif _view_of_user_array(ctx, v) is not None and v.dtype == t.dtype:
+        elif (user := _view_of_user_array(ctx, v)) is not None and v.dtype == t.dtype:
             # a view of the user's array (`a[1:]`): that view, as NumPy gives it (shares_memory)
-            user = _view_of_user_array(ctx, v)
             _originals(ctx).setdefault(id(user), (user, user.copy()))
             arr, before = v, v.copy()
         else:
@@ -130,7 +130,6 @@ class _RealCall:
         """After the call: tracers whose arrays the function wrote into hold the new
         contents; a non-view tracer whose copy the result views becomes that copy (so a
         write through the view shows in it); arrays of ours in the result are the tracers."""
-        from .mutate import update_in_place   # (mutate imports this module)
         ctx = self.ctx
         for p in self.passed.values():
             t = p.tracer
