@@ -65,6 +65,12 @@ WARP_ELEMS_MAX = 64         # a warp tier candidate may hold up to this many (lo
 REG_BUDGET = 64             # all register caches of a thread together
 SMEM_LIMIT = 200 * 1024     # bytes of row cache per block (an SM has 228 KB)
 SMEM_THREADS = 512
+# A shared-memory row's fill keeps its loads in flight together; a candidate whose thread
+# holds more packs than this compiles slowly and never won (rmsnorm float16 of 48203
+# columns, H200 2026-12-04: 128 threads x 377 packs 1231 us and 1.9 s of NVRTC against
+# 1024 x 48 at 238 us), and a fill longer than the unroll is unrolled that far only.
+SMEM_CANDIDATE_PACKS = 64
+SMEM_FILL_UNROLL = 64
 SLAB_SCRATCH_LIMIT = 40 * 1024   # static shared memory of a slab's combines (48 KB without opt-in)
 
 
@@ -207,7 +213,8 @@ def candidates(ctx: KernelContext) -> list[RowConfig]:
             cfg = RowConfig(tier=tier, threads=t, why="candidate")
             pack = _pack(ctx, p, row_cached, col_cached)
             if _fits(ctx, p, row_cached, col_cached, cfg) and cfg.key() != h.key() and \
-                    (tier == "warp" or C >= t * pack):   # a block tier gives each thread a pack at least
+                    (tier == "warp" or C >= t * pack) and \
+                    (tier != "smem" or ix.ceil_div(C, t * pack) <= SMEM_CANDIDATE_PACKS):
                 out.append(cfg)
     if len(out) == 1:
         out += [RowConfig(tier="looped", threads=t, why="candidate") for t in (256, 1024) if t != h.threads]
@@ -791,8 +798,11 @@ class _RowCode:
                 dst = (f"*reinterpret_cast<{self._pack_type(n)}*>({self.cache_name[n]} + col0)" if P > 1
                        else f"{self.cache_name[n]}[col0]")
                 body.append(f"if (col0 < {C}) {dst} = {self._global_pack(n, self._at('col0'))};")
-            # a fixed trip count, unrolled: the row's loads are all in flight at once
-            return ["#pragma unroll",
+            # a fixed trip count, unrolled: the row's loads are all in flight at once (up to
+            # SMEM_FILL_UNROLL of them: a fully unrolled fill of 377 packs held 168 registers
+            # and took NVRTC 1.9 s, for a kernel 5x slower than the heuristic's)
+            unroll = "" if self.lay.packs <= SMEM_FILL_UNROLL else f" {SMEM_FILL_UNROLL}"
+            return [f"#pragma unroll{unroll}",
                     f"for (int k = 0; k < {self.lay.packs}; ++k) {{",
                     f"    const index_t col0 = (index_t(k) * {self.lay.threads} + threadIdx.x) * {P};",
                     *indent(body, 1), "}", "__syncthreads();"]
