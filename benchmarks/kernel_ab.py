@@ -50,7 +50,9 @@ def dump(tree: str, out: str, names: list[str], splits: list[int], kernel: int |
         cfgs = list(launch_candidates(plan, ks[0]))
         cfgs += [replace(cfgs[0], splits=s, why="extra") for s in splits if hasattr(cfgs[0], "splits")]
         unique = {cfg.label(): cfg for cfg in cfgs}
-        res[name] = (ks[0], [(label, generate_kernel(plan, ks[0], config=cfg)) for label, cfg in unique.items()])
+        # the plan goes with its kernels: a kernel's node ids are its own tree's graph's,
+        # and another tree may number the same cell's nodes otherwise (a KeyError at run)
+        res[name] = (ks[0], [(label, generate_kernel(plan, ks[0], config=cfg)) for label, cfg in unique.items()], plan)
     Path(out).write_bytes(pickle.dumps(res))
     print(out, {k: len(v[1]) for k, v in res.items()})
 
@@ -73,10 +75,12 @@ def time_all(pickles: list[str], json_out: str | None) -> None:
         c = known[name]
         inputs = make_inputs(c, cp)
         traced = fuselab.trace_cell(c.source, {"np": np, **inputs})
-        plan = make_plan(traced.graph, "auto")
         fns, ref, here = {}, None, []
         for tree, data in trees:
-            k, variants = data[name]
+            k, variants, *dumped = data[name]
+            # the dumping tree's plan (older pickles have none: this tree's, which must then
+            # number the cell's nodes as the dumping tree did)
+            plan = dumped[0] if dumped else make_plan(traced.graph, "auto")
             for label, code in variants:
                 codes = list(runtime.Executable(plan, tune=False).codes)
                 codes[k] = code
