@@ -72,7 +72,8 @@ class Names:
 
 
 def sanitize(name: str) -> str:
-    name = re.sub(r"\W", "_", name)
+    # NVRTC takes ASCII identifiers only: a cell's `β` becomes u3b2, other marks _
+    name = re.sub(r"[^0-9A-Za-z_]", lambda m: f"u{ord(m.group()):x}" if ord(m.group()) > 127 else "_", name)
     return name if name and not name[0].isdigit() else f"v_{name}"
 
 

@@ -109,7 +109,9 @@ class KernelCode:
 class OpaqueCall:
     """A kernel that is a library call: node `node` runs through CuPy (`fn.call(cupy, ...)`).
     `nodes` are the kernel's nodes in order: the call and the views or constants it reads,
-    which CuPy evaluates as it would eagerly (a view costs nothing there)."""
+    which CuPy evaluates as it would eagerly (a view costs nothing there). A fused kernel
+    the templates cannot compile (`reason` says why: a complex value) is one too: its
+    nodes run through CuPy one by one, as the cell would run without fuselab."""
 
     index: int
     name: str
@@ -118,6 +120,7 @@ class OpaqueCall:
     outputs: tuple[int, ...] = field(default=())
     nodes: tuple[int, ...] = field(default=())
     template: Template = Template.OPAQUE
+    reason: str = ""
 
 
 class CodegenError(ValueError):

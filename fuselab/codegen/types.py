@@ -25,6 +25,12 @@ class UnsupportedDtype(TypeError):
     pass
 
 
+def has_cuda_type(dtype: Any) -> bool:
+    """Whether generated kernels can hold values of `dtype` (native byte order only)."""
+    dt = np.dtype(dtype)
+    return dt.name in _STORAGE and dt.isnative
+
+
 def _name(dtype: Any) -> str:
     name = np.dtype(dtype).name
     if name not in _STORAGE:

@@ -98,6 +98,10 @@ def cuda_code_html(kinfo: Any, missing: str = "") -> str:
     """The kernel's CUDA source, highlighted; or a plain statement of why there is none."""
     if kinfo.source:
         return folded_source_html(kinfo.source)
+    reason = getattr(getattr(kinfo, "code", None), "reason", "")
+    if reason:
+        return ("<div class='fuselab-notice'>No CUDA kernel: this kernel's operations run through CuPy one "
+                f"by one, as without fuselab ({esc(reason)}).</div>")
     if kinfo.template.value == "opaque":
         return ("<div class='fuselab-notice'>An opaque operation: it runs through the array library "
                 "(NumPy/CuPy, e.g. cuBLAS) as its own launch, so fuselab generates no code for it.</div>")

@@ -15,6 +15,7 @@ disagree), never a stale value."""
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -39,15 +40,32 @@ class Memory:
     shared: bool = False                                # two or more traced: the owner is the input
 
 
+def _is_cupy(a: Any) -> bool:
+    t = type(a)
+    return t.__name__ == "ndarray" and t.__module__.split(".")[0] == "cupy"
+
+
+def aliasable(a: Any) -> bool:
+    """Arrays whose views the trace follows: NumPy's and CuPy's (one device memory, the
+    same `.base` chains and byte strides). Dask arrays and adopted GPU arrays of other
+    libraries stay inputs of their own."""
+    return type(a) is np.ndarray or _is_cupy(a)
+
+
+def _xp(a: Any) -> Any:
+    return sys.modules["cupy"] if _is_cupy(a) else np
+
+
 def owner_of(arr: np.ndarray) -> np.ndarray:
     """The array at the end of the `.base` chain: the one whose memory the others view."""
-    while isinstance(arr.base, np.ndarray):
+    base_type = _xp(arr).ndarray
+    while isinstance(arr.base, base_type):
         arr = arr.base
     return arr
 
 
 def _address(a: np.ndarray) -> int:
-    return a.__array_interface__["data"][0]
+    return a.data.ptr if _is_cupy(a) else a.__array_interface__["data"][0]
 
 
 def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -114,7 +132,7 @@ def apply_steps(a: Any, steps: list[Step]) -> Any:
         elif s[0] == "slice":
             a = a[slice_key(s[1], s[2], s[3])]
         elif s[0] == "broadcast_to":
-            a = np.broadcast_to(a, s[1])
+            a = _xp(a).broadcast_to(a, s[1])
         else:
             a = a.transpose(s[1])
     return a
@@ -165,14 +183,15 @@ class Aliases:
         """`t` is the tracer of an array just met: if another traced array shares its
         memory, both (and every later one) become views of the memory's owner."""
         arr = t._array
-        if type(arr) is not np.ndarray:
-            return   # CuPy, Dask, adopted GPU arrays: each an input of its own, as before
+        if not aliasable(arr):
+            return   # Dask, adopted GPU arrays of other libraries: each an input of its own
         owner = owner_of(arr)
         m = self.memories.get(id(owner))
         if m is None:
             # unrelated buffers over the same bytes (np.frombuffer(memoryview(a)))
-            m = next((o for o in self.memories.values() if (owner.base is not None or o.owner.base is not None)
-                      and np.may_share_memory(owner, o.owner)), None) or Memory(owner)
+            m = next((o for o in self.memories.values() if type(o.owner) is type(owner)
+                      and (owner.base is not None or o.owner.base is not None)
+                      and _xp(owner).may_share_memory(owner, o.owner)), None) or Memory(owner)
             self.memories[id(owner)] = m
         m.arrays.append(id(arr))
         self._of[id(arr)] = m
@@ -291,6 +310,10 @@ class Aliases:
 
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    if type(a) is not type(b):
+        return False   # (host and device memory)
+    if _is_cupy(a):
+        return bool(_xp(a).may_share_memory(a, b))   # bounds: as if they did where they might
     try:
         return bool(np.shares_memory(a, b, max_work=100_000))
     except np.exceptions.TooHardError:

@@ -1,0 +1,102 @@
+"""Cells the CUDA templates cannot compile as written still run as plain CuPy does:
+kernels with values the generated C++ has no type for (complex) run their nodes through
+CuPy (an OpaqueCall with the reason, shown in the code panel); names outside ASCII (`β`)
+become ASCII identifiers; a CuPy 0-d integer (a.argmax()) indexes as CuPy takes it.
+Found by running a red team's 1,040 cells with CuPy arrays on the H200 (2026-12-04)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fuselab
+from codegen_util import needs_nvrtc
+from cuda_host import HostRunner, needs_cxx
+from fuselab.codegen import CodegenOptions, KernelCode, OpaqueCall, generate, launch_candidates
+from fuselab.codegen.emit import sanitize
+from fuselab.interp import run_graph
+from fuselab.plan import make_plan
+
+COMPLEX_CELL = "r = c.astype(float)\ns = (c * 2).real + 1\nt = r * s"
+
+
+def _plan(source: str, **inputs):
+    traced = fuselab.trace_cell(source, {"np": np, **inputs})
+    return make_plan(traced.graph, "auto"), traced
+
+
+def test_complex_kernels_are_library_calls_with_a_reason():
+    c = np.array([1 + 1j, -1 - 2j, 3j])
+    plan, _ = _plan(COMPLEX_CELL, c=c)
+    codes = generate(plan, CodegenOptions())
+    fallback = [code for code in codes if isinstance(code, OpaqueCall) and code.reason]
+    assert fallback and all("complex128" in code.reason for code in fallback)
+    for code in fallback:
+        assert launch_candidates(plan, code.index) == ()
+        assert list(code.nodes) == sorted(code.nodes)   # graph order: each node after its inputs
+
+
+def test_real_kernels_are_still_generated():
+    plan, _ = _plan("t = a * 2 + 1", a=np.arange(4.0))
+    assert all(isinstance(code, KernelCode) for code in generate(plan, CodegenOptions()))
+
+
+@needs_cxx
+def test_complex_library_calls_match_numpy_on_the_emulator():
+    c = np.array([1 + 1j, -1 - 2j, 3j, 0.5 - 0.25j])
+    plan, traced = _plan(COMPLEX_CELL, c=c)
+    got = HostRunner([plan]).run(plan, traced.inputs)
+    want = run_graph(plan.graph, traced.inputs)
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name])
+
+
+def test_the_code_panel_says_why_there_is_no_cuda():
+    from fuselab.explorer.code import cuda_code_html
+
+    class Info:
+        source = None
+        code = OpaqueCall(0, "k0_cast", 1, (0,), (1,), (1,), reason="%0 (input) is complex128, which ...")
+        template = type("T", (), {"value": "pointwise"})()
+    html = cuda_code_html(Info())
+    assert "through CuPy" in html and "complex128" in html
+
+
+@pytest.mark.parametrize("name, want", [("β", "u3b2"), ("x_1", "x_1"), ("a-b", "a_b"), ("2x", "v_2x"),
+                                        ("αβ", "u3b1u3b2")])
+def test_identifiers_are_ascii(name, want):
+    assert sanitize(name) == want
+
+
+@needs_nvrtc
+def test_non_ascii_names_compile():
+    from codegen_util import nvrtc_compile
+    plan, _ = _plan("α = a * 2\nβ = α.sum()\nγ = a - α", a=np.arange(5.0))
+    codes = [c for c in generate(plan, CodegenOptions()) if isinstance(c, KernelCode)]
+    assert any("u3b2" in c.source for c in codes)
+    nvrtc_compile(codes)
+
+
+@pytest.mark.gpu
+def test_complex_and_unicode_cells_run_on_the_gpu():
+    import cupy as cp
+    from fuselab import runtime
+    c = cp.asarray(np.array([1 + 1j, -1 - 2j, 3j, 0.5 - 0.25j]))
+    traced = fuselab.trace_cell(COMPLEX_CELL, {"np": cp, "c": c})
+    got = runtime.execute(make_plan(traced.graph, "auto"), traced.inputs)
+    r = c.astype(float)
+    want = r * ((c * 2).real + 1)
+    cp.testing.assert_array_equal(got["t"], want)
+    a = cp.arange(5.0)
+    traced = fuselab.trace_cell("α = a * 2\nβ = α.sum()", {"np": cp, "a": a})
+    got = runtime.execute(make_plan(traced.graph, "auto"), traced.inputs)
+    assert float(got["β"]) == 20.0
+
+
+@pytest.mark.gpu
+def test_a_cupy_0d_integer_slices_as_cupy_takes_it():
+    import cupy as cp
+    a = cp.asarray(np.array([1.0, 5.0, 2.0, 9.0, 3.0]))
+    from fuselab import runtime
+    traced = fuselab.trace_cell("k = a.argmax()\nq = a[:k] * 2\n", {"np": cp, "a": a})
+    got = runtime.execute(make_plan(traced.graph, "auto"), traced.inputs)
+    cp.testing.assert_array_equal(got["q"], a[:3] * 2)
