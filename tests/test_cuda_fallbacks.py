@@ -100,3 +100,14 @@ def test_a_cupy_0d_integer_slices_as_cupy_takes_it():
     traced = fuselab.trace_cell("k = a.argmax()\nq = a[:k] * 2\n", {"np": cp, "a": a})
     got = runtime.execute(make_plan(traced.graph, "auto"), traced.inputs)
     cp.testing.assert_array_equal(got["q"], a[:3] * 2)
+
+
+@pytest.mark.gpu
+def test_range_of_a_cupy_0d_integer_raises_as_cupy_does():
+    """Only slicing converts: CuPy's 0-d arrays have no __index__, so range() refuses them."""
+    import cupy as cp
+    a = cp.arange(5)
+    with pytest.raises(TypeError):
+        range(a.sum())
+    with pytest.raises(Exception, match="cannot be interpreted as an integer"):
+        fuselab.trace_cell("r = list(range(a.sum()))\n", {"np": cp, "a": a})

@@ -557,10 +557,7 @@ class Tracer:
         return complex(self._value("complex()"))
 
     def __index__(self) -> int:
-        v = self._value("an index")
-        if self._ctx.uses_cupy and getattr(v, "ndim", None) == 0 and np.dtype(v.dtype).kind in "iu":
-            return int(v)   # CuPy's 0-d integer arrays (a.argmax()) index as CuPy takes them: a[:k]
-        return operator.index(v)
+        return operator.index(self._value("an index"))
 
     def __str__(self) -> str:
         if _CTX.get() is not self._ctx:

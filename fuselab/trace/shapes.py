@@ -365,6 +365,14 @@ def _consumes(k: Any) -> int:
     return 1
 
 
+def _cupy_bound(v: Any) -> Any:
+    """A slice bound as CuPy's indexing takes it: a 0-d integer array (k = a.argmax();
+    a[:k]) as its int, though CuPy's arrays have no __index__ (range(k) raises)."""
+    if isinstance(v, Tracer) and v.ndim == 0 and np.dtype(v.dtype).kind in "iu":
+        return int(v)
+    return v
+
+
 def getitem(ctx: TraceContext, x: Tracer, key: Any) -> Any:
     key = key if isinstance(key, tuple) else (key,)
     if not all(_is_basic(k) for k in key):
@@ -379,6 +387,8 @@ def getitem(ctx: TraceContext, x: Tracer, key: Any) -> Any:
             continue
         size = a.shape[dim]
         if isinstance(k, slice):
+            if ctx.uses_cupy:
+                k = slice(*(_cupy_bound(v) for v in (k.start, k.stop, k.step)))
             start, stop, step = k.indices(size)
             n = len(range(start, stop, step))
             starts.append(start if n else 0)
