@@ -1,7 +1,7 @@
 """The cost model: predicted time of a kernel and the report of a whole plan.
 
     t(kernel) = launch + max(bytes / (bandwidth * eff) + l2_bytes / l2_bandwidth, flops / throughput,
-                             visits / elem_rate) / p
+                             visits / elem_rate) / p [+ combine_s for a split reduction]
     t(run)    = run_s + the kernels in order, each starting when the one before ends and
                 Python has issued it (step_s after launch_s a launch), + sync_s a graph break
 
@@ -30,13 +30,22 @@
 - p, the fraction of the GPU a kernel can keep busy: a row kernel runs one row per block
   or warp, so with fewer rows than SMs it leaves SMs idle. Other templates size their grid
   to the data (a reduction never runs on a single block).
+- combine_s: a reduction whose outputs are too few to fill the GPU splits each output's
+  elements over blocks (codegen/reduction.py; `reduction_splits` mirrors its heuristic);
+  each block stores its partials, fences and counts itself in with an atomic, and the
+  last to arrive reads the partials back and combines them: a dependent phase after all
+  the others, a few memory round trips that no bandwidth hides. Charged once a kernel;
+  0 (off) by default until the run-level sweeps can tell it from the run's floor
+  (benchmarks/COST_MODEL.md, 2026-12-04).
 - run_s: what one run of a plan costs before its first launch (the runtime's Python
-  work), the same for every plan of a graph.
+  work), the same for every plan of a graph; on a GPU whose calibration measured the
+  host's speed, scaled by it (device.host_overheads).
 - step_s: what the runtime's Python spends on a launch beyond `launch_s` (allocating the
   kernel's outputs, binding its arguments). Python issues kernel k at (k - 1) *
   (launch_s + step_s) after the first; a kernel shorter than that leaves the device
   waiting for the next one (`run_time`). Large kernels hide it: the device is still busy
-  when the next launch arrives.
+  when the next launch arrives. Measured on the GPU where the calibration has the host
+  probe (the host time of a further launch less launch_s), else a constant.
 
 The device numbers (bandwidth, launch, throughput) come from a calibration on the device
 (fuselab.runtime measures a device-to-device copy and an empty launch) or from
@@ -44,8 +53,8 @@ DeviceParams.h200_default(); run_s, chip_rows/chip_exp and l2_bandwidth were fit
 the H200 shape sweep (benchmarks/COST_MODEL.md, benchmarks/cost_fit.py).
 
 The cost is additive over kernels, which is what lets the exact searches work on sets of
-executed nodes; eff <= 1 and l2_bytes >= 0 keep every kernel at least at the searches'
-bytes/bandwidth floor. A plan also pays `sync_s` for each graph break it crosses (the
+executed nodes; eff <= 1, l2_bytes >= 0 and combine_s >= 0 keep every kernel at least at the
+searches' bytes/bandwidth floor. A plan also pays `sync_s` for each graph break it crosses (the
 device finishes its work and hands Python a value) and `run_s` once; every plan of a
 graph pays the same, so the searches leave them out: plan_time adds the syncs, the report
 both. The report's time also waits for Python's launches (step_s, `run_time`); that wait
@@ -85,6 +94,7 @@ class KernelCost:
     tier: str = ""              # template, and for a row kernel its tier (row:warp/block/smem/looped)
     l2_bytes: int = 0           # re-reads served by L2 (a stencil's shifted rows)
     visits_s: float = 0.0       # elements of the iteration space at the device's element rate
+    combine_s: float = 0.0      # a split reduction's last block combining the partials (in time_s)
 
     @property
     def bytes_total(self) -> int:
@@ -204,6 +214,69 @@ def column_lane_use(shape: tuple[int, ...], axes: tuple[int, ...], item: int) ->
     return K / (-(-K // tile) * tile)
 
 
+# codegen/reduction.py's heuristic splits of a reduced axis over blocks, mirrored (the
+# tuner may pick another split; the plan-level model sees the heuristic's): codegen/
+# context.py's REDUCE_SPLIT_BLOCKS_PER_SM and COLUMN_BLOCKS_PER_SM, reduction.py's
+# MIN_PER_BLOCK (elements a split block reduces at least) and ROWS (a column block's rows
+# of threads)
+SPLIT_BLOCKS_PER_SM = 4
+SPLIT_MIN_ELEMENTS = 4096
+COLUMN_ROWS = 8
+
+
+def _pow2_at_least(n: int) -> int:
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+def reduction_splits(shape: tuple[int, ...], axes: tuple[int, ...], item: int, sm_count: int,
+                     welford: bool = False) -> int:
+    """The blocks codegen/reduction.py's heuristic splits each output's reduced elements
+    over (1: a block or a lane group finishes its outputs alone). With more, each block
+    stores its partials and the last to arrive combines them: a dependent phase after
+    the others' (cost: DeviceParams.combine_s). Axes merged as codegen merges them, in the
+    array's order (codegen may reorder a reduction's axes by memory order; the planner's
+    arrays are C-contiguous)."""
+    merged: list[list] = []
+    for a, d in enumerate(shape):
+        if d == 1:
+            continue
+        red = a in axes
+        if merged and merged[-1][1] == red:
+            merged[-1][0] *= d
+        else:
+            merged.append([d, red])
+    kept = math.prod(d for d, r in merged if not r)
+    reduced = math.prod(d for d, r in merged if r)
+    layout = "".join("R" if r else "K" for _, r in merged)
+    if reduced <= 1 or kept == 0:
+        return 1
+    if layout in ("RK", "KRK") and merged[-1][0] >= 2 and (merged[-1][0] >= 32 or reduced >= 64):
+        k2 = merged[-1][0]    # the column strategy: lanes across the contiguous kept run
+        width = max(1, min(4, 16 // max(item, 1)))
+        while k2 % width:
+            width //= 2
+        lanes = min(32, _pow2_at_least(-(-k2 // width)))
+        base = (kept // k2) * -(-k2 // (lanes * width))
+        target = sm_count * SPLIT_BLOCKS_PER_SM // (2 if welford else 1)
+        return max(1, min(target // max(base, 1), reduced // (COLUMN_ROWS * (32 // lanes) * 16)))
+    width = max(1, 16 // max(item, 1))      # the inner strategy: a block per output when few
+    while width > 1 and reduced % width:
+        width //= 2
+    if _pow2_at_least(-(-reduced // (8 * width))) < 32 or kept * 32 >= sm_count * 1024:
+        return 1
+    return max(1, min(sm_count * SPLIT_BLOCKS_PER_SM // kept, reduced // SPLIT_MIN_ELEMENTS))
+
+
+def _welford(an: Analysis, mask: int) -> bool:
+    from ..ops import reduce_rule
+    g = an.graph
+    return any(reduce_rule(g.nodes[r].op, g.nodes[g.nodes[r].inputs[0]].dtype, g.nodes[r].dtype).combine == "welford"
+               for r in bits(mask & an.reduce_mask))
+
+
 def _reduced_itemsize(an: Analysis, mask: int) -> int:
     """The widest element a kernel's reductions read (4 when it has none)."""
     g = an.graph
@@ -246,6 +319,7 @@ def estimate(an: Analysis, mask: int, stored: int, space: Space, params: DeviceP
     eff = 1.0
     tier = space.template.value
     visits = 0
+    combine = 0.0
     if space.template is Template.OPAQUE:
         v = next(bits(mask))
         flops = opaque_flops(an, v)
@@ -280,7 +354,11 @@ def estimate(an: Analysis, mask: int, stored: int, space: Space, params: DeviceP
                 if space.passes > 1:
                     extra = (space.passes - 1) * sum(b for u, (b, _) in reads.items() if an.size[u] == n_full)
         elif space.template is Template.REDUCTION:
-            eff = params.eff_reduction * column_lane_use(space.shape, space.axes, _reduced_itemsize(an, mask))
+            item = _reduced_itemsize(an, mask)
+            eff = params.eff_reduction * column_lane_use(space.shape, space.axes, item)
+            if params.combine_s > 0 and reduction_splits(space.shape, space.axes, item, params.sm_count,
+                                                         _welford(an, mask)) > 1:
+                combine = params.combine_s
         else:
             eff = params.eff_pointwise
     eff = min(1.0, eff)      # never faster than the bandwidth: the searches' bounds rely on it
@@ -288,10 +366,10 @@ def estimate(an: Analysis, mask: int, stored: int, space: Space, params: DeviceP
                 + l2_bytes / max(params.l2_bandwidth, params.bandwidth)) / p
     compute_s = flops / (params.throughput * p)
     visits_s = visits / (params.elem_rate * p) if params.elem_rate > 0 else 0.0
-    time_s = params.launch_s + max(memory_s, compute_s, visits_s)
+    time_s = params.launch_s + max(memory_s, compute_s, visits_s) + combine
     kept = sum(an.nbytes[v] for v in bits(mask & ~stored & ~an.out_mask) if not an.free[v])
     return KernelCost(index, name, space.template.value, bytes_read, bytes_written, extra, kept,
-                      flops, p, params.launch_s, memory_s, compute_s, time_s, tier, l2_bytes, visits_s)
+                      flops, p, params.launch_s, memory_s, compute_s, time_s, tier, l2_bytes, visits_s, combine)
 
 
 def opaque_flops(an: Analysis, v: int) -> float:
