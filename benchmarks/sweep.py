@@ -83,7 +83,19 @@ def run_case(case: Case, repeats: int, with_torch: bool, params, alt: str = "") 
     ref = run_graph(traced.graph, {k: traced.inputs[k] for k in traced.graph.input_names()}, cp)
     check = runtime.compare({k: got[k] for k in case.outputs}, {k: ref[k] for k in case.outputs},
                             {"float16": 1e-2, "float32": 1e-4})
-    row["check"] = "ok" if check.ok else f"MISMATCH {check.worst}"
+    if not check.ok:
+        # eager CuPy is not NumPy everywhere (its float32 std over an axis of 3 was 11%
+        # off NumPy's where the elements nearly agree, fuselab's 3e-7: H200 2026-12-04):
+        # a disagreement with CuPy counts only if NumPy's own result disagrees too
+        host = {k: cp.asnumpy(v) for k, v in traced.inputs.items()}
+        np_ref = run_graph(traced.graph, {k: host[k] for k in traced.graph.input_names()}, np)
+        again_np = runtime.compare({k: cp.asnumpy(got[k]) for k in case.outputs}, {k: np_ref[k] for k in case.outputs},
+                                   {"float16": 1e-2, "float32": 1e-4})
+        row["check_cupy"] = f"MISMATCH {check.worst}"
+        check = again_np
+        row["check"] = "ok (NumPy's; eager CuPy differs)" if check.ok else f"MISMATCH {check.worst}"
+    else:
+        row["check"] = "ok"
     row["kernels"] = [{"name": c.name, "template": c.template.value, "notes": list(getattr(c, "notes", ())),
                        "config": c.config.label() if getattr(c, "config", None) else None,
                        "tuning": exe.tuning[k].summary() if k in exe.tuning else None,
