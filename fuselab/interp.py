@@ -45,7 +45,9 @@ def eval_node(xp: ModuleType, node: Node, vals: list[Any], out: Any = None) -> A
     if op == "full":
         return xp.full(node.shape, a["value"], dtype=node.dtype)
     if op == "arange":
-        return xp.arange(a["start"], a["stop"], a["step"], dtype=node.dtype)[: node.shape[0]]
+        out = xp.arange(a["start"], a["stop"], a["step"], dtype=node.dtype)
+        # (cut only where it is longer: np.arange's array owns its memory, a slice would not)
+        return out if out.shape[0] == node.shape[0] else out[: node.shape[0]].copy()
     if op == "astype":
         return vals[0].astype(node.dtype)
     if op == "where":
@@ -61,6 +63,8 @@ def eval_node(xp: ModuleType, node: Node, vals: list[Any], out: Any = None) -> A
     elif op == "slice":
         return vals[0][slice_key(a["start"], a["step"], node.shape)]
     elif op == "reshape":
+        if "index" in a:   # basic indexing with new axes (a tracer's view ops, never a graph's)
+            return vals[0][tuple(None if c < 0 else slice(None) if c else 0 for c in a["index"])]
         return xp.reshape(vals[0], node.shape)
     elif op == "broadcast_to":
         return xp.broadcast_to(vals[0], node.shape)

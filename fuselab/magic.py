@@ -7,9 +7,10 @@ and hands the session to the display.
 from __future__ import annotations
 
 import ast
+import contextlib
 import keyword
 import sys
-from typing import Any
+from typing import Any, Iterator
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
@@ -109,20 +110,51 @@ class FuseMagics(Magics):
         for n in keep:
             if not n.isidentifier():
                 raise _usage(f"--keep needs variable names, got {n!r}")
+        cell = self._cleaned(cell)
         _check_output_name(args.output, cell)
         _check_python_only(cell)
-        run = execute_cell(self.shell.user_ns, cell, keep=keep,
-                           backend=args.backend or self.backend,
-                           strategy=args.plan or self.plan,
-                           static=self.static if args.static is None else True,
-                           quiet=args.quiet, output=args.output,
-                           repeats=args.repeats or self.repeats,
-                           time=self.time and not args.no_time,
-                           fp16=args.fp16 or self.fp16,
-                           fullgraph=args.fullgraph,
-                           origin=self._origin())
+        with self._history_shows(cell):
+            run = execute_cell(self.shell.user_ns, cell, keep=keep,
+                               backend=args.backend or self.backend,
+                               strategy=args.plan or self.plan,
+                               static=self.static if args.static is None else True,
+                               quiet=args.quiet, output=args.output,
+                               repeats=args.repeats or self.repeats,
+                               time=self.time and not args.no_time,
+                               fp16=args.fp16 or self.fp16,
+                               fullgraph=args.fullgraph,
+                               origin=self._origin())
         # the last line's value, as IPython shows and records it (Out[n], _)
         return run.value if run.displays else None
+
+    def _cleaned(self, cell: str) -> str:
+        """The body as IPython would run it as a cell of its own: its clean-up of pasted
+        input (a common indentation, `>>> ` / `... ` and `In [1]: ` prompts: a `...` line
+        after the first is a prompt, and vanishes) applies to the body, which IPython
+        hands the magic as typed. (Leading empty lines stay: the lines keep their numbers.)"""
+        manager = getattr(self.shell, "input_transformer_manager", None)
+        transforms = [t for t in getattr(manager, "cleanup_transforms", ())
+                      if getattr(t, "__name__", "") != "leading_empty_lines"]
+        lines = cell.splitlines(keepends=True)
+        for transform in transforms:
+            lines = transform(lines)
+        return "".join(lines)
+
+    @contextlib.contextmanager
+    def _history_shows(self, cell: str) -> Iterator[None]:
+        """While the cell runs, `In[-1]` (and `_ih[-1]`) is its body, as it is for a plain
+        cell, not IPython's call of this magic."""
+        hist = getattr(getattr(self.shell, "history_manager", None), "input_hist_parsed", None)
+        if not isinstance(hist, list) or not hist or "run_cell_magic('fuse'" not in str(hist[-1]):
+            yield
+            return
+        magic_line = hist[-1]
+        hist[-1] = cell
+        try:
+            yield
+        finally:
+            if hist and hist[-1] is cell:
+                hist[-1] = magic_line
 
     def _parse(self, line: str) -> Any:
         try:
@@ -160,14 +192,19 @@ def _check_output_name(name: str | None, cell: str) -> None:
         raise _usage(f"-o {name}: the cell itself binds {name!r}; choose another name for the session")
 
 
+def _is_ipython_line(text: str) -> bool:
+    """`%magic`, `!cmd`, and help requests (`x?`, `x??`, `?x`), which IPython expands."""
+    return text.startswith(("%", "!", "?")) or (text.endswith("?") and not text.startswith("#"))
+
+
 def _check_python_only(cell: str) -> None:
-    """IPython expands `%magic` and `!cmd` lines only outside a cell magic's body."""
+    """IPython expands `%magic`, `!cmd` and `x?` lines only outside a cell magic's body."""
     try:
         ast.parse(cell)
     except SyntaxError as e:
         lines = cell.splitlines()
         text = lines[e.lineno - 1].strip() if e.lineno and 0 < e.lineno <= len(lines) else ""
-        if text.startswith(("%", "!")):
+        if _is_ipython_line(text):
             raise _usage(f"line {e.lineno}: `{text}` is IPython syntax, and a %%fuse cell holds Python only; "
                          "run it in a cell of its own") from None
 

@@ -111,3 +111,32 @@ def test_range_of_a_cupy_0d_integer_raises_as_cupy_does():
         range(a.sum())
     with pytest.raises(Exception, match="cannot be interpreted as an integer"):
         fuselab.trace_cell("r = list(range(a.sum()))\n", {"np": cp, "a": a})
+
+
+SCALAR_STORES = [("int32", "a[0] = np.nan"), ("int32", "a[1] = np.inf"), ("int8", "a[0] = 300.0"),
+                 ("float64", "a[0] = 1 + 2j"), ("int64", "a.fill(np.nan)"),
+                 ("int8", "r = np.full(3, 300, dtype=np.int8)"), ("int32", "a[2] = 7.9\nr = a * 1")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype, cell", SCALAR_STORES, ids=[c for _, c in SCALAR_STORES])
+def test_scalar_stores_into_cupy_arrays_fail_as_plain_cupy(dtype, cell):
+    """CuPy stores a Python scalar through NumPy's scalar conversion: the same errors."""
+    import cupy as cp
+
+    def run(fused: bool):
+        ns = {"np": cp, "a": cp.zeros(3, dtype=dtype)}
+        try:
+            if fused:
+                fuselab.trace_cell(cell, ns)
+            else:
+                exec(cell, ns)
+        except Exception as e:  # noqa: BLE001 - the type is what is compared
+            return f"{type(e).__name__}: {e}"
+        return None
+    plain = run(False)
+    fused = run(True)
+    if plain is None:
+        assert fused is None
+    else:   # fuselab names the error's type and message in its TraceError
+        assert fused is not None and plain.split(":")[0] + ":" in fused, (plain, fused)

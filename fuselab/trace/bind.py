@@ -27,6 +27,7 @@ from .cellinfo import LAST_VALUE, CellInfo
 from ..dask.xp import is_dask_array
 from .core import InputTracer, TraceContext, Tracer, is_cupy_array, origin_of
 from .foreign import Adopted
+from .layout import with_order
 from .modules import untraced, with_globals
 from .realrun import forget_originals, restore_originals
 
@@ -204,6 +205,8 @@ class Binder:
                     v = v.view(t._dtype)  # the same type under the library's other name ('q', 'l')
                 if t._scalar and isinstance(v, np.ndarray):
                     v = v[()]
+                else:
+                    v = numpy_object(t, v)
             else:
                 src = self.bases[id(t)]
                 base = obj(src)
@@ -273,6 +276,19 @@ class Binder:
                 else:
                     del self.tracing_ns[k]
         return shown
+
+
+def numpy_object(t: Tracer, v: Any) -> Any:
+    """The run's value of t as the array object NumPy has for t: a new array in NumPy's
+    order of axes (a kernel writes C order; `a.T * 2` is Fortran-ordered in NumPy), a
+    view of a new array where NumPy's is one (`x.T.reshape(-1)`: it owns no memory)."""
+    if is_dask_array(v) or not hasattr(v, "ndim"):
+        return v
+    if t._order is not None:
+        v = with_order(_xp(v), v, t._order)
+    if t._temp_view and getattr(v, "base", None) is None:
+        v = v.view()
+    return v
 
 
 def untraced_value(v: Any, ctx: TraceContext, tracing_ns: dict[str, Any], namespace: MutableMapping[str, Any]) -> Any:

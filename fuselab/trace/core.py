@@ -473,7 +473,7 @@ class TraceContext:
 class Tracer:
     """Stands for one array object while a cell is traced; operations record nodes."""
 
-    __slots__ = ("_ctx", "_node", "_scalar", "_origin", "_views", "_dtype", "__weakref__")
+    __slots__ = ("_ctx", "_node", "_scalar", "_origin", "_views", "_dtype", "_order", "_temp_view", "__weakref__")
     __array_priority__ = 1000  # win operator dispatch against ndarray and cupy.ndarray
 
     def __init__(self, ctx: TraceContext, node: int, *, scalar: bool = False,
@@ -489,6 +489,12 @@ class Tracer:
         # the dtype plain NumPy gives this array, when it is the node's in the other byte
         # order (an op that keeps a big-endian array's dtype): the binding converts
         self._dtype: np.dtype | None = None
+        # the order of axes NumPy lays a new array out in (layout.py; None: the value's own
+        # layout is NumPy's, as a library function's result, or C order), and
+        # whether NumPy's array is a view of a new one it made inside the call (`x.T.reshape(-1)`,
+        # np.tile: it does not own its memory); an in-place update keeps both
+        self._order: tuple[int, ...] | None = None
+        self._temp_view = False
         ctx.tracers.append(weakref.ref(self))
         ctx.made(node)
 
@@ -540,9 +546,24 @@ class Tracer:
 
     # -- where Python needs the value: graph breaks --------------------------
     def _value(self, why: str) -> Any:
-        """The value plain execution would have here (a NumPy scalar where NumPy gives one)."""
+        """The value plain execution would have here (a NumPy scalar where NumPy gives one),
+        in the layout NumPy's array has (a new array's order of axes: `.flags`, `.strides`)."""
         v = self._ctx.need(self._node, why)
-        return v[()] if self._scalar else v
+        if self._scalar:
+            return v[()]
+        o = self._origin
+        if o is not None and o[0] == "view" and len(o) > 3 and self._ctx.versions.get(id(o[1]), 0) == o[2]:
+            # a view whose recorded ops say more than the graph's (new axes of stride 0):
+            # taken of its base's value as NumPy takes it
+            from ..interp import eval_node
+            v = o[1]._value(why)
+            for n in o[3]:
+                v = eval_node(self._ctx.evaluator.xp, n, [v])
+            return v
+        if self._order is not None:   # a new array NumPy lays out in this order
+            from .layout import with_order
+            v = with_order(self._ctx.evaluator.xp, v, self._order)
+        return v
 
     def __bool__(self) -> bool:
         return bool(self._value("a truth value"))
@@ -605,6 +626,11 @@ class Tracer:
         v.flags.writeable = False  # the trace's own value: a library must not write into it
         return v
 
+    def __buffer__(self, flags: int) -> memoryview:
+        """The buffer protocol (Python 3.12+: np.ndarray(shape, buffer=x), bytes(x)): a
+        graph break; see buffer_of."""
+        return buffer_of(self)
+
     def get(self, *args: Any, **kwargs: Any) -> Any:
         if not self._ctx.uses_cupy:
             raise AttributeError(f"'{_type_name(self)}' object has no attribute 'get'")
@@ -623,8 +649,8 @@ class Tracer:
         raise AttributeError(f"'{_type_name(self)}' object has no attribute '{name}'")
 
 
-_SLOTS = frozenset({"_ctx", "_node", "_scalar", "_origin", "_views", "_dtype", "_array", "_name", "_input",
-                    "_cur", "_alias"})
+_SLOTS = frozenset({"_ctx", "_node", "_scalar", "_origin", "_views", "_dtype", "_order", "_temp_view", "_array",
+                    "_name", "_input", "_cur", "_alias"})
 
 
 def _type_name(t: Tracer) -> str:
@@ -660,6 +686,8 @@ class InputTracer(Tracer):
         object.__setattr__(self, "_scalar", False)
         object.__setattr__(self, "_origin", None)
         object.__setattr__(self, "_views", None)
+        object.__setattr__(self, "_order", None)   # (its layout is its array's)
+        object.__setattr__(self, "_temp_view", False)
         object.__setattr__(self, "_dtype", None if array.dtype == native(array.dtype) else array.dtype)
         if is_cupy_array(array):
             ctx.use_cupy(type(array))  # (values at breaks are CuPy's too, not NumPy's)
@@ -711,6 +739,17 @@ class InputTracer(Tracer):
             return self._ctx.builder.aval(self._cur)
         arr = self._array
         return Aval(tuple(arr.shape), native(np.dtype(arr.dtype)))
+
+
+def buffer_of(t: Tracer) -> memoryview:
+    """The memory of the array plain execution has for t (a graph break): the user's own
+    array, writeable, where t is one unchanged, else the trace's value, read-only (a write
+    through it would change a value the trace computed from, unseen)."""
+    value = t._value("the buffer protocol (memoryview(), np.ndarray(buffer=))")
+    if not (isinstance(t, InputTracer) and not t.mutated):
+        value = value.view()
+        value.flags.writeable = False
+    return memoryview(value)
 
 
 def concrete(value: Any, why: str) -> Any:

@@ -11,7 +11,8 @@ from ..ops import SUPPORTED_DTYPES
 from .core import InputTracer, TraceContext, Tracer, is_array, native
 from .operands import RunForReal, convert_scalar, copy_as, node_of, wrap
 from .registry import handles
-from .shapes import broadcast_to
+from .layout import copy_order
+from .shapes import broadcast_to, layout_of
 
 
 def _shape_arg(shape: Any) -> tuple[int, ...]:
@@ -44,8 +45,9 @@ def full(ctx, shape, fill_value, dtype=None, order="C", *, like=None, device=Non
     if not isinstance(fill_value, (bool, int, float, np.generic)):
         raise RunForReal(fill_value)
     dt = _dtype(dtype, np.asarray(fill_value).dtype)
-    if not ctx.uses_cupy:   # NumPy's conversion, its errors and warnings (300 into int8: OverflowError)
-        fill_value = convert_scalar(ctx, fill_value, dt, "full")
+    # NumPy's conversion, its errors and warnings (300 into int8: OverflowError), which
+    # cupy.full makes too (plain CuPy on the H200, 2026-12-04)
+    fill_value = convert_scalar(ctx, fill_value, dt, "full")
     return wrap(ctx, ctx.builder.full(_shape_arg(shape), fill_value, dt, ctx.loc()))
 
 
@@ -57,16 +59,17 @@ def _like_dtype(x: Any, dtype: Any) -> np.dtype:
     return np.dtype(dtype) if dtype is not None else np.asarray(x).dtype
 
 
-def _like_full(ctx: TraceContext, x: Any, fill_value: Any, dtype: Any, shape: Any) -> Tracer:
+def _like_full(ctx: TraceContext, x: Any, fill_value: Any, dtype: Any, shape: Any, order: str = "K") -> Tracer:
     a = ctx.builder.aval(node_of(ctx, x))
     dt = _like_dtype(x, dtype)
-    return wrap(ctx, ctx.builder.full(_shape_arg(shape) if shape is not None else a.shape, fill_value,
-                                      _dtype(native(dt), a.dtype), ctx.loc()), dtype=dt)
+    t = wrap(ctx, ctx.builder.full(_shape_arg(shape) if shape is not None else a.shape, fill_value,
+                                   _dtype(native(dt), a.dtype), ctx.loc()), dtype=dt)
+    return ordered_as(ctx, t, x, order)
 
 
 def _like(value: int):
     def h(ctx, x, dtype=None, order="K", subok=True, shape=None, *, device=None):
-        return _like_full(ctx, x, value, dtype, shape)
+        return _like_full(ctx, x, value, dtype, shape, order)
     return h
 
 
@@ -78,7 +81,7 @@ handles("ones_like")(_like(1))
 def full_like(ctx, x, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
     if isinstance(fill_value, Tracer) or is_array(fill_value):
         raise RunForReal(fill_value)
-    return _like_full(ctx, x, fill_value, dtype, shape)
+    return _like_full(ctx, x, fill_value, dtype, shape, order)
 
 
 @handles("arange")
@@ -102,10 +105,21 @@ def arange(ctx, start, stop=None, step=None, dtype=None, *, like=None, device=No
 
 def copy_of(ctx: TraceContext, x: Any, order: str = "K") -> Tracer:
     """A new array with x's values: bound as a real copy of whatever x is bound to
-    (so byte order, layout and memory stay NumPy's), or as the run's value."""
+    (so byte order, layout and memory stay NumPy's), or as the run's value, laid out
+    as NumPy's copy in that order is."""
     if isinstance(x, Tracer):
-        return copy_as(ctx, x, x._node, lambda a: a.copy(order=order), x._scalar)
-    return wrap(ctx, node_of(ctx, x))
+        t = copy_as(ctx, x, x._node, lambda a: a.copy(order=order), x._scalar)
+    else:
+        t = wrap(ctx, node_of(ctx, x))
+    return ordered_as(ctx, t, x, order)
+
+
+def ordered_as(ctx: TraceContext, t: Any, x: Any, order: str | None) -> Any:
+    """`t`, a new array made from x's values, laid out as NumPy lays out a copy of x in
+    `order` (np.copy, astype, *_like: 'K' by default, x's own order of axes)."""
+    if isinstance(t, Tracer) and not t._scalar and t.ndim > 1 and order is not None:
+        t._order = copy_order(t.ndim, layout_of(ctx, x) if t.shape == getattr(x, "shape", None) else None, order)
+    return t
 
 
 def astype(ctx: TraceContext, x: Any, dtype: Any, order: str = "K", casting: str = "unsafe",
@@ -124,8 +138,8 @@ def astype(ctx: TraceContext, x: Any, dtype: Any, order: str = "K", casting: str
         raise RunForReal(dt)
     if ctx.builder.aval(n).dtype.kind == "c" and dt.kind != "c":   # NumPy warns at the cast, whatever the values
         ctx.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning)
-    return wrap(ctx, ctx.builder.astype(n, native(dt), ctx.loc()), scalar=isinstance(x, Tracer) and x._scalar,
-                dtype=dt)
+    return ordered_as(ctx, wrap(ctx, ctx.builder.astype(n, native(dt), ctx.loc()),
+                                scalar=isinstance(x, Tracer) and x._scalar, dtype=dt), x, order)
 
 
 @handles("copy")

@@ -14,6 +14,7 @@ from .opaque import data_dependent
 from .operands import (RunForReal, Weak, cupy_decides_out_of_range_ints, materialise, node_of, operand,
                        resolution_dtypes, wrap)
 from .registry import handles
+from .shapes import k_ordered
 from .ufuncs import elementwise
 
 _CLIP = np._core.umath.clip  # np.clip's ufunc (NumPy 2): one loop over (a, min, max)
@@ -34,12 +35,18 @@ def where(ctx: TraceContext, cond: Any, x: Any = None, y: Any = None):
     dt = np.result_type(*strong, *weak) if strong else np.result_type(*[np.asarray(v) for v in weak])
     loc = ctx.loc()
     xn, yn = (b.const(o.value, dt, loc) if isinstance(o, Weak) else b.astype(o, dt, loc) for o in ops)
-    return wrap(ctx, b.where(node_of(ctx, cond), xn, yn, loc))
+    return k_ordered(ctx, wrap(ctx, b.where(node_of(ctx, cond), xn, yn, loc)), (cond, x, y))
 
 
 @handles("clip")
 def clip(ctx: TraceContext, a: Any, a_min: Any = np._NoValue, a_max: Any = np._NoValue, out: Any = None, *,
          min: Any = np._NoValue, max: Any = np._NoValue, **kwargs: Any):
+    bounds = (a_min, a_max, min, max)
+    return k_ordered(ctx, _clip(ctx, a, a_min, a_max, out, min=min, max=max, **kwargs),
+                     (a, *(v for v in bounds if v is not np._NoValue and v is not None)))
+
+
+def _clip(ctx: TraceContext, a: Any, a_min: Any, a_max: Any, out: Any, *, min: Any, max: Any, **kwargs: Any):
     if out is not None or kwargs:
         raise RunForReal((out, kwargs))
     lo = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)
@@ -75,6 +82,10 @@ def clip(ctx: TraceContext, a: Any, a_min: Any = np._NoValue, a_max: Any = np._N
 
 @handles("round", "around")
 def round_(ctx: TraceContext, x: Any, decimals: int = 0, out: Any = None):
+    return k_ordered(ctx, _round(ctx, x, decimals, out), (x,))
+
+
+def _round(ctx: TraceContext, x: Any, decimals: int, out: Any):
     if out is not None:
         raise RunForReal(out)
     b, loc = ctx.builder, ctx.loc()

@@ -10,15 +10,15 @@ import numpy as np
 from ..ops import UFUNC_OPS, Aval, ShapeError
 # their handlers register themselves when imported
 from . import elementwise as _where_clip_round, opaque as _opaque_rules, reductions as _reductions  # noqa: F401
-from .core import TraceContext, Tracer, register_method
+from .core import InputTracer, TraceContext, Tracer, register_method, traceable
 from .creation import astype, copy_of
 from .mutate import PART_VIEWS, update_for_real, update_in_place
 from .operands import RunForReal, copy_as, node_of, wrap
 from .realrun import run_for_real
 from .values import plain_values
 from .registry import call_function, handles, qualname
-from .shapes import complex_part, getitem, setitem, swapaxes, transpose, value_into, view_of
-from .ufuncs import call_ufunc, dispatch_ufunc, elementwise, inplace
+from .shapes import complex_part, getitem, k_ordered, setitem, swapaxes, transpose, value_into, view_of
+from .ufuncs import call_ufunc, dispatch_ufunc, elementwise, inplace, ufunc_cast
 
 _BINARY = [("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("truediv", "true_divide"),
            ("floordiv", "floor_divide"), ("mod", "remainder"), ("pow", "power"), ("and", "bitwise_and"),
@@ -48,7 +48,7 @@ def _binop(dunder: str, ufunc_name: str, reflected: bool = False):
 def call_ufunc_strict(ctx: TraceContext, opname: str, args: tuple) -> Tracer:
     """A Python operator: the ufunc with the operator's fast paths; RunForReal when
     fuselab's rules do not apply (the caller runs the operator itself)."""
-    return wrap(ctx, elementwise(ctx, opname, args, None, operator=True), scalar=True)
+    return k_ordered(ctx, wrap(ctx, elementwise(ctx, opname, args, None, operator=True), scalar=True), args)
 
 
 def _all_scalars(args: tuple) -> bool:
@@ -72,6 +72,20 @@ def _ibinop(dunder: str, ufunc_name: str):
         except (RunForReal, ShapeError):
             return update_for_real(ctx, self, f"`{dunder}=`", lambda arr: iop(arr, plain_values(ctx, other)))
     return op
+
+
+def _imatmul(self: Tracer, other: Any) -> Any:
+    """`x @= y`: NumPy computes np.matmul(x, y, out=x), so x stays the same array object
+    (a result of another shape or a dtype it cannot take is NumPy's error)."""
+    ctx = self._ctx
+    res = call_function(ctx, "matmul", np.matmul, (self, other), {})
+    if self._scalar or ctx.uses_cupy or (ctx.uses_dask and ctx.lazy(self._node)):
+        return res   # a new array, bound to the name (scalars, Dask arrays; CuPy's own rule: not traced)
+    if isinstance(res, Tracer) and res.shape == self.shape and \
+            np.can_cast(res.aval.dtype, self.aval.dtype, "same_kind"):
+        update_in_place(ctx, self, ufunc_cast(ctx, res._node, self.aval.dtype, "matmul"), "`@=`")
+        return self
+    return update_for_real(ctx, self, "`@=`", lambda arr: operator.imatmul(arr, plain_values(ctx, other)))
 
 
 def _unary(ufunc_name: str):
@@ -253,6 +267,7 @@ def _install() -> None:
     register_method("__round__", _round)
     register_method("__matmul__", lambda self, o: call_function(self._ctx, "matmul", np.matmul, (self, o), {}))
     register_method("__rmatmul__", lambda self, o: call_function(self._ctx, "matmul", np.matmul, (o, self), {}))
+    register_method("__imatmul__", _imatmul)
     register_method("__getitem__", lambda self, key: _guard(self, lambda: getitem(self._ctx, self, key),
                                                             lambda a: a[plain_values(self._ctx, key)]))
     register_method("__setitem__", lambda self, key, value: _setitem(self, key, value))
@@ -260,6 +275,7 @@ def _install() -> None:
     register_method("__deepcopy__", lambda self, memo: copy_of(self._ctx, self, "K"))
     register_method("__getattr__", _getattr)
     register_method("T", property(_T))
+    register_method("base", property(_base))
     register_method("mT", property(lambda self: swapaxes(self._ctx, self, -1, -2)))
     register_method("real", property(_real))
     register_method("imag", property(_imag))
@@ -301,6 +317,25 @@ def _setitem(self: Tracer, key: Any, value: Any) -> None:
 
 def _array_ufunc(self: Tracer, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
     return dispatch_ufunc(self._ctx, ufunc, method, inputs, kwargs)
+
+
+def _base(self: Tracer) -> Any:
+    """`x.base` as NumPy has it: the array owning the memory a view views (NumPy skips
+    the views between), None for an array of its own; for an array NumPy made as a view
+    of one it made inside a call (`x.T.reshape(-1)`), that hidden array's stand-in."""
+    if self._scalar:
+        return None   # a NumPy scalar
+    t = self
+    while t._origin is not None and t._origin[0] == "view":
+        t = t._origin[1]   # (an update in place keeps the memory: versions do not matter)
+    if isinstance(t, InputTracer):
+        owner = t._array.base
+        if owner is None:
+            return t if t is not self else None
+        return self._ctx.tracer_for(owner) if traceable(owner) else owner
+    if t._temp_view:   # the hidden array: the value's own base stands in for it
+        return getattr(t._value("`.base`"), "base", None)
+    return t if t is not self else None
 
 
 def _T(self: Tracer) -> Tracer:

@@ -18,6 +18,7 @@ from .core import TraceContext, active, current, mentions_tracer, traceable
 from .foreign import kind_of
 from .numba_calls import TracedNumba, is_numba_callable
 from .opaque import data_dependent
+from .pybuiltins import real_builtin, traced_builtins
 from .realrun import run_for_real
 from .registry import call_function
 from .ufuncs import dispatch_ufunc
@@ -291,7 +292,7 @@ def tracing_namespace(ctx: TraceContext, namespace: Mapping[str, Any]) -> dict[s
             ns[k] = traced_random(v, ctx)
         else:
             ns[k] = v
-    ns.setdefault("__builtins__", __builtins__)
+    ns["__builtins__"] = traced_builtins(namespace)   # (`type(x)` answers as for NumPy's array)
     return ns
 
 
@@ -311,4 +312,4 @@ def untraced(value: Any, ctx: TraceContext) -> Any:
         return value._fn
     if type(value) is TracedRandom:
         return value._real
-    return value
+    return real_builtin(value)

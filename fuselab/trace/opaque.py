@@ -6,18 +6,20 @@ they gave; functions without a rule run as plain NumPy at a graph break.
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..ops import Aval, OpaqueFn, broadcast_shapes
-from .core import TraceContext, Tracer, is_array
+from .core import TraceContext, Tracer, is_array, mentions_tracer
 from .mutate import writer
 from .operands import RunForReal, node_of
 from .realrun import run_for_real
 from .registry import FALLBACK, handles
-from .shape_rules import RULES  # (the rules register themselves)
+from .shape_rules import RULES, Rule  # (the rules register themselves)
 
 # ---------------------------------------------------------------------------
 # Lifting a call: array arguments become the node's inputs, the rest stays static
@@ -166,6 +168,7 @@ def library_call(ctx: TraceContext, path: str, func: Any, args: Sequence[Any], k
     if r is None:
         return run_for_real(ctx, f"np.{path}", func, args, kwargs,
                             f"`np.{path}` runs as plain NumPy here: fuselab has no rule for its result's shape")
+    args, kwargs = array_operands(ctx, r.rule, args, kwargs)
     lifted = lift(ctx, args, kwargs)
     avals = [ctx.builder.aval(n) for n in lifted.nodes]
     a, kw = lifted.substitute(avals)
@@ -179,10 +182,54 @@ def library_call(ctx: TraceContext, path: str, func: Any, args: Sequence[Any], k
             ctx.need(lifted.nodes[0], f"`np.{path}` can fail on the values, inside a `try`")
         values = lifted.call(func, [ctx.evaluator.value(n) for n in lifted.nodes])
     out = _wrap_results(ctx, fn, lifted.nodes, out_avals, r.scalar, values)
+    if isinstance(out, Tracer) and r.temp_view is not None and not out._scalar:   # (cupy.tile's too)
+        out._temp_view = bool(r.temp_view(*a, **kw))
     dt = _first_dtype(args) if r.keeps_dtype else None
     if isinstance(out, Tracer) and dt is not None and dt != out.aval.dtype and dt.newbyteorder("=") == out.aval.dtype:
         out._dtype = dt
     return out
+
+
+@lru_cache(maxsize=None)
+def _operand_params(rule: Rule) -> tuple[tuple[int, ...], frozenset[str]]:
+    """The positions and names of a rule's array operands: its parameters annotated
+    `Aval` (a rule's signature is its NumPy function's)."""
+    params = [p for p in inspect.signature(rule).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    ops = [p for p in params if p.annotation in ("Aval", Aval)]
+    return (tuple(i for i, p in enumerate(params) if p in ops and p.kind is not p.KEYWORD_ONLY),
+            frozenset(p.name for p in ops if p.kind is not p.POSITIONAL_ONLY))
+
+
+def _as_array(v: Any) -> Any:
+    """An array operand as NumPy's function takes it: np.asarray of a Python scalar, a
+    NumPy scalar, a list or a tuple (np.dot(a, 2), [1, 1, 1] @ a); other objects as they
+    are (the rule, or NumPy at a graph break, decides)."""
+    if isinstance(v, Tracer) or is_array(v) or (type(v) in (list, tuple) and mentions_tracer(v)):
+        return v   # (a list of tracers: lift makes each an input of the node)
+    if isinstance(v, (bool, int, float, complex, np.generic, list, tuple)):
+        try:
+            arr = np.asarray(v)
+        except (ValueError, TypeError):
+            return v
+        return arr if arr.dtype.kind in "biufc" else v
+    return v
+
+
+def array_operands(ctx: TraceContext, rule: Rule, args: Sequence[Any],
+                   kwargs: Mapping[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """The call's arguments with its array operands coerced as NumPy coerces them, so
+    that every rule (and the opaque node) sees arrays there. CuPy takes only arrays
+    (cupy.dot(v, 2) is its TypeError): another operand runs for real, where CuPy decides."""
+    positions, names = _operand_params(rule)
+    coerce = _as_array
+    if ctx.uses_cupy:
+        def coerce(v: Any) -> Any:
+            if not (isinstance(v, Tracer) or is_array(v) or (type(v) in (list, tuple) and mentions_tracer(v))):
+                raise RunForReal(v)
+            return v
+    return (tuple(coerce(v) if i in positions else v for i, v in enumerate(args)),
+            {k: coerce(v) if k in names else v for k, v in kwargs.items()})
 
 
 def _library_ufunc(ctx: TraceContext, ufunc: np.ufunc, args: Sequence[Any]) -> Tracer:

@@ -22,17 +22,25 @@ class ShapeRule:
     scalar: bool = False            # NumPy returns a scalar for a 0-d result
     fallible: bool = False          # can fail on the values (singular matrix...)
     keeps_dtype: bool = False       # the result has its first operand's dtype, byte order included
+    # (the rule's arguments) -> NumPy's result is a view of an array it made inside the call
+    # (np.tile's reshape of its repeats): it owns no memory
+    temp_view: Callable[..., bool] | None = None
 
 
 RULES: dict[str, ShapeRule] = {}
 
 
-def rule(*paths: str, scalar: bool = False, fallible: bool = False, keeps_dtype: bool = False):
+def rule(*paths: str, scalar: bool = False, fallible: bool = False, keeps_dtype: bool = False,
+         temp_view: Callable[..., bool] | None = None):
     def deco(fn: Rule) -> Rule:
         for p in paths:
-            RULES[p] = ShapeRule(fn, scalar, fallible, keeps_dtype)
+            RULES[p] = ShapeRule(fn, scalar, fallible, keeps_dtype, temp_view)
         return fn
     return deco
+
+
+def _reps(reps: Any) -> tuple[Any, ...]:
+    return (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
 
 
 def _matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
@@ -87,13 +95,22 @@ def _outer(a: Aval, b: Aval, out: Any = None) -> Aval:
     return Aval((a.size, b.size), _mul_dtype(a.dtype, b.dtype))
 
 
-@rule("inner", "vdot", scalar=True)
+@rule("inner", scalar=True)
 def _inner(a: Aval, b: Aval) -> Aval:
-    if a.ndim <= 1 and b.ndim <= 1:
-        if a.size != b.size and a.ndim and b.ndim:
+    if not a.ndim or not b.ndim:   # with a 0-d operand, a product
+        return Aval(a.shape or b.shape, _mul_dtype(a.dtype, b.dtype))
+    if a.ndim == 1 and b.ndim == 1:
+        if a.size != b.size:
             raise ShapeError("shapes not aligned")
         return Aval((), _mul_dtype(a.dtype, b.dtype))
     raise RunForReal((a, b))
+
+
+@rule("vdot", scalar=True)
+def _vdot(a: Aval, b: Aval) -> Aval:
+    if a.ndim <= 1 and b.ndim <= 1 and a.size == b.size:
+        return Aval((), _mul_dtype(a.dtype, b.dtype))
+    raise RunForReal((a, b))   # (flattened operands, or NumPy's error for sizes that differ)
 
 
 @rule("einsum", scalar=True)
@@ -248,7 +265,9 @@ for _name, _kind in (("fft", "c"), ("ifft", "c"), ("rfft", "rfft"), ("irfft", "i
     RULES[f"fft.{_name}n"] = ShapeRule(_fftn(_kind, None))
 
 
-@rule("fft.fftshift", "fft.ifftshift", "roll", "tril", "triu", keeps_dtype=True)
+@rule("fft.fftshift", "fft.ifftshift", "tril", "triu", keeps_dtype=True)
+@rule("roll", keeps_dtype=True,   # (without an axis: a roll of the ravelled array, reshaped)
+      temp_view=lambda a, shift, axis=None: axis is None)
 def _same(a: Aval, *args: Any, **kw: Any) -> Aval:
     return Aval(a.shape, a.dtype)
 
@@ -409,9 +428,10 @@ def _repeat(a: Aval, repeats: Any, axis: Any = None) -> Aval:
     return Aval(a.shape[:ax] + (a.shape[ax] * int(repeats),) + a.shape[ax + 1:], a.dtype)
 
 
-@rule("tile", keeps_dtype=True)
+@rule("tile", keeps_dtype=True,   # (a copy where every repetition is 1 and no axis is added)
+      temp_view=lambda a, reps: len(_reps(reps)) > a.ndim or any(r != 1 for r in _reps(reps)))
 def _tile(a: Aval, reps: Any) -> Aval:
-    reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
+    reps = _reps(reps)
     if any(not isinstance(r, (int, np.integer)) or r < 0 for r in reps):
         raise RunForReal(reps)
     n = max(a.ndim, len(reps))
@@ -445,6 +465,6 @@ def _searchsorted(a: Aval, v: Any, side: str = "left", sorter: Any = None) -> Av
     return Aval(v.shape if isinstance(v, Aval) else np.shape(v), np.dtype(np.intp))   # v: an array, a list or a scalar
 
 
-@rule("isin")
+@rule("isin", temp_view=lambda *a, **kw: True)   # (a reshape of the flat answer)
 def _isin(element: Aval, test_elements: Any, *a: Any, **kw: Any) -> Aval:
     return Aval(element.shape, np.dtype(bool))

@@ -9,9 +9,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..codegen.index import strides as c_strides
-from ..ops import Aval, OpaqueFn, ShapeError, broadcast_shapes, normalize_axes
+from ..ops import Args, Aval, OpaqueFn, ShapeError, broadcast_shapes, normalize_axes
 from ..ir import Node
 from .core import InputTracer, TraceContext, Tracer, is_array
+from .layout import Layout, k_order, strides_in, strides_order, value_layout
 from .mutate import PART_VIEWS, add_view, is_part_view, update_in_place
 from .opaque import Slot, data_dependent, fill
 from .operands import RunForReal, Weak, check_fits, convert_scalar, copy_as, node_of, operand, wrap
@@ -25,8 +26,12 @@ def view_of(ctx: TraceContext, source: Any, node: int, *, chain: tuple[Node, ...
     graph cannot show them (a complex array's real part). Of a NumPy scalar (`s.T`,
     `s.reshape(())`), NumPy gives a new scalar where the result is 0-d (`scalar`)."""
     if isinstance(source, Tracer):
-        if source._scalar and scalar:
-            return wrap(ctx, node, scalar=True)
+        if source._scalar:
+            # an array view of a NumPy scalar (`s.reshape(1)`, `s[...]`) views the 0-d array
+            # NumPy made of the scalar: it owns no memory
+            t = wrap(ctx, node, scalar=scalar)
+            t._temp_view = not t._scalar
+            return t
         origin = ("view", source, ctx.versions.get(id(source), 0)) + ((chain,) if chain else ())
         t = Tracer(ctx, node, origin=origin)
         if source.dtype != t.aval.dtype:   # a view of a big-endian array is big-endian too
@@ -91,7 +96,12 @@ def reshape(ctx, x, *shape, newshape=None, order="C", copy=None, **kw):
         raise RunForReal(copy)   # NumPy's "Unable to avoid creating a copy while reshaping"
     if views and not copy:
         return view_of(ctx, x, node)
-    return copy_as(ctx, x, node, lambda a: a.reshape(new, order=order))
+    t = copy_as(ctx, x, node, lambda a: a.reshape(new, order=order))
+    # NumPy copies x in that order and views the copy: a new array that owns no memory
+    # (CuPy's copy is the result itself)
+    t._order = strides_order(len(new), order)
+    t._temp_view = not ctx.uses_cupy
+    return t
 
 
 def _reshape_views(layout: tuple[tuple[int, ...], tuple[int, ...]], new: tuple[int, ...], order: str) -> bool:
@@ -146,6 +156,24 @@ def _contiguous(layout: tuple[tuple[int, ...], tuple[int, ...]], order: str) -> 
     return True
 
 
+def layout_of(ctx: TraceContext, x: Any) -> Layout | None:
+    """(shape, strides in elements) of the array NumPy has for an operand: a tracer's,
+    a concrete array's, None for a scalar or an unknown layout."""
+    if isinstance(x, Tracer):
+        return None if x._scalar else _layout(ctx, x)
+    return value_layout(x) if is_array(x) else None
+
+
+def k_ordered(ctx: TraceContext, t: Any, operands: Sequence[Any]) -> Any:
+    """`t`, a new element-wise result, laid out as NumPy lays it out ('K': in its
+    operands' order of axes where they agree: `a.T * 2` is Fortran-ordered). CuPy's
+    element-wise results are C-ordered (CuPy 14, on an H200: `a.T * 2` too)."""
+    if isinstance(t, Tracer) and not t._scalar and t.ndim > 1 and t._origin is None:
+        t._order = tuple(range(t.ndim)) if ctx.uses_cupy else \
+            k_order(t.shape, [layout_of(ctx, a) for a in operands])
+    return t
+
+
 def _layout(ctx: TraceContext, x: Tracer) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """(shape, strides in elements) of the array NumPy has for `x`, or None if unknown."""
     from .mutate import view_ops
@@ -155,8 +183,8 @@ def _layout(ctx: TraceContext, x: Tracer) -> tuple[tuple[int, ...], tuple[int, .
             return None
         return tuple(a.shape), tuple(s // a.itemsize for s in a.strides)
     o = x._origin
-    if o is None or o[0] != "view":
-        return tuple(x.shape), c_strides(tuple(x.shape))
+    if o is None or o[0] != "view":   # a new array, contiguous in its order
+        return tuple(x.shape), strides_in(x.shape, x._order)
     chain = view_ops(ctx, x, o[1])
     base = _layout(ctx, o[1]) if chain is not None else None
     if base is None:
@@ -167,6 +195,8 @@ def _layout(ctx: TraceContext, x: Tracer) -> tuple[tuple[int, ...], tuple[int, .
             strides = tuple(strides[a] for a in n.args["perm"])
         elif n.op == "slice":
             strides = tuple(st * step for st, step in zip(strides, n.args["step"]))
+        elif n.op == "reshape" and "index" in n.args:   # basic indexing: new axes have stride 0
+            strides = _indexed_strides(strides, n.args["index"])
         elif n.op == "reshape":
             strides = _reshaped_strides(shape, strides, n.shape) or c_strides(n.shape)   # else NumPy copies
         elif n.op == "broadcast_to":   # new and stretched axes have stride 0
@@ -179,6 +209,20 @@ def _layout(ctx: TraceContext, x: Tracer) -> tuple[tuple[int, ...], tuple[int, .
             return None
         shape = tuple(n.shape)
     return shape, strides
+
+
+def _indexed_strides(strides: tuple[int, ...], code: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides after an index of new axes (-1), taken axes (0) and full slices (1)."""
+    old = iter(strides)
+    out: list[int] = []
+    for c in code:
+        if c < 0:
+            out.append(0)
+            continue
+        st = next(old)
+        if c:
+            out.append(st)
+    return tuple(out)
 
 
 def _reshaped_strides(shape: tuple[int, ...], strides: tuple[int, ...],
@@ -282,6 +326,11 @@ def broadcast_to(ctx, x, shape, subok=False):
     return view_of(ctx, x, ctx.builder.broadcast_to(node_of(ctx, x), shape, ctx.loc()))
 
 
+# (np.atleast_Nd, array dimensions) -> the index NumPy takes (else it reshapes)
+_ATLEAST_KEYS = {(2, 1): (None, slice(None)), (3, 1): (None, slice(None), None),
+                 (3, 2): (slice(None), slice(None), None)}
+
+
 def _atleast_n(nd_min: int):
     def h(ctx, *arys):
         outs = []
@@ -290,6 +339,10 @@ def _atleast_n(nd_min: int):
             a = ctx.builder.aval(n)
             if a.ndim >= nd_min and isinstance(x, Tracer):
                 outs.append(x)  # already enough dimensions: the array itself
+                continue
+            key = _ATLEAST_KEYS.get((nd_min, a.ndim))
+            if key is not None and isinstance(x, Tracer) and not x._scalar and not ctx.uses_cupy:
+                outs.append(getitem(ctx, x, key))   # NumPy indexes with np.newaxis here (stride 0; CuPy reshapes)
                 continue
             if nd_min == 3 and a.ndim == 1:
                 shape = (1, a.shape[0], 1)
@@ -407,7 +460,25 @@ def getitem(ctx: TraceContext, x: Tracer, key: Any) -> Any:
     node = b.reshape(b.slice(x._node, starts, steps, lengths, loc), final, loc)
     if not final and not any(k is None or k is Ellipsis or isinstance(k, slice) for k in key):
         return wrap(ctx, node, scalar=True)  # every axis taken by an integer: a NumPy scalar
-    return view_of(ctx, x, node, scalar=False)   # (`s[...]` of a NumPy scalar is a 0-d array)
+    chain = _indexing_chain(ctx, x, node, full) if any(k is None for k in full) else None
+    return view_of(ctx, x, node, chain=chain, scalar=False)   # (`s[...]` of a NumPy scalar is a 0-d array)
+
+
+def _indexing_chain(ctx: TraceContext, x: Tracer, node: int, full: tuple) -> tuple[Node, ...] | None:
+    """The view ops of `x[key]` with new axes, whose reshape (the graph's op for the
+    indexing) is marked with the key: NumPy's new axes have stride 0 (`a[None]` of a
+    1-D array has strides (0, 8), a reshape's would be (24, 8)), and the binding takes
+    the view by the index itself (interp.eval_node). None where the graph folded the
+    ops into others."""
+    from .mutate import _chain
+    ids = _chain(ctx, node, x._node)
+    if not ids or ctx.builder.nodes[ids[-1]].op != "reshape":
+        return None
+    nodes = [ctx.builder.nodes[i] for i in ids]
+    code = tuple(-1 if k is None else 1 if isinstance(k, slice) else 0 for k in full)
+    last = nodes[-1]
+    nodes[-1] = Node("reshape", last.inputs, Args.of(**dict(last.args), index=code), last.aval, last.loc)
+    return tuple(nodes)
 
 
 def _index_arrays(ctx: TraceContext, key: tuple) -> tuple[list[int], list[Any]]:
@@ -511,13 +582,20 @@ def value_into(ctx: TraceContext, value: Any, dt: np.dtype, how: str) -> int:
     the cell at a graph break where its value could fail so. An array casts, with
     NumPy's ComplexWarning from complex to real."""
     b, loc = ctx.builder, ctx.loc()
-    if ctx.uses_cupy:   # CuPy converts its own way: as fuselab did before for CuPy
+    concrete_scalar = not isinstance(value, Tracer) and (type(value) in (bool, int, float, complex)
+                                                         or isinstance(value, np.generic))
+    if ctx.uses_cupy:
+        # CuPy stores a Python or NumPy scalar through NumPy's scalar conversion (NaN into
+        # int32 is its ValueError, 300.0 into int8 its OverflowError, 1+2j into floats its
+        # TypeError: plain CuPy on the H200, 2026-12-04); the rest its own way, as before
+        if concrete_scalar:
+            return b.const(convert_scalar(ctx, value, dt, how), dt, loc)
         v = operand(ctx, value)
         if isinstance(v, Weak):
             check_fits(v.value, dt)
             return b.const(v.value, dt, loc)
         return b.astype(v, dt, loc)
-    if not isinstance(value, Tracer) and (type(value) in (bool, int, float, complex) or isinstance(value, np.generic)):
+    if concrete_scalar:
         return b.const(convert_scalar(ctx, value, dt, how), dt, loc)
     v = operand(ctx, value)
     if isinstance(v, Weak):

@@ -16,6 +16,7 @@ from .operands import RunForReal, Weak, cupy_decides_out_of_range_ints, material
 from .realrun import run_for_real
 from .values import writeable
 from .reductions import reduce as reduce_
+from .shapes import k_ordered
 from .registry import call_function
 
 COMPARISONS = {"equal": _operator.eq, "not_equal": _operator.ne, "less": _operator.lt,
@@ -50,7 +51,7 @@ def _call(ctx: TraceContext, opname: str, args: Sequence[Any], kwargs: Mapping[s
         return inplace(ctx, out, opname, args, dtype, where)
     if where is not True:
         raise RunForReal(where)  # where= without out= leaves NumPy's uninitialised memory
-    return wrap(ctx, elementwise(ctx, opname, args, dtype, operator), scalar=True)
+    return k_ordered(ctx, wrap(ctx, elementwise(ctx, opname, args, dtype, operator), scalar=True), args)
 
 
 def elementwise(ctx: TraceContext, opname: str, args: Sequence[Any], dtype: Any = None,
