@@ -102,10 +102,11 @@ def test_warning_cells_through_the_numba_backend(harness, name):
 
 
 # The corpus and random cells through the Numba backend, which compiles its own kernels:
-# its float32 exp/log/sin are correctly rounded and NumPy's SIMD loops within a few ulp
-# (float64 tanh: libm's against NumPy's), and its sums add in blocks, so float values
-# may differ by this much. A representative part in CI (every 8th corpus cell, 24
-# random cells); FIDELITY_NUMBA_ALL=1 runs the whole corpus and FIDELITY_RANDOM cells.
+# its float32 exp/expm1/tanh are its own (within 1 ulp), its log/sin glibc's, NumPy's
+# SIMD loops within a few ulp (float64 tanh: libm's against NumPy's), and its sums add in
+# blocks, so float values may differ by this much. A representative part in CI (every
+# 8th corpus cell, 24 random cells); FIDELITY_NUMBA_ALL=1 runs the whole corpus and
+# FIDELITY_RANDOM cells.
 NUMBA_RTOL = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-13}
 _NUMBA_ALL = os.environ.get("FIDELITY_NUMBA_ALL", "") == "1"
 NUMBA_CORPUS = CASES if _NUMBA_ALL else CASES[::8]

@@ -80,7 +80,9 @@ def _ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("name, ref", [("exp", np.exp), ("expm1", np.expm1), ("tanh", np.tanh)])
-def test_vectorizable_float32_functions_are_correctly_rounded(name, ref):
+def test_vectorizable_float32_functions_are_within_one_ulp(name, ref):
+    """Faithfully rounded (README, "Transcendentals"; tests/test_numba_transcendentals.py
+    checks them more closely): at most 1 ulp from the correctly rounded float32."""
     from fuselab.numba_backend import scalar
     fn = getattr(scalar, f"fl_{name}_f32")
 
@@ -99,7 +101,7 @@ def test_vectorizable_float32_functions_are_correctly_rounded(name, ref):
         want = ref(x.astype(np.float64)).astype(np.float32)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     ok = ~np.isnan(want)
-    assert _ulps(got[ok], want[ok]).max() == 0          # the correctly rounded float32
+    assert _ulps(got[ok], want[ok]).max() <= 1          # the correctly rounded float32 or a neighbour
     np.testing.assert_array_equal(np.signbit(got[ok]), np.signbit(want[ok]))
 
 
@@ -480,8 +482,8 @@ def test_variance_is_a_compiled_one_pass_reduction():
 
 def test_portable_helpers_without_fma_or_f16c():
     """NUMBA_CPU_NAME=generic (a portable build): no FMA, no F16C. The float32 functions
-    are then evaluated with separate multiplies and adds and stay correctly rounded, and
-    float16 converts by bit operations, still NumPy's bits."""
+    are then evaluated with separate multiplies and adds and stay within 1 ulp of the
+    exact value, and float16 converts by bit operations, still NumPy's bits."""
     code = textwrap.dedent("""
         import numpy as np, numba
         from fuselab.numba_backend import scalar
@@ -489,6 +491,8 @@ def test_portable_helpers_without_fma_or_f16c():
         assert scalar.fl_round_half is scalar.fl_round_half_bits
         rng = np.random.default_rng(2)
         x = np.concatenate([rng.uniform(-110, 95, 1 << 18), rng.uniform(-1, 1, 1 << 18)]).astype(np.float32)
+        near = np.arange(np.float32(0.3).view(np.uint32), np.float32(1.1).view(np.uint32), 13, dtype=np.uint32)
+        x = np.concatenate([x, near.view(np.float32), -near.view(np.float32)])  # the worst ranges of expm1, tanh
         for name, ref in (("exp", np.exp), ("expm1", np.expm1), ("tanh", np.tanh)):
             fn = getattr(scalar, "fl_" + name + "_f32")
             @numba.njit
@@ -498,8 +502,11 @@ def test_portable_helpers_without_fma_or_f16c():
             got = np.empty_like(x)
             run(x, got)
             with np.errstate(all="ignore"):
-                want = ref(x.astype(np.float64)).astype(np.float32)
-            assert (got.view(np.uint32) == want.view(np.uint32)).all(), name
+                exact = ref(x.astype(np.float64))
+            fin = np.abs(exact) <= np.finfo(np.float32).max
+            ulp = np.maximum(np.ldexp(1.0, np.frexp(np.abs(exact))[1] - 24), 2.0 ** -149)
+            err = (np.abs(got - exact) / ulp)[fin]
+            assert err.max() < 1 and (got[~fin] == np.inf).all(), (name, err.max())
         th, rh = scalar.fl_to_half, scalar.fl_round_half
         @numba.njit
         def half(x, bits, r):

@@ -67,8 +67,9 @@ def _float_only(fn: str) -> Render:
     return render
 
 
-# float32 functions with a vectorizable, correctly rounded version in scalar.py (libm's
-# are one call per element: a fused softmax or GELU would lose to NumPy's SIMD loops)
+# float32 functions with a vectorizable version in scalar.py, computed in float32 and
+# within 1 ulp (libm's are one call per element: a fused softmax or GELU would lose to
+# NumPy's SIMD loops)
 FAST_F32 = {"exp": "fl_exp_f32", "expm1": "fl_expm1_f32", "tanh": "fl_tanh_f32"}
 
 

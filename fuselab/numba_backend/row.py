@@ -17,6 +17,14 @@ results do not depend on the number of threads. A value that costs more than a l
 the same element (softmax's exp(x - max), for its sum and then for its output) is kept
 in a row buffer, written by the first pass and read by the later ones, instead of being
 computed again.
+
+What bounds softmax (16384 x 1024 float32) on one AVX2 core (2-core AMD EPYC,
+2026-12-04): 28 ms against 7.5 ms for a copy of as many bytes, all compute, the row
+being in L1 after the max pass: the exp about 10 ms (0.6 ns an element,
+scalar.fl_exp_f32), the compensated lane sums 4, the division 2.3 (NumPy's bits need a
+division, not a multiply by the reciprocal), the max pass 2.2. The max pass took 10 ms
+while a lane's update was a select storing back the lane's own value, which x86's back
+end makes a masked store (scalar.fl_lane_max); the exp, 27 ms in float64.
 """
 from __future__ import annotations
 
