@@ -47,8 +47,22 @@ def flat(a: Any, dtype: np.dtype) -> np.ndarray:
 
 
 def shaped(a: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
-    """A flat storage array back as the node's array."""
+    """A flat storage array back as the node's array: the array it is a flat view of where
+    that one has the node's shape and dtype (a kernel's output, fresh(); an input), so
+    that a result owns its memory as NumPy's results do, else a reshaped view."""
+    want, b = np.dtype(dtype), a
+    while isinstance(b.base, np.ndarray):
+        b = b.base
+        if b.shape == tuple(shape) and b.dtype == want and b.flags.c_contiguous and \
+                b.__array_interface__["data"][0] == a.__array_interface__["data"][0]:
+            return b
     return (a.view(np.float16) if is_half(dtype) else a).reshape(shape)
+
+
+def fresh(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A kernel's output buffer: the flat storage view of a new array of the node's shape
+    and dtype, which shaped() hands back."""
+    return flat(np.empty(shape, dtype), dtype)
 
 
 class Executable:
@@ -103,7 +117,7 @@ class Executable:
                 elif comp is None:
                     self._opaque(code, env)   # type: ignore[arg-type]
                 else:
-                    outs = [self._buffer(o) if reuse else np.empty(g.nodes[o].aval.size, transport(g.nodes[o].dtype))
+                    outs = [self._buffer(o) if reuse else fresh(g.nodes[o].shape, g.nodes[o].dtype)
                             for o in code.outputs]
                     comp.fn(*[env[j] for j in code.inputs], *outs, parallel=self.options.parallel)
                     env.update(zip(code.outputs, outs))
