@@ -140,3 +140,13 @@ def test_scalar_stores_into_cupy_arrays_fail_as_plain_cupy(dtype, cell):
         assert fused is None
     else:   # fuselab names the error's type and message in its TraceError
         assert fused is not None and plain.split(":")[0] + ":" in fused, (plain, fused)
+
+
+def test_export_refuses_a_kernel_run_through_cupy_with_its_reason():
+    from fuselab.explorer.export import ExportError, export_python
+    from fuselab.session import Session
+    from fuselab.trace import trace_cell
+    s = Session(trace_cell("t = c.astype(float) * 2 + 1", {"np": np, "c": np.array([1 + 1j, 2 - 1j])}))
+    assert any(getattr(code, "reason", "") for code in s.codes())
+    with pytest.raises(ExportError, match="complex128"):
+        export_python(s)

@@ -115,6 +115,9 @@ def export_python(session: Any) -> str:
         reads = ", ".join(f"%{i}" for i in kern.inputs) or "-"
         writes = ", ".join(f"%{i}" for i in kern.outputs) or "-"
         calls.append(f"    # k{k} {kern.name} ({kern.template.value}): reads {reads}, writes {writes}")
+        if getattr(code, "reason", ""):   # a fused kernel the CUDA templates cannot compile
+            raise ExportError(f"kernel k{k} runs through CuPy node by node ({code.reason}); the export writes "
+                              "generated kernels and library calls only: run the cell with %%fuse instead")
         if getattr(code, "source", None) is None:  # an opaque library call
             for i in kern.outputs:
                 calls.append(f"    _vals[{i}] = {opaque_expr(g, i)}  # {format_node(g, i)}")
