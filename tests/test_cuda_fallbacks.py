@@ -61,7 +61,7 @@ def test_the_code_panel_says_why_there_is_no_cuda():
     assert "through CuPy" in html and "complex128" in html
 
 
-@pytest.mark.parametrize("name, want", [("β", "u3b2"), ("x_1", "x_1"), ("a-b", "a_b"), ("2x", "v_2x"),
+@pytest.mark.parametrize("name, want", [("β", "u3b2"), ("x_1", "x_1"), ("a-b", "a_b"), ("2x", "v_2x"), ("__shared__", "_shared_"), ("_Z", "v_Z"),
                                         ("αβ", "u3b1u3b2")])
 def test_identifiers_are_ascii(name, want):
     assert sanitize(name) == want
@@ -150,3 +150,14 @@ def test_export_refuses_a_kernel_run_through_cupy_with_its_reason():
     assert any(getattr(code, "reason", "") for code in s.codes())
     with pytest.raises(ExportError, match="complex128"):
         export_python(s)
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("name", ["__shared__", "__global__", "_Z", "a__b", "threadIdx", "exp", "int"])
+def test_arrays_named_as_cuda_reserves_compile(name):
+    """An array of the notebook's called `__shared__` (a CUDA macro) or `_Z` (reserved
+    in C++) becomes an ordinary identifier in every kernel that names it."""
+    from codegen_util import nvrtc_compile
+    src = f"y = {name} * 2 + 1\nz = np.exp(y - y.max(axis=-1, keepdims=True))\ns = (y * {name}).sum(axis=0)"
+    plan, _ = _plan(src, **{name: np.ones((8, 30), np.float32)})
+    nvrtc_compile([c for c in generate(plan, CodegenOptions()) if isinstance(c, KernelCode)])

@@ -74,7 +74,11 @@ class Names:
 def sanitize(name: str) -> str:
     # NVRTC takes ASCII identifiers only: a cell's `β` becomes u3b2, other marks _
     name = re.sub(r"[^0-9A-Za-z_]", lambda m: f"u{ord(m.group()):x}" if ord(m.group()) > 127 else "_", name)
-    return name if name and not name[0].isdigit() else f"v_{name}"
+    # C++ reserves names with a double underscore (CUDA's __shared__ is a macro: an array
+    # of the notebook's named so did not compile) and an underscore before a capital
+    name = re.sub(r"__+", "_", name)
+    return name if name and not name[0].isdigit() and not re.match(r"_[A-Z]", name) else f"v{name}" \
+        if name.startswith("_") else f"v_{name}"
 
 
 def comment(node: Node) -> str:
