@@ -153,7 +153,9 @@ def test_export_refuses_a_kernel_run_through_cupy_with_its_reason():
 
 
 @needs_nvrtc
-@pytest.mark.parametrize("name", ["__shared__", "__global__", "_Z", "a__b", "threadIdx", "exp", "int"])
+@pytest.mark.parametrize("name", ["__shared__", "__global__", "_Z", "a__b", "threadIdx", "exp", "int",
+                                  "fl_vec", "fl_add_op", "rv", "NULL", "nullptr", "friend", "decltype",
+                                  "static_cast", "catch"])
 def test_arrays_named_as_cuda_reserves_compile(name):
     """An array of the notebook's called `__shared__` (a CUDA macro) or `_Z` (reserved
     in C++) becomes an ordinary identifier in every kernel that names it."""
@@ -161,3 +163,17 @@ def test_arrays_named_as_cuda_reserves_compile(name):
     src = f"y = {name} * 2 + 1\nz = np.exp(y - y.max(axis=-1, keepdims=True))\ns = (y * {name}).sum(axis=0)"
     plan, _ = _plan(src, **{name: np.ones((8, 30), np.float32)})
     nvrtc_compile([c for c in generate(plan, CodegenOptions()) if isinstance(c, KernelCode)])
+
+
+def test_complex_outputs_compare_by_parts_with_nan_equal_to_nan():
+    """The runtime's check (GPU against the unfused plan) of a complex output: each part
+    as a float array, NaN equal to NaN, the float tolerance."""
+    from fuselab.runtime.verify import compare_one
+    a = np.array([complex(1, 1), complex(np.nan, 2), complex(3, np.nan)], np.complex64)
+    assert compare_one("c", a, a.copy()).ok
+    near = a.copy()
+    near.real *= 1 + 1e-6
+    near.imag *= 1 - 1e-6
+    assert compare_one("c", near, a).ok                             # within float32's 2e-5
+    bad = compare_one("c", np.array([1 + 1.1j]), np.array([1 + 1j]))
+    assert not bad.ok and "c.imag" in bad.message

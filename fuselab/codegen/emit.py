@@ -44,7 +44,10 @@ def _reserved() -> frozenset[str]:
            "extern false float for goto if inline int long namespace new operator private protected public "
            "register return short signed sizeof static struct switch template this true typedef typename "
            "union unsigned using virtual void volatile while asm min max abs threadIdx blockIdx blockDim "
-           "gridDim warpSize").split()
+           "gridDim warpSize NULL nullptr friend alignas alignof decltype noexcept explicit mutable typeid "
+           "wchar_t char8_t char16_t char32_t export catch throw try static_cast dynamic_cast const_cast "
+           "reinterpret_cast thread_local static_assert concept requires consteval constinit co_await co_return "
+           "co_yield and or not xor bitand bitor compl and_eq or_eq xor_eq not_eq half").split()
     loops = ("i", "j", "e", "k", "p", "q", "n", "o", "r", "k1", "k2", "row", "col", "col0", "lane", "warp",
              "warps", "first", "active", "part", "tile", "last", "stride", "index_t", "uint2", "uint4", "c", "t",
              "base", "u", "groups", "items",
@@ -52,7 +55,9 @@ def _reserved() -> frozenset[str]:
              "row_base", "slab", "slab_base", "slab_first", "stage_base", "stage_count", "chunk", "il", "stripe",
              "ry", "c0", "tx",
              # the stencil path's staged stores
-             "jw", "warp0", "off")
+             "jw", "warp0", "off",
+             # strided_loop's vector index and its group counters (reduction.py)
+             "rv", "rv_0", "r_0")
     return frozenset(called) | frozenset(cpp) | frozenset(loops)
 
 
@@ -77,6 +82,8 @@ def sanitize(name: str) -> str:
     # C++ reserves names with a double underscore (CUDA's __shared__ is a macro: an array
     # of the notebook's named so did not compile) and an underscore before a capital
     name = re.sub(r"__+", "_", name)
+    if name.startswith("fl_"):   # the prelude's helpers (fl_vec, fl_add_op, ...): never shadowed
+        name = f"v_{name}"
     return name if name and not name[0].isdigit() and not re.match(r"_[A-Z]", name) else f"v{name}" \
         if name.startswith("_") else f"v_{name}"
 

@@ -50,6 +50,9 @@ def compare_one(name: str, got: Any, want: Any, rtol: float | Mapping[Any, float
                            f"{name}: got {g.dtype}{list(g.shape)}, expected {w.dtype}{list(w.shape)}")
     if g.size == 0:
         return OutputCheck(name, True, 0.0, f"{name}: empty, ok")
+    if g.dtype.kind == "c":   # each part as a float array: NaN equal to NaN, the float tolerance
+        parts = [compare_one(f"{name}.{p}", getattr(g, p), getattr(w, p), rtol) for p in ("real", "imag")]
+        return max(parts, key=lambda c: (not c.ok, c.max_error))
     if g.dtype.kind != "f":
         bad = g != w
         n = int(bad.sum())
