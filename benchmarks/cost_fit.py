@@ -12,9 +12,8 @@ measured time of one run (fuselab_s).
 
 A case appears once: from the first file that has it without an error. A row whose
 recorded kernels (their templates, in order) differ from today's plan is left out of
-the fit and shown as "plan changed". A sweep whose calibration has the host probe
-(calibration version 2: host_run_s, host_launch_s) is predicted with the run_s and step_s
-it implies (DeviceParams.from_dict); --set adds a probe measured beside an older sweep.
+the fit and shown as "plan changed". A host probe some sweeps of 2026-12-04 recorded
+(host_run_s, host_launch_s) is ignored, as the model ignores it.
 --fit minimises the squared log of predicted / measured over the parameters (a fitted
 run_s or step_s then replaces the calibrated ones); --loo refits with each family left out in turn and
 predicts that family.
@@ -34,11 +33,8 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 import numpy as np  # noqa: E402
 
-# what a sweep's calibration gives the model: the device numbers, and since calibration
-# version 2 the host's speed (host_launch_s: run_s and step_s, DeviceParams.from_dict)
-CALIBRATION_KEYS = ("bandwidth_Bps", "launch_s", "flops_per_s", "transcendental_factor", "sm_count",
-                    "host_run_s", "host_launch_s")
-HOST_SET = ("run_s", "step_s")     # what a calibrated host sets (device.host_overheads)
+# what a sweep's calibration gives the model: the device numbers
+CALIBRATION_KEYS = ("bandwidth_Bps", "launch_s", "flops_per_s", "transcendental_factor", "sm_count")
 FITTED = ("run_s", "step_s", "chip_exp", "l2_bandwidth", "elem_rate", "combine_s")
 # also fittable: the per-template/tier efficiencies; on the H200 sweeps they fit to 0.98-1.0
 # and change no case's verdict (COST_MODEL.md), so they stay at 1
@@ -116,8 +112,6 @@ def params_for(row: Row, overrides: dict[str, float] | None = None):
     p = DeviceParams.from_dict(row.calibration)
     base = DeviceParams.h200_default()
     kw = {f: getattr(base, f) for f in FITTED + EFFS}     # the shipped sweep-fitted values
-    if "host_launch_s" in row.calibration:     # run_s and step_s from the host's measured speed
-        kw.update({f: getattr(p, f) for f in HOST_SET})
     kw.update(overrides or {})
     return dataclasses.replace(p, **kw)
 
@@ -154,25 +148,6 @@ def fit(rows: list[Row], names: tuple[str, ...] = FITTED, start: dict[str, float
     return unpack(res.x)
 
 
-def apply_sets(rows: list[Row], sets: list[str]) -> None:
-    """--set FILE:KEY=VALUE,...: calibration values added to the rows of matching files."""
-    for spec in sets:
-        where, _, assigns = spec.rpartition(":")
-        if not where or not assigns:
-            raise SystemExit(f"--set {spec!r}: expected FILE:KEY=VALUE[,KEY=VALUE]")
-        values = {}
-        for a in assigns.split(","):
-            k, _, v = a.partition("=")
-            if k not in CALIBRATION_KEYS:
-                raise SystemExit(f"--set: {k!r} is not a calibration key ({', '.join(CALIBRATION_KEYS)})")
-            values[k] = float(v)
-        hit = [r for r in rows if where in r.source_file]
-        if not hit:
-            raise SystemExit(f"--set: no rows from a file matching {where!r}")
-        for r in hit:
-            r.calibration = {**r.calibration, **values}
-
-
 def quantiles(q: list[float]) -> str:
     if not q:
         return "no cases"
@@ -192,18 +167,8 @@ def main() -> None:
     ap.add_argument("--loo", action="store_true")
     ap.add_argument("--effs", action="store_true", help="fit the per-template efficiencies too")
     ap.add_argument("--fixture", default=None, help="write a small fixture of measured points for the tests")
-    ap.add_argument("--set", action="append", default=[], metavar="FILE:KEY=VALUE[,KEY=VALUE]",
-                    help="add calibration values to the rows of sweep files whose path contains FILE, e.g. "
-                         "the host probe measured beside a sweep that predates calibration version 2: "
-                         "s28new.json:host_run_s=12.3e-6,host_launch_s=10.77e-6")
-    ap.add_argument("--no-host", action="store_true",
-                    help="ignore the calibrations' host probe (run_s and step_s at their constants)")
     args = ap.parse_args()
     rows = load_rows(args.json)
-    apply_sets(rows, args.set)
-    if args.no_host:
-        for r in rows:
-            r.calibration = {k: v for k, v in r.calibration.items() if not k.startswith("host_")}
     used = [r for r in rows if not r.plan_changed]
     names = FITTED + (EFFS if args.effs else ())
     over = fit(used, names) if args.fit else None

@@ -199,10 +199,8 @@ def main() -> None:
     except ImportError:
         pass
     info = runtime.device_info()
-    # the whole calibration is recorded (benchmarks/cost_fit.py predicts with it): the device
-    # numbers, and the host probe (host_run_s, host_launch_s: run_s and step_s) measured
-    # again in this process, since the host's speed changes between machine starts
-    calib = runtime.calibration(refresh_host=True)
+    # the calibration is recorded (benchmarks/cost_fit.py predicts with its device numbers)
+    calib = runtime.calibration()
     params = DeviceParams.from_dict(calib)
     result = {"device": info.name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "calibration": calib, "rows": []}

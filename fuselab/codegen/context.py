@@ -20,23 +20,7 @@ from .types import storage_type
 # whatever occupancy the compiler's register use allows; grid-stride loops cover the rest.
 GRID_BLOCKS_PER_SM = 256   # cap of grid-stride grids (one block per 256 threads of work below it)
 SPLIT_BLOCKS_PER_SM = 64   # grid of the block-per-row row kernels (rows looped over)
-# Split reductions: blocks that each reduce a long run and leave one partial, which the
-# last block to finish combines. Few waves of long-running blocks beat many short ones.
-# Measured on the H200 (2026-11-30, interleaved timings, float32):
-# - whole-array sums (2^28): 16 per SM 251.7 us; 8: 257.4; 32: 255.9; 64: 267.5;
-# - column means (2^18 x 1024): exactly one wave of resident 256-thread blocks (8 per SM)
-#   257.0 us; 16-64 per SM 283-300 us; 4 per SM 289 us.
-# The shape sweep (2026-12-01, 2^26 float32, the autotuner timing 8 and 16 per SM among
-# others) found 8 per SM as fast or faster at every shape: a sum of 2^26, 73.8 against
-# 76.5 us; rows of 128k, 72.4 against 77.8 us; var over axes 0 and 2, 72.8 against 81.8.
-# Since reductions read a group of steps ahead (reduction.strided_loop: about 60 registers,
-# so 4 blocks of 256 threads fit an SM), one wave of 4 per SM is fastest (H200, 2026-12-02,
-# kernels timed side by side, % of copy, 4 per SM against 8): column sums keeping 4k
-# columns 101 against 92, keeping 256 94 against 85; the middle axis of (64, 4096, 256) 97
-# against 90; a sum of 2^26 101 against 97; rows of 128k 107 against 100. The split count
-# rounds down, so that the grid never spills into a second, nearly empty wave.
-REDUCE_SPLIT_BLOCKS_PER_SM = 4
-COLUMN_BLOCKS_PER_SM = 4
+# Reductions' blocks per SM: plan/reduce_layout.py (the cost model reads them too).
 
 
 def kernel_space(graph: Graph, kernel: Kernel, name: str) -> Space:
@@ -95,12 +79,6 @@ class KernelContext:
 
     def split_target(self) -> int:
         return self.options.sm_count * SPLIT_BLOCKS_PER_SM
-
-    def reduce_split_target(self) -> int:
-        return self.options.sm_count * REDUCE_SPLIT_BLOCKS_PER_SM
-
-    def column_split_target(self) -> int:
-        return self.options.sm_count * COLUMN_BLOCKS_PER_SM
 
     def index_type(self, *extra_sizes: int) -> str:
         """32-bit unsigned index math when every array and loop fits, else 64-bit."""

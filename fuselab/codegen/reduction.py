@@ -29,9 +29,10 @@ from .emit import ValueEmitter, array_name, indent, load_expr
 from ..ops import reduce_rule
 from .model import KernelCode
 from .types import register_type, storage_type
+from ..plan.reduce_layout import (COLUMN_ROWS, INNER_BLOCK, MIN_PER_BLOCK, column_layout, column_split, inner_split, is_column,
+                                  layout_of, merge_axes, pow2_at_least)
 
-BLOCK = 256
-MIN_PER_BLOCK = 4096   # elements a split block should at least reduce
+BLOCK = INNER_BLOCK
 
 TREE_FOLD_ROWS = 16     # rows of threads beyond which a block's fold is a tree
 FOLD_LIMIT = 40 * 1024  # bytes of a column fold buffer: static shared memory (48 KB without opt-in)
@@ -105,14 +106,12 @@ def generate(ctx: KernelContext, config: InnerConfig | ColumnConfig | None = Non
 
 
 def _column_layout(p: "_Problem") -> bool:
-    """Reduced axes, then a contiguous run of kept ones (and kept ones before)."""
-    return p.layout in ("RK", "KRK") and p.merged[-1][0] >= 2
+    return column_layout(p.merged)
 
 
 def _is_column(p: "_Problem") -> bool:
-    """The heuristic's choice: the column strategy for reductions along strided axes,
-    unless they reduce so few rows that each thread would hold a single output anyway."""
-    return _column_layout(p) and (p.merged[-1][0] >= 32 or p.reduced >= 64)
+    """The heuristic's choice (plan/reduce_layout.py, which the cost model reads too)."""
+    return is_column(p.merged, p.reduced)
 
 
 def heuristic(ctx: KernelContext) -> InnerConfig | ColumnConfig:
@@ -210,18 +209,8 @@ def _analyse(ctx: KernelContext) -> _Problem:
     reduced = ix.prod(shape[a] for a in axes)
     values = list(dict.fromkeys(ctx.graph.nodes[r].inputs[0] for r in space.reduces))
     order = _memory_order(ctx, shape, axes, values) if not prologue_out else tuple(range(len(shape)))
-    merged: list[tuple[int, bool]] = []
-    for a in order:
-        d = shape[a]
-        if d == 1:
-            continue
-        red = a in axes
-        if merged and merged[-1][1] == red:
-            merged[-1] = (merged[-1][0] * d, red)
-        else:
-            merged.append((d, red))
-    layout = "".join("R" if r else "K" for _, r in merged)
-    return _Problem(shape, axes, layout, merged, kept, reduced, list(space.reduces), prologue_out, epilogue_out,
+    merged = merge_axes(shape, axes, order)
+    return _Problem(shape, axes, layout_of(merged), merged, kept, reduced, list(space.reduces), prologue_out, epilogue_out,
                     order)
 
 
@@ -381,11 +370,10 @@ def _inner_heuristic(ctx: KernelContext, p: _Problem, width: int) -> InnerConfig
     """Lanes enough for about 8 vectors each; a block per output when the outputs are too
     few to fill the GPU with lanes, split over blocks that each reduce >= 4096 elements."""
     K, R = p.kept, p.reduced
-    group = min(32, _pow2_at_least(ix.ceil_div(R, 8 * width)))
-    if not (group == 32 and K * 32 < ctx.options.sm_count * 1024):
+    mode, group, splits = inner_split(K, R, width, ctx.options.sm_count)
+    if mode == "lanes":
         return InnerConfig(mode="lanes", group=group, block=BLOCK, splits=1, width=width,
                            why=f"heuristic: {group} lane(s) for ~8 vectors each, {K} outputs fill the GPU")
-    splits = max(1, min(ctx.reduce_split_target() // max(K, 1), R // MIN_PER_BLOCK))
     return InnerConfig(mode="block", group=32, block=BLOCK, splits=splits, width=width,
                        why=f"heuristic: {K} outputs are too few for lanes: a block per output"
                            + (f", split {splits} ways (>= {MIN_PER_BLOCK} elements each)" if splits > 1 else ""))
@@ -587,18 +575,11 @@ def _rename_smem(lines: list[str], suffix: str) -> list[str]:
     return out
 
 
-def _pow2_at_least(n: int) -> int:
-    p = 1
-    while p < n:
-        p *= 2
-    return p
-
-
 # ---------------------------------------------------------------------------
 # Column strategy: threads across the contiguous kept axis
 # ---------------------------------------------------------------------------
 
-ROWS = 8   # threadIdx.y: rows of the reduced axis read at once
+ROWS = COLUMN_ROWS   # threadIdx.y: rows of the reduced axis read at once
 
 
 def _column_setup(ctx: KernelContext, p: _Problem):
@@ -619,15 +600,8 @@ def _column_heuristic(ctx: KernelContext, p: _Problem, width: int) -> ColumnConf
     """Lanes enough for the kept run (a warp spans 32 / lanes rows when it is short), then
     split the reduced axis until about COLUMN_BLOCKS_PER_SM blocks per SM run, each
     folding at least 16 rows per row of threads."""
-    K2 = p.merged[-1][0]
-    lanes = min(32, _pow2_at_least(ix.ceil_div(K2, width)))
-    rows_of_threads = ROWS * (32 // lanes)
-    base_blocks = (p.kept // K2 if K2 else 0) * ix.ceil_div(K2, lanes * width)
-    # a variance (Welford's state: 5 words a lane element, not 1) is fastest at half the
-    # sums' split count (H200: var over axis 0 of (16384, 4096) 78% of copy at 2 blocks
-    # per SM, 66% at 4; std over axis 0 of (65536, 1024) 76% against 64%; 2026-12-02)
-    target = ctx.column_split_target() // (2 if _welford(ctx, p) else 1)
-    splits = max(1, min(target // max(base_blocks, 1), p.reduced // (rows_of_threads * 16)))
+    lanes, base_blocks, splits = column_split(p.kept, p.merged[-1][0], p.reduced, width, ctx.options.sm_count,
+                                              _welford(ctx, p))
     return ColumnConfig(width=width, rows=ROWS, splits=splits, lanes=lanes,
                         why=f"heuristic: {base_blocks} block(s) of columns"
                             + (f", {32 // lanes} rows per warp" if lanes < 32 else "")

@@ -35,17 +35,14 @@
   each block stores its partials, fences and counts itself in with an atomic, and the
   last to arrive reads the partials back and combines them: a dependent phase after all
   the others, a few memory round trips that no bandwidth hides. Charged once a kernel;
-  0 (off) by default until the run-level sweeps can tell it from the run's floor
-  (benchmarks/COST_MODEL.md, 2026-12-04).
+  fitted on the H200 sweeps (benchmarks/COST_MODEL.md, 2026-12-04).
 - run_s: what one run of a plan costs before its first launch (the runtime's Python
-  work), the same for every plan of a graph; on a GPU whose calibration measured the
-  host's speed, scaled by it (device.host_overheads).
+  work), the same for every plan of a graph; fitted on the sweeps.
 - step_s: what the runtime's Python spends on a launch beyond `launch_s` (allocating the
   kernel's outputs, binding its arguments). Python issues kernel k at (k - 1) *
   (launch_s + step_s) after the first; a kernel shorter than that leaves the device
   waiting for the next one (`run_time`). Large kernels hide it: the device is still busy
-  when the next launch arrives. Measured on the GPU where the calibration has the host
-  probe (the host time of a further launch less launch_s), else a constant.
+  when the next launch arrives. Fitted on the sweeps.
 
 The device numbers (bandwidth, launch, throughput) come from a calibration on the device
 (fuselab.runtime measures a device-to-device copy and an empty launch) or from
@@ -72,6 +69,7 @@ from .analysis import (SLAB_INNER, Analysis, RowShapes, analyse, bits, mask_of, 
 from .device import DeviceParams
 from .kernels import kernel_members, unfused_plan
 from .model import Kernel, Plan, Space, Template, kernel_stage
+from .reduce_layout import column_split, inner_split, is_column, merge_axes
 
 
 @dataclass(frozen=True)
@@ -214,60 +212,30 @@ def column_lane_use(shape: tuple[int, ...], axes: tuple[int, ...], item: int) ->
     return K / (-(-K // tile) * tile)
 
 
-# codegen/reduction.py's heuristic splits of a reduced axis over blocks, mirrored (the
-# tuner may pick another split; the plan-level model sees the heuristic's): codegen/
-# context.py's REDUCE_SPLIT_BLOCKS_PER_SM and COLUMN_BLOCKS_PER_SM, reduction.py's
-# MIN_PER_BLOCK (elements a split block reduces at least) and ROWS (a column block's rows
-# of threads)
-SPLIT_BLOCKS_PER_SM = 4
-SPLIT_MIN_ELEMENTS = 4096
-COLUMN_ROWS = 8
-
-
-def _pow2_at_least(n: int) -> int:
-    p = 1
-    while p < n:
-        p *= 2
-    return p
-
-
 def reduction_splits(shape: tuple[int, ...], axes: tuple[int, ...], item: int, sm_count: int,
                      welford: bool = False) -> int:
-    """The blocks codegen/reduction.py's heuristic splits each output's reduced elements
-    over (1: a block or a lane group finishes its outputs alone). With more, each block
-    stores its partials and the last to arrive combines them: a dependent phase after
-    the others' (cost: DeviceParams.combine_s). Axes merged as codegen merges them, in the
-    array's order (codegen may reorder a reduction's axes by memory order; the planner's
-    arrays are C-contiguous)."""
-    merged: list[list] = []
-    for a, d in enumerate(shape):
-        if d == 1:
-            continue
-        red = a in axes
-        if merged and merged[-1][1] == red:
-            merged[-1][0] *= d
-        else:
-            merged.append([d, red])
+    """The blocks the heuristic (plan/reduce_layout.py, which codegen follows) splits each
+    output's reduced elements over (1: a block or a lane group finishes its outputs
+    alone). With more, each block stores its partials and the last to arrive combines
+    them: a dependent phase after the others' (cost: DeviceParams.combine_s). The axes
+    are read in the array's order (codegen may reorder a transposed view's by memory
+    order; the planner's arrays are C-contiguous) and vectors are as wide as 16 bytes
+    allow (codegen's may be narrower where an access is unaligned)."""
+    merged = merge_axes(shape, axes)
     kept = math.prod(d for d, r in merged if not r)
     reduced = math.prod(d for d, r in merged if r)
-    layout = "".join("R" if r else "K" for _, r in merged)
     if reduced <= 1 or kept == 0:
         return 1
-    if layout in ("RK", "KRK") and merged[-1][0] >= 2 and (merged[-1][0] >= 32 or reduced >= 64):
-        k2 = merged[-1][0]    # the column strategy: lanes across the contiguous kept run
+    if is_column(merged, reduced):
+        run = merged[-1][0]
         width = max(1, min(4, 16 // max(item, 1)))
-        while k2 % width:
+        while run % width:
             width //= 2
-        lanes = min(32, _pow2_at_least(-(-k2 // width)))
-        base = (kept // k2) * -(-k2 // (lanes * width))
-        target = sm_count * SPLIT_BLOCKS_PER_SM // (2 if welford else 1)
-        return max(1, min(target // max(base, 1), reduced // (COLUMN_ROWS * (32 // lanes) * 16)))
-    width = max(1, 16 // max(item, 1))      # the inner strategy: a block per output when few
+        return column_split(kept, run, reduced, width, sm_count, welford)[2]
+    width = max(1, 16 // max(item, 1))
     while width > 1 and reduced % width:
         width //= 2
-    if _pow2_at_least(-(-reduced // (8 * width))) < 32 or kept * 32 >= sm_count * 1024:
-        return 1
-    return max(1, min(sm_count * SPLIT_BLOCKS_PER_SM // kept, reduced // SPLIT_MIN_ELEMENTS))
+    return inner_split(kept, reduced, width, sm_count)[2]
 
 
 def _welford(an: Analysis, mask: int) -> bool:

@@ -15,37 +15,6 @@ from ..ir import Graph, Node, special_exponent
 from ..ops import OPS
 
 
-# The host's speed at running a plan (fuselab.runtime.calibrate's host probe: host_run_s,
-# host_launch_s) sets run_s and step_s where a calibration measured it (host_overheads).
-# HOST_LAUNCH_REF_S: the host time a further launch took (an unfused chain of tiny
-# kernels, runs of 1 and 4 kernels: (57.7 - 12.7) / 3 us) on the H200 host of 2026-12-04
-# 05:32 UTC, whose sweeps (held-out seed 27, 05:33 and 05:35) the fitted run_s suits
-# (best run_s 16-18 us there); RUN_SCALE bounds the ratio a probe may apply to run_s.
-HOST_LAUNCH_REF_S = 15.0e-6
-RUN_SCALE = (0.5, 1.5)
-
-
-def host_overheads(host_launch_s: float, launch_s: float, run_s: float = 15.0e-6) -> tuple[float, float]:
-    """(run_s, step_s) on a host whose runtime takes `host_launch_s` of Python a further
-    launch (calibrated), `launch_s` being the device's empty-launch cost.
-
-    step_s, by its definition: what Python spends on a launch beyond launch_s, so
-    host_launch_s - launch_s (at the reference host: 15.0 - 6.6 = 8.4 us, the 8 us
-    measured before).
-    run_s: the fixed part of a measured run is not host time before the first launch
-    (the probe's runs of 1-8 kernels extrapolate to about 0 us of it): it is the floor
-    of a run timed between other work (torch.compile's rounds, a copy), events around
-    it, Python's caches cold. Measured alone it comes out at 6-9 us and under-predicts
-    the sweeps' small cells (COST_MODEL.md, 2026-12-03: tried twice, reverted). What moves
-    it from one machine start to the next is the host's speed, which moves the copies
-    timed in the same rounds alike (seed 28's start: a raw CuPy launch 5.3 us against
-    8.0, the sweep's small copies 15.6 us against 22-24, a further launch of the runtime
-    10.8 us against 15.0): so the fitted run_s scales with host_launch_s /
-    HOST_LAUNCH_REF_S, within RUN_SCALE."""
-    scale = min(max(host_launch_s / HOST_LAUNCH_REF_S, RUN_SCALE[0]), RUN_SCALE[1])
-    return run_s * scale, max(0.0, host_launch_s - launch_s)
-
-
 @dataclass(frozen=True)
 class DeviceParams:
     """What the cost model knows about a device.
@@ -68,12 +37,14 @@ class DeviceParams:
     refits them from a sweep JSON), the same for every plan of a graph or per kernel:
     - run_s: fixed cost of one run of a plan (the runtime's Python work before the first
       launch: argument binding, output allocation), paid once per run, not per kernel;
-      on a calibrated GPU scaled by the host's measured speed (`host_overheads`);
+      not host time alone but the floor of a run timed between other work (events
+      around it, Python's caches cold), fitted on the shape sweeps;
     - step_s: the runtime's Python work for each further launch beyond launch_s (its
       outputs' allocation, its arguments); a kernel shorter than launch_s + step_s leaves
       the device waiting for the next launch (cost.run_time). 0: no such wait (the CPU's
-      parameters, whose kernels are called in turn); on a calibrated GPU the measured
-      host time of a further launch less launch_s (`host_overheads`);
+      parameters, whose kernels are called in turn). Fitted on the sweeps too: a host
+      probe of Python's speed, timed apart from the sweep's rounds, did not follow either
+      (benchmarks/COST_MODEL.md, 2026-12-04 13:35);
     - eff_*: the fraction of `bandwidth` a template (and row tier) reaches on large data:
       pointwise, reduction, row kernels whose row a warp holds (warp), a block's registers
       (block), shared memory (smem), and looped rows (re-read per pass); eff_row_strided
@@ -110,11 +81,13 @@ class DeviceParams:
     sm_count: int = 132
     row_cache_bytes: int = 200 * 1024
     sync_s: float = 10e-6
-    run_s: float = 15.0e-6
-    # an unfused chain of n tiny kernels took 12.7, 23.7, 57.7 and 114.7 us of host time a
-    # run for n = 1, 2, 4, 8 (H200 host, 2026-12-04 05:33 UTC): 11-14 us a further launch,
-    # of which launch_s (an empty kernel's launch) is 5-6; the rest is this
-    step_s: float = 8.0e-6
+    # run_s, step_s, elem_rate and combine_s: cost_fit.py --fit over the 13:35 sweeps of
+    # 2026-12-04 (held-out seed 30, the fixed sweep) and the fixture (COST_MODEL.md); an
+    # unfused chain of n tiny kernels took 12.7, 23.7, 57.7 and 114.7 us of host time a
+    # run for n = 1, 2, 4, 8 (H200 host, 2026-12-04 05:33 UTC): 11-14 us a further
+    # launch, of which launch_s (an empty kernel's launch) is 5-6
+    run_s: float = 13.5e-6
+    step_s: float = 11.5e-6
     eff_pointwise: float = 1.0
     eff_reduction: float = 1.0
     eff_row_warp: float = 1.0
@@ -130,14 +103,12 @@ class DeviceParams:
     chip_exp: float = 0.2
     smem_per_sm: int = 228 * 1024
     l2_bandwidth: float = 28.2e12
-    elem_rate: float = 1.21e12
+    elem_rate: float = 1.35e12
     # a split reduction's last block combining the others' partials (cost.reduction_splits):
     # the tuner's kernel times on the H200 (2026-12-04, held-out seeds 27 and 28) put split
-    # sums 2.2-3.8 us above unsplit sums and pointwise kernels of the same sweeps, but
-    # charged at 2.5 us a run's prediction gains 3 points on seed 27, loses 1 on seed 28 and
-    # on the fixture (COST_MODEL.md, 2026-12-04): off until sweeps that record the host
-    # probe can tell it from the run's floor (cost_fit.py --fit fits it)
-    combine_s: float = 0.0
+    # sums 2.2-3.8 us above unsplit sums and pointwise kernels of the same sweeps; the run-
+    # level fit of 13:35 gives 3.3 us
+    combine_s: float = 3.0e-6
     source: str = "defaults"
 
     @classmethod
@@ -199,11 +170,6 @@ class DeviceParams:
             if not math.isfinite(v) or v <= 0:
                 raise ValueError(f"calibration value {key}={value!r} must be a positive number")
             kw[fname] = int(round(v)) if fname in ("sm_count", "row_cache_bytes", "smem_per_sm", "strided_cols") else v
-        host = d.get("host_launch_s")
-        if host is not None and not any(k in d for k in _RUN_KEYS) and _positive(host):
-            # calibrated host speed (fuselab.runtime.calibrate, version 2): run_s and step_s
-            # from it, unless the record gives them outright (the CPU's: 0)
-            kw["run_s"], kw["step_s"] = host_overheads(float(host), kw.get("launch_s", cls.launch_s), cls.run_s)
         return cls(**kw)
 
     @classmethod
@@ -228,16 +194,6 @@ class DeviceParams:
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
-
-
-_RUN_KEYS = ("run_s", "run_us", "step_s", "step_us")
-
-
-def _positive(v: Any) -> bool:
-    try:
-        return math.isfinite(float(v)) and float(v) > 0
-    except (TypeError, ValueError):
-        return False
 
 
 def op_weight(nd: Node, params: DeviceParams, graph: Graph) -> float:
