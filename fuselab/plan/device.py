@@ -81,13 +81,13 @@ class DeviceParams:
     sm_count: int = 132
     row_cache_bytes: int = 200 * 1024
     sync_s: float = 10e-6
-    # run_s, step_s, elem_rate and combine_s: cost_fit.py --fit over the 13:35 sweeps of
-    # 2026-12-04 (held-out seed 30, the fixed sweep) and the fixture (COST_MODEL.md); an
+    # run_s, step_s, elem_rate and combine_s: cost_fit.py --fit over 494 points of seven
+    # machine starts (the sweeps of 2026-12-04 13:35-13:58 and the fixture; COST_MODEL.md); an
     # unfused chain of n tiny kernels took 12.7, 23.7, 57.7 and 114.7 us of host time a
     # run for n = 1, 2, 4, 8 (H200 host, 2026-12-04 05:33 UTC): 11-14 us a further
     # launch, of which launch_s (an empty kernel's launch) is 5-6
-    run_s: float = 13.5e-6
-    step_s: float = 11.5e-6
+    run_s: float = 12.5e-6
+    step_s: float = 10.8e-6
     eff_pointwise: float = 1.0
     eff_reduction: float = 1.0
     eff_row_warp: float = 1.0
@@ -103,12 +103,12 @@ class DeviceParams:
     chip_exp: float = 0.2
     smem_per_sm: int = 228 * 1024
     l2_bandwidth: float = 28.2e12
-    elem_rate: float = 1.35e12
+    elem_rate: float = 1.4e12
     # a split reduction's last block combining the others' partials (cost.reduction_splits):
     # the tuner's kernel times on the H200 (2026-12-04, held-out seeds 27 and 28) put split
     # sums 2.2-3.8 us above unsplit sums and pointwise kernels of the same sweeps; the run-
-    # level fit of 13:35 gives 3.3 us
-    combine_s: float = 3.0e-6
+    # level fit of 2026-12-04 gives 3.3-3.6 us
+    combine_s: float = 3.5e-6
     source: str = "defaults"
 
     @classmethod
