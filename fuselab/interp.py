@@ -6,6 +6,7 @@ exactly as it would on the GPU.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable, Mapping, Sequence
@@ -111,13 +112,24 @@ def _reduce(xp: ModuleType, node: Node, x: Any) -> Any:
     return getattr(xp, node.op)(x, axis=axes, keepdims=keepdims)
 
 
-def eval_nodes(xp: ModuleType, graph: Graph, nodes: Sequence[int], stored: Mapping[int, Any]) -> dict[int, Any]:
+def eval_nodes(xp: ModuleType, graph: Graph, nodes: Sequence[int], stored: Mapping[int, Any],
+               on_warning: Callable[[int, warnings.WarningMessage], None] | None = None) -> dict[int, Any]:
     """Evaluate `nodes` (ascending ids) reading anything else from `stored`: one
-    kernel's values, as eager NumPy / CuPy computes them (views stay views)."""
+    kernel's values, as eager NumPy / CuPy computes them (views stay views). With
+    `on_warning`, the warnings each node's evaluation gives are recorded instead of shown
+    and handed to it with the node's id (the runtime's library calls: CuPy's warnings are
+    the cell's, at the node's line, and a rerun's are nobody's)."""
     local: dict[int, Any] = {}
     for i in nodes:
         n = graph.nodes[i]
-        local[i] = eval_node(xp, n, [local[j] if j in local else stored[j] for j in n.inputs])
+        args = [local[j] if j in local else stored[j] for j in n.inputs]
+        if on_warning is None:
+            local[i] = eval_node(xp, n, args)
+            continue
+        with recorded() as caught:
+            local[i] = eval_node(xp, n, args)
+        for w in caught:
+            on_warning(i, w)
     return local
 
 

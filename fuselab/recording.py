@@ -98,7 +98,9 @@ def give_at(message: str, category: type, filename: str, lineno: int) -> None:
     """Warn as if from line `lineno` of the loaded module file `filename` (NumPy's own
     code): through that module's once-per-location registry, as NumPy's warning would."""
     module = module_of(filename)
-    warnings.warn_explicit(message, category, filename, lineno,
-                           module=module.__name__ if module else None,
-                           registry=vars(module).setdefault("__warningregistry__", {}) if module else None,
-                           module_globals=vars(module) if module else None)
+    if module is None:   # (module=None given outright, CPython's warn_explicit shows nothing)
+        warnings.warn_explicit(message, category, filename, lineno)
+        return
+    warnings.warn_explicit(message, category, filename, lineno, module=module.__name__,
+                           registry=vars(module).setdefault("__warningregistry__", {}),
+                           module_globals=vars(module))

@@ -286,7 +286,8 @@ class Session:
         elif self.backend == "cuda":
             from . import runtime
             outs, self.check = runtime.execute_checked(self.plan, self.unfused, self.traced.inputs,
-                                                       options=self.codegen_options, known=known)
+                                                       options=self.codegen_options, known=known,
+                                                       library_warning=self._library_warning())
             if self.traced.array_module == "numpy":
                 outs = _on_host(outs)
         elif self.backend == "numba":
@@ -309,6 +310,23 @@ class Session:
             self.check = Check(True, "", ("reference interpreter (NumPy)",))
         self.outputs = outs
         return outs
+
+    def _library_warning(self) -> Callable[[int, Any], None] | None:
+        """Where the warnings CuPy gives in library calls go: a CuPy cell's to its line,
+        in program order with the trace's (plain CuPy gives them there: `c.astype(float)`
+        of complex values); a NumPy cell's warnings are NumPy's, which the trace gave."""
+        cell = self.traced.warnings
+        if self.traced.array_module != "cupy" or cell is None:
+            return None
+        from .interp import PythonWarning
+        from .recording import library_line
+        nodes = self.graph.nodes
+
+        def give(node: int, w: Any) -> None:
+            where = library_line(w)
+            loc = PythonWarning(str(w.message), w.category, *where) if where else nodes[node].loc
+            cell.python((node, 1, 0), str(w.message), loc, w.category)
+        return give
 
     def measure(self, repeats: int | None = None, progress: Callable[[str], None] | None = None):
         """Time plan, unfused and eager runs on the GPU (CUDA backend); on Dask inputs, the

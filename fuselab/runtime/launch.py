@@ -3,7 +3,7 @@ intermediate from CuPy's pool and free it after its last reader."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -65,6 +65,9 @@ class Executable:
         """`codes` given: run exactly those. Otherwise the plan's generated code, with the
         launch configurations tuned on this GPU (on the first run, or from the cache)."""
         self.plan = plan
+        # who takes the warnings of library calls (CuPy's, run node by node): the cell
+        # whose line gave them, on the run whose results it binds (Session.execute)
+        self.library_warning: Callable[[int, Any], None] | None = None
         self.options = device_options(options)
         self.tuning: dict[int, Tuning] = {}
         self._pending: dict[int, Pending] = {}
@@ -259,15 +262,22 @@ class Executable:
         return step
 
     def _library(self, code: OpaqueCall, env: dict[int, Any]) -> int:
-        """Evaluate an opaque kernel's nodes with CuPy; returns the bytes it stored."""
+        """Evaluate an opaque kernel's nodes with CuPy; returns the bytes it stored. The
+        warnings CuPy gives go to `library_warning` (node id, warning), else nowhere: a
+        check's or a timing's rerun gives none (plain execution runs each line once)."""
         import cupy
-        local = eval_nodes(cupy, self.plan.graph, code.nodes or (code.node,), env)
+        local = eval_nodes(cupy, self.plan.graph, code.nodes or (code.node,), env,
+                           on_warning=self.library_warning or _ignore_warning)
         stored = 0
         for o in code.outputs:
             # not ascontiguousarray: it makes 0-d results 1-d (np.median's came back as (1,))
             env[o] = _device_ready(cupy.asarray(local[o]).reshape(self.plan.graph.nodes[o].shape))
             stored += env[o].nbytes
         return stored
+
+
+def _ignore_warning(node: int, w: Any) -> None:
+    pass
 
 
 def _step_bytes(step: Any) -> int:

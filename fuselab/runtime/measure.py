@@ -1,12 +1,14 @@
 """Checking and timing a plan against the unfused plan and plain eager CuPy."""
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..codegen.model import CodegenOptions
 from ..interp import run_graph, run_plan
 from ..plan.model import Plan
+from ..recording import recorded
 from .launch import Executable, synchronize
 from .timing import GraphReplay, Timing, per_kernel_times, time_interleaved
 from .verify import Check, compare
@@ -68,14 +70,20 @@ def cell_bytes(plan: Plan) -> int:
 
 def execute_checked(plan: Plan, unfused: Plan | None, inputs: Mapping[str, Any],
                     options: CodegenOptions | None = None,
-                    known: Mapping[int, Any] | None = None) -> tuple[dict[str, Any], Check]:
+                    known: Mapping[int, Any] | None = None,
+                    library_warning: Callable[[int, Any], None] | None = None) -> tuple[dict[str, Any], Check]:
     """Run `plan` and compare it with the unfused plan (or, for the unfused plan itself,
     with plain eager CuPy). Returns the plan's outputs and the comparison. `known`:
-    values computed at graph breaks, which both runs take (runtime/breaks.py)."""
+    values computed at graph breaks, which both runs take (runtime/breaks.py).
+    `library_warning(node, warning)` takes the warnings CuPy gives in the plan's library
+    calls (Executable.library_warning); the check's run gives none."""
     exe = Executable(plan, options=options)
+    exe.library_warning = library_warning
     env = exe.prepare(inputs)
     outs = exe.run(env=env, known=known)
-    ref = _reference(exe, unfused, env, options, known)
+    exe.library_warning = None
+    with recorded():   # the check's run is not the cell's: its warnings are nobody's
+        ref = _reference(exe, unfused, env, options, known)
     synchronize(f"the {plan.strategy} plan")
     return outs, compare(outs, ref)
 
@@ -97,6 +105,17 @@ def measure(plan: Plan, unfused: Plan | None, inputs: Mapping[str, Any], repeats
             eager: bool = True, replay: bool | None = None, per_kernel: bool = True) -> Measurement:
     """Check the plan, then time it, the unfused plan and eager CuPy (each after warm-up,
     median of `repeats`). `replay=None` adds a CUDA-graph replay for launch-bound cells."""
+    with recorded() as caught:   # reruns of a cell that already ran: their warnings are nobody's
+        out = _measure(plan, unfused, inputs, repeats, options, progress, eager, replay, per_kernel)
+    for w in caught:   # but fuselab's own (the tuning cache's) are the user's to see
+        if str(w.message).startswith("fuselab"):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return out
+
+
+def _measure(plan: Plan, unfused: Plan | None, inputs: Mapping[str, Any], repeats: int,
+             options: CodegenOptions | None, progress: Callable[[str], None] | None,
+             eager: bool, replay: bool | None, per_kernel: bool) -> Measurement:
     import cupy
     from .device import device_info
     say = progress or (lambda _msg: None)
