@@ -137,6 +137,8 @@ def candidates(ctx: KernelContext) -> list[InnerConfig | ColumnConfig]:
         out = [h] + [replace(h, splits=s, why="candidate") for s in splits if s != h.splits]
         # few reduced rows: fewer rows of threads (8 rows of threads over 4 rows idle half)
         out += [replace(h, rows=r, splits=1, why="candidate") for r in (1, 2, 4) if r < h.rows and R <= 16 * r]
+        if h.rows < ROWS:   # a variance's warp a block: and the 8 rows of threads it replaced
+            out.append(replace(h, rows=ROWS, why="candidate: 8 rows of threads, merged through shared memory"))
         # kept runs shorter than a warp: a warp covers 32 / lanes rows, so 8 rows of warps
         # are 256 rows of threads, most of them idle or a step each over a few hundred rows,
         # then folding through shared memory: x.std(axis=1) of (22588, 231, 2) ran its
@@ -600,8 +602,19 @@ def _column_heuristic(ctx: KernelContext, p: _Problem, width: int) -> ColumnConf
     """Lanes enough for the kept run (a warp spans 32 / lanes rows when it is short), then
     split the reduced axis until about COLUMN_BLOCKS_PER_SM blocks per SM run, each
     folding at least 16 rows per row of threads."""
+    welford = _welford(ctx, p)
     lanes, base_blocks, splits = column_split(p.kept, p.merged[-1][0], p.reduced, width, ctx.options.sm_count,
-                                              _welford(ctx, p))
+                                              welford)
+    if welford and lanes == 32 and splits == 1:
+        # Columns enough to fill the GPU without a split: a warp a block, each thread
+        # folding its column's rows alone. Welford's merges through shared memory cost
+        # more than 8 rows of threads save (H200, 2026-12-04, std and mean over axis 0,
+        # float32, us at 1 / 8 rows of threads: (65, 936143) 87.1 / 129.0, (65, 936144)
+        # 80.4 / 132.1, (129, 936143) 147.6 / 182.6, (33, 1800001) 85.0 / 151.4,
+        # (257, 250001) 84.9 / 90.0; sums within 10% either way)
+        return ColumnConfig(width=width, rows=1, splits=1, lanes=lanes,
+                            why=f"heuristic: {base_blocks} warp(s) of columns, a thread folding its "
+                                "column's rows alone (a variance: no Welford merges through shared memory)")
     return ColumnConfig(width=width, rows=ROWS, splits=splits, lanes=lanes,
                         why=f"heuristic: {base_blocks} block(s) of columns"
                             + (f", {32 // lanes} rows per warp" if lanes < 32 else "")
