@@ -21,6 +21,10 @@ class Case:
     inputs: dict[str, np.ndarray]
     plans: list[Plan] = field(default_factory=list)
     rtol: float | None = None     # None: the dtype's default (fuselab.runtime.verify.RTOL)
+    # run the heuristics' configurations only: a case whose result hangs on the order of
+    # a few additions (z-scores of elements a few ulps apart) would otherwise hang on which
+    # candidate the tuner timed fastest, each within the documented reduction-order tolerance
+    untuned: bool = False
 
 
 def _name(dt) -> str:
@@ -559,7 +563,7 @@ def variance_cases(seed=10) -> list[Case]:
         std = b.elemwise("sqrt", [b.reduce("var", xi, axis=0, keepdims=True, dtype=np.float32)])
         g = b.build([("y", b.elemwise("true_divide", [b.elemwise("subtract", [xi, mean]), std]))])
         out.append(Case(f"variance-rounded-mean-{rows}x2000", g, {"x": x}, [unfused_plan(g), one_kernel(g, Template.ROW)],
-                        1e-5))
+                        1e-5, untuned=True))
     out += variance_overflow_cases()
     return out
 
