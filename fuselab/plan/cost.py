@@ -35,7 +35,7 @@
   each block stores its partials, fences and counts itself in with an atomic, and the
   last to arrive reads the partials back and combines them: a dependent phase after all
   the others, a few memory round trips that no bandwidth hides. Charged once a kernel;
-  fitted on the H200 sweeps (benchmarks/COST_MODEL.md, 2026-12-04).
+  0 (off) by default: the searches' bounds do not know it (device.py, COST_MODEL.md).
 - run_s: what one run of a plan costs before its first launch (the runtime's Python
   work), the same for every plan of a graph; fitted on the sweeps.
 - step_s: what the runtime's Python spends on a launch beyond `launch_s` (allocating the

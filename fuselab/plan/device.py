@@ -107,8 +107,11 @@ class DeviceParams:
     # a split reduction's last block combining the others' partials (cost.reduction_splits):
     # the tuner's kernel times on the H200 (2026-12-04, held-out seeds 27 and 28) put split
     # sums 2.2-3.8 us above unsplit sums and pointwise kernels of the same sweeps; the run-
-    # level fit of 2026-12-04 gives 3.3-3.6 us
-    combine_s: float = 3.5e-6
+    # level fit of 2026-12-04 gives 3.3-3.6 us, 4 points of 494 more within +-25% (428
+    # against 424). Off: the exact searches' lower bounds do not know the term, and with
+    # it the plain branch and bound of a 32-op random graph under launch_s = 1 ns ran
+    # past 15 minutes (test_plan_search), where it took under a second without
+    combine_s: float = 0.0
     source: str = "defaults"
 
     @classmethod
