@@ -129,3 +129,12 @@ def test_shapes_with_few_outputs_split_and_many_do_not():
     assert reduction_splits((1 << 20, 8), (0,), 4, 132) > 1              # few columns, many rows
     assert reduction_splits((1 << 20, 8), (0,), 4, 132, welford=True) <= reduction_splits((1 << 20, 8), (0,), 4, 132)
     assert reduction_splits((5,), (), 4, 132) == 1
+
+
+def test_the_combine_term_takes_reductions_of_any_dtype():
+    """Only a variance is Welford's: a complex max (whose reduce rule has no start value
+    for complex) is costed with the combine charged, not refused."""
+    g = fuselab.trace_cell("r = c.max()\nt = c.min()", {"np": np, "c": np.ones(1 << 20, np.complex128)}).graph
+    plan = make_plan(g, "unfused")
+    costs = kernel_costs(plan, DeviceParams(combine_s=2.5e-6))
+    assert len(costs) == len(plan.kernels) and all(c.time_s > 0 for c in costs)

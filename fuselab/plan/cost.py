@@ -241,7 +241,9 @@ def reduction_splits(shape: tuple[int, ...], axes: tuple[int, ...], item: int, s
 def _welford(an: Analysis, mask: int) -> bool:
     from ..ops import reduce_rule
     g = an.graph
-    return any(reduce_rule(g.nodes[r].op, g.nodes[g.nodes[r].inputs[0]].dtype, g.nodes[r].dtype).combine == "welford"
+    # (only a variance can be Welford's; reduce_rule refuses some others' dtypes, complex max)
+    return any(g.nodes[r].op == "var" and
+               reduce_rule(g.nodes[r].op, g.nodes[g.nodes[r].inputs[0]].dtype, g.nodes[r].dtype).combine == "welford"
                for r in bits(mask & an.reduce_mask))
 
 
