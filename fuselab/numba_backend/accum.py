@@ -12,6 +12,7 @@ their squared deviations from it) and folded into the running state in order.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -380,7 +381,8 @@ LANES = 16   # a float sum's lanes after the first step of their combine (CHUNK 
 
 
 def fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], values: dict[int, str],
-              names: Names, computes: bool = True, lanes: bool = False) -> tuple[list[str], list[str]]:
+              names: Names, computes: bool = True, lanes: bool = False, prefetch: Sequence[str] = (),
+              kept: Mapping[str, str] | None = None) -> tuple[list[str], list[str]]:
     """(set-up, loop): fold the values that `lines` compute for each `var` in range(lo, hi)
     into `accs` (`values`: reduce node -> the expression folded in).
 
@@ -391,11 +393,29 @@ def fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], val
     folded directly, unless a variance wants its blocks in a buffer.
 
     With `lanes`, sums and max/min fold into CHUNK lanes instead (Acc.laned: element k of
-    each chunk into lane k, in the same vectorized loop that computes it), combined in
-    lane order after the loop: the order depends on the shapes only. The others fold as
-    above. The loop's statements must be declared after the set-up."""
+    each chunk into lane k, in the vectorized loop that loads it, or in a second loop
+    over the chunk where the values take computing: _lane_fold), combined in lane order
+    after the loop: the order depends on the shapes only. The others fold as above. The loop's statements must be declared after the set-up.
+
+    `prefetch`: statements run once a chunk, before it is computed (a row kernel's
+    prefetches of the next row, row.py), where the loop runs in chunks. `kept`: values
+    that `lines` also store in a row buffer (value -> the buffer, indexed by `var`), which
+    a lane fold reads back instead of a chunk buffer of its own."""
     if lanes and any(a.laned for a in accs):
-        return _lane_fold(var, lo, hi, accs, lines, values, names)
+        return _lane_fold(var, lo, hi, accs, lines, values, names, computes, prefetch, kept or {})
+    setup, loop = _fold_loop(var, lo, hi, accs, lines, values, names, computes)
+    return setup, _with_prefetch(var, loop, prefetch)
+
+
+def _with_prefetch(var: str, loop: list[str], prefetch: Sequence[str]) -> list[str]:
+    """`loop` with `prefetch` at the top of its chunk loop's body (none: unchanged)."""
+    if prefetch and loop and loop[0].startswith(f"for {var}_c in range(") and loop[1].strip().startswith("n_c = "):
+        return [*loop[:2], *indent(list(prefetch), 1), *loop[2:]]
+    return loop
+
+
+def _fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], values: dict[int, str],
+               names: Names, computes: bool) -> tuple[list[str], list[str]]:
     welford = [a for a in accs if a.welford]
     if not computes and not welford:
         return [], blocked_loop(var, lo, hi, accs, [*lines, *[l for a in accs for l in a.step(values[a.node], var)]])
@@ -432,18 +452,47 @@ def fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], val
 
 
 def _lane_fold(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], values: dict[int, str],
-               names: Names) -> tuple[list[str], list[str]]:
-    """fold_loop with lanes: (set-up, loop and lane combine)."""
+               names: Names, computes: bool, prefetch: Sequence[str],
+               kept: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """fold_loop with lanes: (set-up, loop and lane combine).
+
+    Values that take computing (a softmax's exp) are computed for a chunk in one loop,
+    into a chunk buffer (or the row buffer `kept` names), and folded into the lanes by a
+    second loop over the chunk: the same order and results as one loop doing both, but
+    LLVM's vectorized loops are then lighter (fewer live registers: the fold's lane
+    arrays are not held across the computation), 10% of a softmax on an AVX2 core."""
     laned = [a for a in accs if a.laned]
     rest = [a for a in accs if not a.laned]
     setup = [l for a in laned for l in a.lane_setup()]
-    steps = [l for a in laned for l in a.lane_step(values[a.node])]
     if rest:    # the others through fold_loop's chunk buffers, in the same chunk loop
-        rsetup, rloop = fold_loop(var, lo, hi, rest, lines + steps, values, names, True)
+        steps = [l for a in laned for l in a.lane_step(values[a.node])]
+        rsetup, rloop = _fold_loop(var, lo, hi, rest, lines + steps, values, names, True)
         setup += rsetup
-        loop = rloop
-    else:
+        loop = _with_prefetch(var, rloop, prefetch)
+    elif computes:
+        reads: dict[tuple[str, np.dtype], str] = {}
+        stores: list[str] = []
+        for a in laned:
+            v = values[a.node]
+            key = (v, register(a.value_dtype))
+            if key in reads:
+                continue
+            if v in kept:
+                reads[key] = f"{kept[v]}[ix({var}_c + k)]"
+            else:
+                buf = names.fresh(f"buf_{v}")
+                setup.append(f"{buf} = np.empty({CHUNK}, {ctor(a.value_dtype)})")
+                stores.append(f"{buf}[ix(k)] = {v}")
+                reads[key] = f"{buf}[ix(k)]"
+        steps = [l for a in laned for l in a.lane_step(reads[(values[a.node], register(a.value_dtype))])]
         loop = [f"for {var}_c in range({lo}, {hi}, {CHUNK}):", f"    n_c = min({CHUNK}, {hi} - {var}_c)",
+                *indent(list(prefetch), 1),
+                "    for k in range(n_c):", f"        {var} = {var}_c + k", *indent(lines + stores, 2),
+                "    for k in range(n_c):", *indent(steps, 2)]
+    else:
+        steps = [l for a in laned for l in a.lane_step(values[a.node])]
+        loop = [f"for {var}_c in range({lo}, {hi}, {CHUNK}):", f"    n_c = min({CHUNK}, {hi} - {var}_c)",
+                *indent(list(prefetch), 1),
                 "    for k in range(n_c):", f"        {var} = {var}_c + k", *indent(lines + steps, 2)]
     for a in laned:
         loop += a.lane_combine()

@@ -90,7 +90,7 @@ def compile_kernel(kernel: PyKernel) -> Compiled:
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(kernel.source)
+            tmp.write_text(kernel.source, encoding="utf-8")   # (a cell's `β` in its comments; Python reads UTF-8)
             tmp.replace(path)     # atomic: another process never imports half a file
         fn = getattr(load_module(path), kernel.name)
         _COMPILED[kernel.source] = fn

@@ -37,6 +37,7 @@ class PyContext:
     names: Names = field(default_factory=Names)
     in_arr: dict[int, str] = field(default_factory=dict)    # input node -> parameter
     out_arr: dict[int, str] = field(default_factory=dict)   # output node -> parameter
+    loads: list[tuple[int, ix.Affine]] = field(default_factory=list)   # every (input, offset) an emitter loaded
 
     def __post_init__(self) -> None:
         for nid in self.kernel.inputs:
@@ -57,6 +58,7 @@ class PyContext:
 
         def load(nid: int, offset: ix.Affine) -> str:
             if (nid, offset) not in seen:
+                self.loads.append((nid, offset))
                 name = self.names.fresh(array_name(self.graph, nid))
                 holder[0].emit(f"{name} = {load_expr(self.in_arr[nid], self.graph.nodes[nid].dtype, render(offset))}")
                 seen[(nid, offset)] = name

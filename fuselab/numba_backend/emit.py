@@ -39,7 +39,11 @@ class Names:
         self.used: set[str] = set(_RESERVED) | set(taken)
 
     def fresh(self, base: str) -> str:
-        base = re.sub(r"\W", "_", base) or "v"
+        # ASCII, as the CUDA backend's (codegen.emit.sanitize): a notebook's `β` becomes
+        # u3b2, other characters _. Python reads an identifier NFKC-normalised, so `ﬁ` and
+        # `fi` (or `ℌ` and `H`) kept as they are were one variable in the generated code,
+        # and an input named `a²` through the API no identifier at all.
+        base = re.sub(r"[^0-9A-Za-z_]", lambda m: f"u{ord(m.group()):x}" if ord(m.group()) > 127 else "_", base) or "v"
         if base[0].isdigit() or base.startswith("fl_"):
             base = f"v_{base}"
         name, k = base, 1

@@ -9,9 +9,9 @@ last. A row is read once from memory and stays in the core's cache for the later
 (the CPU's counterpart of the CUDA row tiers' on-chip row).
 
 Each pass computes a chunk of CHUNK elements in a loop that LLVM vectorizes and, in rows
-of CHUNK columns or more, folds sums and max/min into CHUNK lanes in that same loop
-(accum.fold_loop with lanes), which are combined in lane order after the row (shorter
-rows fold in order): the order depends on the shapes only, so
+of CHUNK columns or more, folds sums and max/min into CHUNK lanes (in that same loop, or
+a second one over the chunk where the values take computing: accum.fold_loop with lanes),
+which are combined in lane order after the row (shorter rows fold in order): the order depends on the shapes only, so
 results do not depend on the number of threads. A value that costs more than a load (an
 `exp`, a `tanh`: ROW_BUFFER_OPS) which a pass computes and a later pass needs again at
 the same element (softmax's exp(x - max), for its sum and then for its output) is kept
@@ -24,7 +24,12 @@ being in L1 after the max pass: the exp about 10 ms (0.6 ns an element,
 scalar.fl_exp_f32), the compensated lane sums 4, the division 2.3 (NumPy's bits need a
 division, not a multiply by the reciprocal), the max pass 2.2. The max pass took 10 ms
 while a lane's update was a select storing back the lane's own value, which x86's back
-end makes a masked store (scalar.fl_lane_max); the exp, 27 ms in float64.
+end makes a masked store (scalar.fl_lane_max); the exp, 27 ms in float64. Then (same
+day) 28 -> 23 ms on one core, 14 -> 12 ms on two, changing no result: the next row is
+prefetched while the current one is computed on (_prefetches: the time per row had been
+the memory's plus the compute's), the exp pass computes a chunk in one loop and folds it
+into the lanes in another (accum._lane_fold), and a lane's compensated add is TwoSum
+(scalar.fl_lane_add, no compare and select).
 """
 from __future__ import annotations
 
@@ -33,9 +38,9 @@ from ..codegen.row import _analyse as analyse   # the row contract is the CUDA t
 from ..codegen.row import full_index
 from .accum import CHUNK, accumulator, blocked_loop, fold_loop
 from .context import Phase, PyContext
-from .emit import indent
+from .emit import indent, render
 from .model import PyKernel
-from .pytypes import ctor
+from .pytypes import ctor, storage
 
 # ops whose values a later pass reads from a row buffer rather than computing them again
 ROW_BUFFER_OPS = frozenset(
@@ -120,10 +125,14 @@ def generate(ctx: PyContext) -> PyKernel:
         values = {r: em.value(g.nodes[r].inputs[0], full) for r in mine}
         computes = em.computes()
         kept = keep(em, level)
+        kept_values = {em.name_of(n, full): buffers[n] for n in stores.get(level, ())}
         # lanes pay off along a row of a chunk or more; filling and combining them for a
         # row of a few columns cost more than the row ((2, 4M) along axis 0: 5x)
+        lanes = p.cols >= CHUNK
+        prefetch = _prefetches(ctx, p, row, col, at) if lanes and level == passes else []
         setup, loop = fold_loop("col", "0", str(p.cols), [accs[r] for r in mine], em.take_lines() + kept, values,
-                                ctx.names, computes or bool(kept), lanes=p.cols >= CHUNK)
+                                ctx.names, computes or bool(kept), lanes=lanes, prefetch=prefetch,
+                                kept=kept_values)
         body += setup
         for r in mine:
             body += accs[r].declare()
@@ -142,6 +151,48 @@ def generate(ctx: PyContext) -> PyKernel:
     header = [f"{ctx.name}: row kernel over {g.nodes[g.nodes[p.reduces[0]].inputs[0]].aval} "
               f"({p.rows} rows x {p.cols} columns)", *ctx.listing(), note]
     return ctx.finish(header, [Phase("row", p.rows, body, "the rows")], (note,))
+
+
+# Prefetching (2026-12-04, 2-core AMD EPYC, softmax 16384 x 1024 float32): a row is read
+# from memory by its first pass, and the later passes compute on it in the core's cache,
+# while the memory sits idle (the hardware prefetchers follow a row, not the next one):
+# the time per row was the memory's plus the compute's. The last reduction pass (softmax's
+# exp pass, the longest) therefore prefetches the next row of each input read along the
+# row, a chunk's cache lines per chunk, and the current row's full-shape outputs for
+# writing (x86's prefetchw: the lines come exclusive, as a store's miss would fetch them),
+# so that memory and computing overlap: 14.2 -> 12.0 ms on 2 threads (the copy of as many
+# bytes: 6 ms). A prefetch changes no result, and never faults (the row after the last
+# is never read).
+PREFETCH_ARRAYS = 4    # arrays prefetched at most (the others are left to the hardware)
+
+
+def _prefetches(ctx: PyContext, p, row: ix.Var, col: ix.Var, at) -> list[str]:
+    """Statements run once a chunk of CHUNK columns (at col_c) of the last reduction pass:
+    prefetch that chunk's lines of the next row of each input loaded along the row
+    (contiguously: the column's coefficient 1), and of the current row of each full-shape
+    output. None where the row's elements are not contiguous, or there is one row."""
+    g = ctx.graph
+    col_c = ix.Var("col_c", col.extent)
+    streams: dict[tuple[str, ix.Affine], list[str]] = {}    # (array, offset at col_c) -> its prefetches
+
+    def along(offset) -> bool:
+        return all(isinstance(s, ix.Var) and s in (row, col) for s, _ in offset.terms) and \
+            offset.coef(col) == 1 and offset.coef(row) != 0
+
+    def lines(array: str, offset, dtype, fn: str) -> None:
+        key = (array, offset)
+        if key in streams or len(streams) >= PREFETCH_ARRAYS:
+            return
+        step = max(1, 64 // storage(dtype).itemsize)       # elements a 64-byte cache line
+        base = render(ix.rename(offset, col, col_c))
+        streams[key] = [f"{fn}({array}, ix({base} + {j}))" for j in range(0, CHUNK, step)]
+    for nid, offset in ctx.loads:
+        if along(offset) and nid in ctx.in_arr:
+            lines(ctx.in_arr[nid], offset + offset.coef(row), g.nodes[nid].dtype, "fl_prefetch")
+    if along(at):
+        for o in p.full_out:
+            lines(ctx.out_arr[o], at, g.nodes[o].dtype, "fl_prefetchw")
+    return [l for ls in streams.values() for l in ls]
 
 
 def _outputs(ctx: PyContext, p, full_em, row_em, full, at, row: ix.Var) -> tuple[list[str], list[str]]:

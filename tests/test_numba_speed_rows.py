@@ -1,0 +1,154 @@
+"""What the Numba row template does for speed changes no bit of its results: a row's sums
+in lanes (element k of each 64-element chunk into lane k, the lanes combined as README's
+"Reduction order" says) give the bits of that order computed with Neumaier's compensation
+(scalar.fl_lane_add adds by Knuth's TwoSum, which has the same error term), when the values
+are computed in one loop and folded by another; and the prefetches of the next row (row.py)
+are emitted where a row's elements are contiguous, and only there."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from numba_util import PARALLEL, SERIAL, numba, run_numba
+
+from fuselab.interp import run_graph
+from fuselab.ir import GraphBuilder
+from fuselab.numba_backend import generate
+from fuselab.plan.model import Template
+
+from graphs import layernorm, one_kernel, softmax
+
+f32 = np.float32
+
+
+@numba.njit(error_model="numpy")
+def _neumaier(s, c, x):
+    t = s + x
+    c = c + (((s - t) + x) if np.abs(s) >= np.abs(x) else ((x - t) + s))
+    return t, c
+
+
+@numba.njit(error_model="numpy")
+def _documented_row_sums(x):
+    """README's lane order, with Neumaier's compensated adds: lane k folds element k of
+    each 64-element chunk; lanes k + 16, k + 32, k + 48 are added into lane k (their
+    compensations too), then lanes 0..15 into the total, every lane's compensation into the
+    total's; the sum is total + compensation unless the total is inf or NaN."""
+    out = np.empty(x.shape[0], np.float32)
+    lanes = np.empty(64, np.float32)
+    comps = np.empty(64, np.float32)
+    for r in range(x.shape[0]):
+        lanes[:] = 0
+        comps[:] = 0
+        for col in range(x.shape[1]):
+            k = col % 64
+            lanes[k], comps[k] = _neumaier(lanes[k], comps[k], x[r, col])
+        for j in range(16, 64, 16):
+            for k in range(16):
+                lanes[k], comps[k] = _neumaier(lanes[k], comps[k], lanes[k + j])
+                comps[k] = comps[k] + comps[k + j]
+        v = np.float32(0.0)
+        c = np.float32(0.0)
+        for k in range(16):
+            v, c = _neumaier(v, c, lanes[k])
+            c = c + comps[k]
+        out[r] = v + c if np.isfinite(v) else v
+    return out
+
+
+def _sum_graph(rows: int, cols: int, exp: bool):
+    b = GraphBuilder()
+    x = b.input("x", (rows, cols), np.float32)
+    v = b.elemwise("exp", [x]) if exp else x
+    s = b.reduce("sum", v, axis=-1, keepdims=True)
+    return b.build([("s", s), ("y", b.elemwise("true_divide", [v, s]))])
+
+
+@pytest.mark.parametrize("cols", [64, 100, 1030, 20000])
+@pytest.mark.parametrize("exp", [False, True])
+def test_lane_sums_have_the_documented_orders_bits(cols, exp):
+    rng = np.random.default_rng(cols + exp)
+    x = (rng.standard_normal((9, cols)) * np.exp(rng.uniform(-20, 20, (9, cols)))).astype(np.float32)
+    if exp:
+        x = np.clip(x, -80, 80)
+    x[1, ::2] = 3e38                        # overflow to inf in a lane
+    x[2] = 1e30
+    x[2, 1::2] = -1e30                      # cancellation
+    x[3] = rng.standard_normal(cols).astype(np.float32) * 1e-40    # subnormals
+    x[4, 3 % cols] = np.nan
+    x[5] = -0.0
+    g = _sum_graph(9, cols, exp)
+    plan = one_kernel(g, Template.ROW)
+    got = run_numba(plan, {"x": x}, SERIAL)["s"].reshape(-1)
+    with np.errstate(all="ignore"):
+        values = np.exp(x) if exp else x
+    want = _documented_row_sums(values)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    par = run_numba(plan, {"x": x}, PARALLEL)["s"].reshape(-1)
+    np.testing.assert_array_equal(par.view(np.uint32), got.view(np.uint32))
+
+
+def test_lane_add_is_neumaiers():
+    """fl_lane_add (TwoSum) leaves lane and compensation as Neumaier's select does, for
+    every finite sum, on values of every scale."""
+    from fuselab.numba_backend.scalar import fl_lane_add
+
+    @numba.njit(error_model="numpy")
+    def both(xs, ys):
+        lanes = np.zeros(1, np.float32)
+        comps = np.zeros(1, np.float32)
+        bad = 0
+        for i in range(xs.shape[0]):
+            lanes[0] = xs[i]
+            comps[0] = 0
+            fl_lane_add(lanes, comps, np.uint64(0), ys[i])
+            t, c = _neumaier(xs[i], np.float32(0.0), ys[i])
+            if np.isfinite(t) and (lanes[0] != t or comps[0] != c):
+                bad += 1
+        return bad
+    rng = np.random.default_rng(0)
+    n = 1 << 20
+    bits = rng.integers(0, 2 ** 32, (2, n), dtype=np.uint64).astype(np.uint32)
+    xs, ys = bits.view(np.float32)
+    xs2 = (rng.standard_normal(n) * 1e3).astype(np.float32)
+    ys2 = (xs2 * (1 + rng.standard_normal(n).astype(np.float32) * 1e-6)).astype(np.float32) * -1
+    assert both(xs, ys) == 0
+    assert both(xs2, ys2) == 0 and both(ys2, xs2) == 0
+
+
+def _source(g) -> str:
+    (code,) = generate(one_kernel(g, Template.ROW))
+    return code.source
+
+
+def test_prefetches_where_rows_are_contiguous():
+    src = _source(softmax(300, 1024))
+    assert "fl_prefetch(in_x, ix(row * 1024 + col_c + 1024 + 0))" in src     # the next row
+    assert "fl_prefetchw(out_y, ix(row * 1024 + col_c + 0))" in src          # this row's output
+    assert src.count("fl_prefetch(") == 4 and src.count("fl_prefetchw(") == 4   # a chunk's 4 lines each
+    # layernorm: its last pass prefetches x, gamma and beta are read along no row
+    ln = _source(layernorm(100, 4096))
+    assert "fl_prefetch(in_x" in ln and "fl_prefetch(in_gamma" not in ln and "fl_prefetch(in_beta" not in ln
+    # rows shorter than a chunk, and rows along a strided axis: none
+    assert "fl_prefetch" not in _source(softmax(300, 40))
+    b = GraphBuilder()
+    x = b.input("x", (300, 500), np.float32)
+    g = b.build([("y", b.elemwise("subtract", [x, b.reduce("max", x, axis=0, keepdims=True)]))])
+    assert "fl_prefetch" not in _source(g)
+
+
+@pytest.mark.parametrize("rows, cols", [(3, 1024), (5, 16384), (17, 100)])
+def test_prefetching_kernels_give_numpys_bits_where_numpy_is_exact(rows, cols):
+    """A max and a subtraction (no rounding freedom): NumPy's bits, next-row prefetches
+    past the last row included."""
+    b = GraphBuilder()
+    x = b.input("x", (rows, cols), np.float32)
+    m = b.reduce("max", x, axis=-1, keepdims=True)
+    d = b.elemwise("subtract", [x, m])
+    g = b.build([("y", b.elemwise("multiply", [d, b.reduce("min", d, axis=-1, keepdims=True)]))])
+    plan = one_kernel(g, Template.ROW)
+    assert "fl_prefetch" in generate(plan)[0].source
+    xs = np.random.default_rng(rows).standard_normal((rows, cols)).astype(np.float32)
+    want = run_graph(g, {"x": xs})["y"]
+    for opts in (SERIAL, PARALLEL):
+        np.testing.assert_array_equal(run_numba(plan, {"x": xs}, opts)["y"], want)
