@@ -96,7 +96,7 @@ def test_the_cuda_session_hands_the_runtime_the_break_values(monkeypatch):
 
     handed = {}
 
-    def emulated(plan, unfused, inputs, options=None, known=None):
+    def emulated(plan, unfused, inputs, options=None, known=None, library_warning=None):
         handed["known"] = known
         return HostRunner([plan]).run(plan, inputs, known=known), Check(True, "", ("emulated",))
 
