@@ -403,19 +403,13 @@ def fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], val
     a lane fold reads back instead of a chunk buffer of its own."""
     if lanes and any(a.laned for a in accs):
         return _lane_fold(var, lo, hi, accs, lines, values, names, computes, prefetch, kept or {})
-    setup, loop = _fold_loop(var, lo, hi, accs, lines, values, names, computes)
-    return setup, _with_prefetch(var, loop, prefetch)
-
-
-def _with_prefetch(var: str, loop: list[str], prefetch: Sequence[str]) -> list[str]:
-    """`loop` with `prefetch` at the top of its chunk loop's body (none: unchanged)."""
-    if prefetch and loop and loop[0].startswith(f"for {var}_c in range(") and loop[1].strip().startswith("n_c = "):
-        return [*loop[:2], *indent(list(prefetch), 1), *loop[2:]]
-    return loop
+    return _fold_loop(var, lo, hi, accs, lines, values, names, computes, prefetch)
 
 
 def _fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], values: dict[int, str],
-               names: Names, computes: bool) -> tuple[list[str], list[str]]:
+               names: Names, computes: bool, prefetch: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """fold_loop without lanes; `prefetch` runs at the top of each chunk, where the loop
+    runs in chunks (a loop without them, no value to compute, takes none)."""
     welford = [a for a in accs if a.welford]
     if not computes and not welford:
         return [], blocked_loop(var, lo, hi, accs, [*lines, *[l for a in accs for l in a.step(values[a.node], var)]])
@@ -447,7 +441,7 @@ def _fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], va
                 *(["    for k in range(k_b, k_e):", *indent(steps, 2)] if steps else []),
                 *indent([l for a in accs for l in a.end_block()], 1)]
     loop = [f"for {var}_c in range({lo}, {hi}, {CHUNK}):", f"    n_c = min({CHUNK}, {hi} - {var}_c)",
-            "    for k in range(n_c):", *indent(compute, 2), *indent(fold, 1)]
+            *indent(list(prefetch), 1), "    for k in range(n_c):", *indent(compute, 2), *indent(fold, 1)]
     return setup, loop
 
 
@@ -466,9 +460,9 @@ def _lane_fold(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], va
     setup = [l for a in laned for l in a.lane_setup()]
     if rest:    # the others through fold_loop's chunk buffers, in the same chunk loop
         steps = [l for a in laned for l in a.lane_step(values[a.node])]
-        rsetup, rloop = _fold_loop(var, lo, hi, rest, lines + steps, values, names, True)
+        rsetup, rloop = _fold_loop(var, lo, hi, rest, lines + steps, values, names, True, prefetch)
         setup += rsetup
-        loop = _with_prefetch(var, rloop, prefetch)
+        loop = rloop
     elif computes:
         reads: dict[tuple[str, np.dtype], str] = {}
         stores: list[str] = []
