@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -57,6 +58,8 @@ struct Block {
 inline Block* block = nullptr;
 inline std::vector<char*> stacks;          // reused across launches
 inline std::vector<uint4> dynamic_smem;    // 16-byte aligned
+inline const void* misaligned = nullptr;   // the first load a GPU would fault on
+inline std::size_t misaligned_bytes = 0;
 
 inline unsigned linear(const fl_dim3& t) { return t.x + blockDim.x * (t.y + blockDim.y * t.z); }
 inline unsigned linear_thread() { return linear(threadIdx); }
@@ -158,6 +161,11 @@ template <class F> int launch(fl_dim3 grid, fl_dim3 blk, std::size_t smem, F ker
                 }
             }
     block = outer;
+    if (!status && misaligned) {
+        std::snprintf(err, errlen, "misaligned address: a %zu-byte load at %p", misaligned_bytes, misaligned);
+        misaligned = nullptr;
+        status = 1;
+    }
     return status;
 }
 }  // namespace fl_host
@@ -183,7 +191,13 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
 // every lane of the warp waits here (a lane that returned instead is reported as a deadlock)
 inline void __syncwarp(unsigned = 0xffffffffu) { fl_host::yield(fl_host::Wait::warp); }
 
-template <class T> T __ldg(const T* p) { return *p; }
+// A GPU faults on a load not aligned to its size (a 16-byte vector at an 8-byte address):
+// the first one a launch makes is reported as its error.
+template <class T> T __ldg(const T* p) {
+    if (reinterpret_cast<std::uintptr_t>(p) % alignof(T) && !fl_host::misaligned)
+        fl_host::misaligned = reinterpret_cast<const void*>(p), fl_host::misaligned_bytes = sizeof(T);
+    return *p;
+}
 template <class T> T __ldcg(const T* p) { return *p; }
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 8); return d; }

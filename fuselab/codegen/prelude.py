@@ -475,6 +475,33 @@ template <int N, class T> __device__ __forceinline__ void fl_store_vec(T* p, con
     *reinterpret_cast<R*>(p) = u.raw;
 }
 """),
+    Snippet(('fl_load_vec_in', 'fl_load_elems_in', 'fl_store_vec_in'), r"""
+// Packs of a row whose packs follow memory (codegen/row.py): columns c .. c + N - 1 of a
+// row of C columns at `row`, c from -(N - 1) (a row starting off a 16-byte boundary
+// begins inside its first pack). A pack inside the row is one aligned access; one that
+// overhangs either end moves element by element, only its columns inside the row (loads
+// give 0 elsewhere; nothing is read or written outside the row).
+template <int N, class T> __device__ __forceinline__ fl_vec<T, N> fl_load_vec_in(const T* row, int c, int C) {
+    if (c >= 0 && c + N <= C) return fl_load_vec<N>(row + c);
+    fl_vec<T, N> r;
+    #pragma unroll
+    for (int e = 0; e < N; ++e) r.v[e] = c + e >= 0 && c + e < C ? row[c + e] : T();
+    return r;
+}
+// ... of an array read at the column alone (layernorm's gamma), which is not aligned to
+// the row's packs: element by element.
+template <int N, class T> __device__ __forceinline__ fl_vec<T, N> fl_load_elems_in(const T* cols, int c, int C) {
+    fl_vec<T, N> r;
+    #pragma unroll
+    for (int e = 0; e < N; ++e) r.v[e] = c + e >= 0 && c + e < C ? cols[c + e] : T();
+    return r;
+}
+template <int N, class T> __device__ __forceinline__ void fl_store_vec_in(T* row, int c, int C, const fl_vec<T, N>& v) {
+    if (c >= 0 && c + N <= C) { fl_store_vec<N>(row + c, v); return; }
+    #pragma unroll
+    for (int e = 0; e < N; ++e) if (c + e >= 0 && c + e < C) row[c + e] = v.v[e];
+}
+"""),
     Snippet(('fl_load_vec_shift',), r"""
 // N elements starting S past an aligned address: the two aligned vectors around them,
 // then a constant choice per element (loads of shifted windows x[1:], x[2:] of one

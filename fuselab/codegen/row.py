@@ -36,8 +36,13 @@ so a warp reads consecutive addresses; each pass's partials meet in shared memor
 as a tree over the stripes. The slab tier re-reads the slab in every pass (from DRAM when
 the slabs in flight outgrow L2), the slab-smem tier keeps it in shared memory.
 
-Within a pass each thread works on packs of P adjacent columns: 16-byte accesses when C
-is a multiple of P, else the widest power of two that divides C (down to one column).
+Within a pass each thread works on packs of P adjacent columns, 16-byte accesses. When C
+is not a multiple of P, rows start off a pack boundary; rather than narrower packs (a
+float16 row of odd width moved one half at a time: 21-35% of copy on the H200), the packs
+follow memory: a row whose first element lies `shift` elements past a 16-byte boundary
+starts with a partial pack at column -shift, ends with another, and both move element by
+element, guarded, while every other pack is one aligned access (`aligned` layouts; rows
+shorter than ALIGNED_MIN_PACKS packs keep the widest power of two that divides C).
 Inputs indexed by the column alone (layernorm's gamma and beta) are loaded once per
 thread, before the loop over rows, in the register tiers.
 Accumulation is in float32 for float16 (and in the reduce dtype otherwise); the max in
@@ -72,6 +77,7 @@ SMEM_THREADS = 512
 SMEM_CANDIDATE_PACKS = 64
 SMEM_FILL_UNROLL = 64
 SLAB_SCRATCH_LIMIT = 40 * 1024   # static shared memory of a slab's combines (48 KB without opt-in)
+ALIGNED_MIN_PACKS = 4            # packs a row needs before its packs follow memory (two partial ones)
 
 
 @dataclass
@@ -98,6 +104,7 @@ class _Layout:
     col_in_registers: bool
     slab: "_Slab | None" = None   # the slab tiers' geometry
     staged: int = 0              # staged tier: the block's threads (rows), staged through shared memory
+    aligned: bool = False        # packs aligned to memory: a row starts at column -shift of its first pack
 
 
 @dataclass(frozen=True)
@@ -214,7 +221,7 @@ def candidates(ctx: KernelContext) -> list[RowConfig]:
             pack = _pack(ctx, p, row_cached, col_cached)
             if _fits(ctx, p, row_cached, col_cached, cfg) and cfg.key() != h.key() and \
                     (tier == "warp" or C >= t * pack) and \
-                    (tier != "smem" or ix.ceil_div(C, t * pack) <= SMEM_CANDIDATE_PACKS):
+                    (tier != "smem" or ix.ceil_div(_span(p, pack), t * pack) <= SMEM_CANDIDATE_PACKS):
                 out.append(cfg)
     if len(out) == 1:
         out += [RowConfig(tier="looped", threads=t, why="candidate") for t in (256, 1024) if t != h.threads]
@@ -252,14 +259,14 @@ def _fits(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list
             cfg.tier == "warp" and cfg.threads == 1 and C <= _elems_limit(ctx, row_cached, WARP_ELEMS_MAX)
             and C * n_row <= 2 * REG_BUDGET))
     if cfg.tier == "warp":
-        per = ix.ceil_div(C, cfg.threads * pack) * pack
+        per = ix.ceil_div(_span(p, pack), cfg.threads * pack) * pack
         return cfg.threads <= 32 and per <= _elems_limit(ctx, row_cached, WARP_ELEMS_MAX) and \
             per * n_row <= 2 * REG_BUDGET
     if cfg.tier == "block":
-        per = ix.ceil_div(C, cfg.threads * pack) * pack
+        per = ix.ceil_div(_span(p, pack), cfg.threads * pack) * pack
         return per <= _elems_limit(ctx, row_cached, REG_ELEMS) and per * n_row <= REG_BUDGET
     if cfg.tier == "smem":
-        return sum(C * g.nodes[n].dtype.itemsize for n in row_cached) <= SMEM_LIMIT
+        return _cache_bytes(ctx, row_cached, _span(p, pack)) <= SMEM_LIMIT
     return True
 
 
@@ -302,6 +309,8 @@ def generate(ctx: KernelContext, config: RowConfig | None = None) -> KernelCode:
             what += f", a row's columns {layout.slab.stripes} threads apart"
     notes = (what, f"{passes} reduction pass(es)" + (" + an output pass" if p.full_out else ""),
              f"packs of {layout.pack} columns"
+             + (f", aligned to memory: a row starts up to {layout.pack - 1} columns into its first pack"
+                if layout.aligned else "")
              + (", column inputs cached in registers" if layout.col_in_registers and col_cached else ""))
     header = [f"{ctx.name}: row kernel over {g.nodes[g.nodes[p.reduces[0]].inputs[0]].aval} "
               f"({p.rows} rows x {p.cols} columns)", *ctx.listing(), *notes]
@@ -354,17 +363,33 @@ def _cached_inputs(ctx: KernelContext, p: _Row, full, canonical: ix.Affine,
 
 
 def _pack(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list[int]) -> int:
-    """Columns per access: 16 bytes of the widest cached or stored type, or the widest
-    narrower power of two that divides C (every row then starts on a pack: a float16 row
-    of 9014 columns moves in 4-byte pairs, not one half at a time)."""
+    """Columns per access: 16 bytes of the widest cached or stored type. A row whose
+    width is not a multiple of that has packs aligned to memory (`_aligned`), or, when
+    too short for them, packs of the widest narrower power of two that divides C (every
+    row then starts on a pack)."""
     g = ctx.graph
     if p.stride > 1:
         return 1
     sizes = [g.nodes[n].dtype.itemsize for n in (*row_cached, *col_cached, *p.full_out)] or [4]
     pack = 16 // max(sizes)
+    if _aligned_packs(p, pack):
+        return pack
     while p.cols % pack:
         pack //= 2
     return pack
+
+
+def _aligned_packs(p: "_Row", pack: int) -> bool:
+    """Whether contiguous rows of `pack`-column accesses start off a pack boundary and
+    are long enough for packs aligned to memory (their columns fit an int)."""
+    return (p.stride == 1 and pack > 1 and p.cols % pack != 0 and p.cols >= ALIGNED_MIN_PACKS * pack
+            and p.cols < 2 ** 31 - 64)
+
+
+def _span(p: "_Row", pack: int) -> int:
+    """The columns a row's packs cover: C, or with packs aligned to memory up to pack - 1
+    more (the row's first element up to pack - 1 columns into its first pack)."""
+    return p.cols + pack - 1 if _aligned_packs(p, pack) else p.cols
 
 
 def _heuristic(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list[int]) -> RowConfig:
@@ -380,11 +405,12 @@ def _heuristic(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached:
     C = p.cols
     pack = _pack(ctx, p, row_cached, col_cached)
     forced = ctx.options.row_tier
-    row_bytes = sum(C * g.nodes[n].dtype.itemsize for n in row_cached)
+    row_bytes = _cache_bytes(ctx, row_cached, _span(p, pack))
     # a lane per column pack; rows of fewer than 32 odd columns (no packs) a few columns a
     # lane: 3 columns on 4 lanes ran a softmax at 50% of copy on the H200
-    lanes = min(32, _pow2_at_least(ix.ceil_div(C, pack if pack > 1 or C >= 32 else 4)))
-    packs = ix.ceil_div(C, lanes * pack)
+    span = _span(p, pack)
+    lanes = min(32, _pow2_at_least(ix.ceil_div(span, pack if pack > 1 or C >= 32 else 4)))
+    packs = ix.ceil_div(span, lanes * pack)
     why = f"forced by row_tier={forced}" if forced != "auto" else "heuristic"
     per_thread = _elems_limit(ctx, row_cached, REG_ELEMS)
     if p.stride > 1:
@@ -430,15 +456,17 @@ def _layout(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: li
     pack = _pack(ctx, p, row_cached, col_cached)
     n_row, n_col = max(len(row_cached), 1), len(col_cached)
     # at least one pack: a row of no columns still declares its (unused) caches
-    packs = max(1, ix.ceil_div(C, cfg.threads * pack)) if cfg.tier in ("warp", "block", "smem") else 0
-    # a warp works through many rows: caching the column inputs pays off
-    col_regs = cfg.tier == "warp" and packs * pack * (n_row + n_col) <= REG_BUDGET
+    aligned = _aligned_packs(p, pack) and cfg.tier in ("warp", "block", "smem", "looped")
+    packs = max(1, ix.ceil_div(_span(p, pack), cfg.threads * pack)) if cfg.tier in ("warp", "block", "smem") else 0
+    # a warp works through many rows: caching the column inputs pays off (not where each
+    # row's packs start at another column)
+    col_regs = cfg.tier == "warp" and packs * pack * (n_row + n_col) <= REG_BUDGET and not aligned
     slab = _slab(ctx, p, cfg.threads) if cfg.tier in SLAB_TIERS else None
     if cfg.tier == "staged":   # the warp tier's layout, its row cache filled from and outputs sent through stages
         return replace(_layout(ctx, p, row_cached, col_cached, RowConfig(tier="warp", threads=1)),
                        staged=_staged_threads(p))
     return _Layout(cfg.tier, pack, slab.threads if slab else cfg.threads, packs, row_cached, col_cached, col_regs,
-                   slab)
+                   slab, aligned=aligned)
 
 
 class _RowCode:
@@ -634,20 +662,46 @@ class _RowCode:
         ptr = self.ctx.in_ptr[nid]
         return f"fl_load_vec<{self.lay.pack}>({ptr} + {offset})" if self.lay.pack > 1 else f"{ptr}[{offset}]"
 
+    def _row_pack(self, nid: int) -> str:
+        """This row's pack of a full-shape input at column col0 from global memory: with
+        packs aligned to memory, one aligned access inside the row, guarded element by
+        element at its ends."""
+        if self.lay.aligned:
+            return f"fl_load_vec_in<{self.lay.pack}>({self.ctx.in_ptr[nid]} + row * {self.p.cols}, col0, {self.p.cols})"
+        return self._global_pack(nid, self._at("col0"))
+
+    def _column_pack(self, nid: int) -> str:
+        """The pack of an input read at the column alone (layernorm's gamma): with packs
+        aligned to this row's memory, an element at a time (its columns start off a pack)."""
+        if self.lay.aligned:
+            return f"fl_load_elems_in<{self.lay.pack}>({self.ctx.in_ptr[nid]}, col0, {self.p.cols})"
+        return self._global_pack(nid, "col0")
+
+    def _col0(self, first: str) -> str:
+        """Declare col0, the first column of this thread's pack number `first`: signed and
+        `shift` columns earlier where the packs follow memory."""
+        if self.lay.aligned:
+            return f"const int col0 = int({first}) * {self.lay.pack} - shift;"
+        return f"const index_t col0 = ({first}) * {self.lay.pack};"
+
+    def _smem_at(self) -> str:
+        """The shared-memory row cache's index of column col0 (aligned packs: shifted to
+        its pack boundary)."""
+        return "col0 + shift" if self.lay.aligned else "col0"
+
     def _pack_source(self, nid: int) -> str:
         """Where this thread's pack of `nid` at column col0 comes from in this layout."""
-        C = self.p.cols
         if nid in self.col_name:
-            return f"{self.col_name[nid]}[k]" if self.lay.col_in_registers else self._global_pack(nid, "col0")
+            return f"{self.col_name[nid]}[k]" if self.lay.col_in_registers else self._column_pack(nid)
         if self.registers:
             return f"{self.cache_name[nid]}[k]"
         if self.lay.tier == "slab-smem":
             return f"{self.cache_name[nid]}[col0 * {self.lay.slab.width} + il]"
         if self.lay.tier == "smem":
             if self.lay.pack > 1:
-                return f"*reinterpret_cast<const {self._pack_type(nid)}*>({self.cache_name[nid]} + col0)"
+                return f"*reinterpret_cast<const {self._pack_type(nid)}*>({self.cache_name[nid]} + {self._smem_at()})"
             return f"{self.cache_name[nid]}[col0]"
-        return self._global_pack(nid, self._at("col0"))
+        return self._row_pack(nid)
 
     def _at(self, col: str) -> str:
         """The offset of this row's element at column `col` in a full-shape array."""
@@ -665,7 +719,13 @@ class _RowCode:
         cached = [*self.lay.row_cached, *self.lay.col_cached]
         self.pack_name = {n: self.ctx.names.fresh(f"{array_name(g, n)}_pk" if P > 1 else array_name(g, n))
                           for n in cached}
-        body: list[str] = ["const index_t col = col0 + p;"] if P > 1 else ["const index_t col = col0;"]
+        C = self.p.cols
+        if self.lay.aligned:   # a partial pack's columns outside the row: loads clamped, folds skipped
+            column = [f"const bool in_row = col0 + p >= 0 && col0 + p < {C};",
+                      "const index_t col = in_row ? index_t(col0 + p) : 0;"]
+        else:
+            column = ["const index_t col = col0 + p;"] if P > 1 else ["const index_t col = col0;"]
+        body: list[str] = []
         store_vecs: dict[int, str] = {}
         packed: list[str] = []   # folds of whole packs, before the loop over a pack's columns
         if level is not None:
@@ -678,7 +738,8 @@ class _RowCode:
                                f"({self.pack_name[g.nodes[r].inputs[0]]});", self.accs[r].step(t, "col0")]
                     continue
                 v = em.value(g.nodes[r].inputs[0], self.full)
-                body += em.take_lines() + [self.accs[r].step(v, "col")]
+                step = self.accs[r].step(v, "col")
+                body += em.take_lines() + ([f"if (in_row) {{ {step} }}"] if self.lay.aligned else [step])
             for n, (_, born, half) in self.carry.items():   # keep what later passes read
                 if born == level:
                     v = em.half_value(n, self.full) if half else em.value(n, self.full)
@@ -694,15 +755,17 @@ class _RowCode:
                     body.append(f"{self.stage_name[o]}[{self._at('col')} - stage_base] = {v};")
                 else:
                     body.append(f"{self.ctx.out_ptr[o]}[{self._at('col')}] = {v};")
-        if not any(re.search(r"\bcol\b", line) for line in body[1:]):
-            body = body[1:]  # the column index is only needed by argmax and strided loads
+        # the column index is only needed by argmax, strided loads and the guards
+        if any(re.search(r"\b(col|in_row)\b", line) for line in body):
+            body = column + body
         used = [n for n in cached if any(re.search(rf"\b{self.pack_name[n]}\b", line) for line in body + packed)]
         head = [f"const {self._pack_type(n)} {self.pack_name[n]} = {self._pack_source(n)};" for n in used]
         head += [f"fl_vec<{storage_type(g.nodes[o].dtype)}, {P}> {name};" for o, name in store_vecs.items()]
         head += packed
         inner = (["#pragma unroll", f"for (int p = 0; p < {P}; ++p) {{", *indent(body, 1), "}"]
                  if P > 1 and body else body)
-        tail = [f"fl_store_vec<{P}>({self.ctx.out_ptr[o]} + {self._at('col0')}, {name});"
+        tail = [f"fl_store_vec_in<{P}>({self.ctx.out_ptr[o]} + row * {C}, col0, {C}, {name});" if self.lay.aligned
+                else f"fl_store_vec<{P}>({self.ctx.out_ptr[o]} + {self._at('col0')}, {name});"
                 for o, name in store_vecs.items()]
         # the packs are declared inside this pass's loop: code after it (a row's values,
         # its one-per-row outputs) must load what it reads itself (rows of one column read
@@ -721,6 +784,7 @@ class _RowCode:
         nd = g.nodes[r]
         x = nd.inputs[0]
         return (nd.op in ("max", "min") and self.lay.pack % 2 == 0 and x in self.lay.row_cached
+                and not self.lay.aligned   # a partial pack's zeros outside the row would take part
                 and is_half(g.nodes[x].dtype) and self.accs[r].value_type == "float"
                 and self.ctx.options.fp16_math == "numpy")
 
@@ -735,7 +799,7 @@ class _RowCode:
             guard = f"active && col0 < {C}" if storing and self.lay.tier == "warp" else f"col0 < {C}"
             return ["#pragma unroll",
                     f"for (int k = 0; k < {self.lay.packs}; ++k) {{",
-                    f"    const index_t col0 = (index_t(k) * {self.lay.threads} + lane) * {P};",
+                    f"    {self._col0(f'index_t(k) * {self.lay.threads} + lane')}",
                     f"    if ({guard}) {{", *indent(body, 2), "    }", "}"]
         if self.lay.tier in ("thread", *SLAB_TIERS):   # threads past the last row compute a copy, store nothing
             first, step = ("stripe", self.lay.slab.stripes) if self.lay.slab else ("0", 1)
@@ -749,9 +813,12 @@ class _RowCode:
             return ["if (active) {", *indent(loop, 1), "}"] if storing else loop
         if backward and self.lay.tier == "looped":
             span = self.lay.threads * P
-            return [f"for (index_t chunk = {ix.ceil_div(C, span)}; chunk > 0; --chunk) {{",
-                    f"    const index_t col0 = (chunk - 1) * {span} + threadIdx.x * {P};",
+            return [f"for (index_t chunk = {ix.ceil_div(_span(self.p, P), span)}; chunk > 0; --chunk) {{",
+                    f"    {self._col0(f'(chunk - 1) * {self.lay.threads} + threadIdx.x')}",
                     f"    if (col0 < {C}) {{", *indent(body, 2), "    }", "}"]
+        if self.lay.aligned:
+            return [f"for (int col0 = int(threadIdx.x) * {P} - shift; col0 < {C}; col0 += int(blockDim.x) * {P}) {{",
+                    *indent(body, 1), "}"]
         return [f"for (index_t col0 = threadIdx.x * {P}; col0 < {C}; col0 += blockDim.x * {P}) {{",
                 *indent(body, 1), "}"]
 
@@ -760,11 +827,13 @@ class _RowCode:
         if not names:
             return []
         out = [f"{self._pack_type(n)} {name}[{self.lay.packs}];" for n, name in names.items()]
+        row = names is self.cache_name
         body = [f"if (col0 < {self.p.cols}) {name}[k] = "
-                + (f"{self.stage_name[n]}[{offset} - stage_base];" if names is self.cache_name and self.stage_name
+                + (f"{self.stage_name[n]}[{offset} - stage_base];" if row and self.stage_name
+                   else f"{self._row_pack(n)};" if row and self.lay.aligned
                    else f"{self._global_pack(n, offset)};") for n, name in names.items()]
         return out + ["#pragma unroll", f"for (int k = 0; k < {self.lay.packs}; ++k) {{",
-                      f"    const index_t col0 = (index_t(k) * {self.lay.threads} + lane) * {self.lay.pack};",
+                      f"    {self._col0(f'index_t(k) * {self.lay.threads} + lane')}",
                       *indent(body, 1), "}"]
 
     def _load_row(self) -> list[str]:
@@ -795,16 +864,16 @@ class _RowCode:
         if self.lay.tier == "smem":
             body = []
             for n in self.lay.row_cached:
-                dst = (f"*reinterpret_cast<{self._pack_type(n)}*>({self.cache_name[n]} + col0)" if P > 1
+                dst = (f"*reinterpret_cast<{self._pack_type(n)}*>({self.cache_name[n]} + {self._smem_at()})" if P > 1
                        else f"{self.cache_name[n]}[col0]")
-                body.append(f"if (col0 < {C}) {dst} = {self._global_pack(n, self._at('col0'))};")
+                body.append(f"if (col0 < {C}) {dst} = {self._row_pack(n)};")
             # a fixed trip count, unrolled: the row's loads are all in flight at once (up to
             # SMEM_FILL_UNROLL of them: a fully unrolled fill of 377 packs held 168 registers
             # and took NVRTC 1.9 s, for a kernel 5x slower than the heuristic's)
             unroll = "" if self.lay.packs <= SMEM_FILL_UNROLL else f" {SMEM_FILL_UNROLL}"
             return [f"#pragma unroll{unroll}",
                     f"for (int k = 0; k < {self.lay.packs}; ++k) {{",
-                    f"    const index_t col0 = (index_t(k) * {self.lay.threads} + threadIdx.x) * {P};",
+                    f"    {self._col0(f'index_t(k) * {self.lay.threads} + threadIdx.x')}",
                     *indent(body, 1), "}", "__syncthreads();"]
         return []
 
@@ -873,6 +942,9 @@ class _RowCode:
     def _per_row(self) -> list[str]:
         S = self.p.stride
         lines = [f"const index_t row_base = row / {S} * {self.p.cols * S} + row % {S};"] if S > 1 else []
+        if self.lay.aligned:   # the row's first element, (row * C) % P elements past a pack boundary
+            P = self.lay.pack
+            lines.append(f"const int shift = int(row % {P}) * {self.p.cols % P} % {P};")
         lines += self._load_row()
         if self.registers:
             lines += [f"{self._carry_type(n)} {name}[{self.lay.packs}];  // %{n}, kept for a later pass"
@@ -988,7 +1060,7 @@ class _RowCode:
             # two blocks per SM: one loads its row while the other reduces (registers <= 64
             # at 512 threads); float64's wider values and arithmetic need one block's room
             return lines, grid, (self.lay.threads, self._min_blocks()), 0
-        decls, smem = self._smem_caches("row_cache", C) if self.lay.tier == "smem" else ([], 0)
+        decls, smem = self._smem_caches("row_cache", _span(self.p, self.lay.pack)) if self.lay.tier == "smem" else ([], 0)
         body = self._per_row()
         if self.lay.tier == "smem":
             body.append("__syncthreads();  // the next row overwrites the cache")
