@@ -70,3 +70,13 @@ def test_gpu_timers_repeat_with_the_collector_off(monkeypatch):
     replay.stream, replay.launch = stream, lambda: None
     assert replay.time("graph", repeats=6).repeats == 6
     assert len(seen) == 6 and not any(seen) and gc.isenabled()
+
+
+def test_short_runs_get_enough_repeats_for_a_steady_median():
+    from fuselab.runtime.timing import MAX_REPEATS, SAMPLED_S, repeats_for
+    assert repeats_for(20e-6, 16) == 100                 # 2 ms of 20 us samples
+    assert repeats_for(1e-3, 16) == 16                   # long runs keep the repeats asked
+    assert repeats_for(SAMPLED_S / 17, 16) == 17
+    assert repeats_for(1e-7, 16) == MAX_REPEATS          # capped
+    assert repeats_for(0.0, 16) == MAX_REPEATS
+    assert repeats_for(20e-6, 500) == 500                # never fewer than asked

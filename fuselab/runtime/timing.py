@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
@@ -96,6 +97,20 @@ def time_interleaved(fns: Mapping[str, Callable[[], Any]], repeats: int = 20, ro
             fn()
     cupy.cuda.get_current_stream().synchronize()
     return summarize_rounds(fns, repeats, rounds, max_seconds, bytes_moved, event_seconds)
+
+
+SAMPLED_S = 2e-3      # samples of a short run: about this much of its own time
+MAX_REPEATS = 400
+
+
+def repeats_for(median_s: float, repeats: int, sampled_s: float = SAMPLED_S, cap: int = MAX_REPEATS) -> int:
+    """Repeats that give a run of `median_s` about `sampled_s` of samples, at least
+    `repeats`. Short, host-bound runs scatter: in the H200 sweeps of 2026-12-04 16:45,
+    cells under 40 us had interquartile ranges as wide as their medians over 16 samples
+    (a split sum measured 31.6 us, its kernel 15.7 us when tuned)."""
+    if median_s <= 0:
+        return cap
+    return max(repeats, min(cap, math.ceil(round(sampled_s / median_s, 6))))
 
 
 def summarize_rounds(fns: Mapping[str, Callable[[], Any]], repeats: int, rounds: int, max_seconds: float,
