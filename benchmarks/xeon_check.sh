@@ -31,14 +31,15 @@ EOF
 log "driver done"
 
 # 2. The Numba tests, -x -q, dealt round-robin to 14 processes (a kernel cache of their
-# own). At most 100 s.
+# own), two Numba threads each (the thread-count tests still compare 1 and 2): 14 processes of 16 threads loaded the machine to 86 and
+# none finished (2026-12-04). At most 100 s.
 export FUSELAB_CACHE_DIR="$OUT/cache-tests"
 $PY -m pytest --collect-only -q -p no:cacheprovider tests/test_numba_*.py 2> /dev/null | grep '::' > "$OUT/test_ids.txt"
 N=14
 for k in $(seq 0 $((N - 1))); do
   awk -v n=$N -v k=$k '(NR - 1) % n == k' "$OUT/test_ids.txt" > "$OUT/test_ids_$k.txt"
   (mapfile -t ids < "$OUT/test_ids_$k.txt"
-   timeout 100 $PY -m pytest -x -q -p no:cacheprovider -rfE "${ids[@]}" > "$OUT/tests_$k.log" 2>&1
+   NUMBA_NUM_THREADS=2 timeout 100 $PY -m pytest -x -q -p no:cacheprovider -rfE "${ids[@]}" > "$OUT/tests_$k.log" 2>&1
    echo "tests_$k (${#ids[@]} tests): rc=$? $(tail -1 "$OUT/tests_$k.log")" >> "$OUT/tests_rc.txt") &
 done
 wait
