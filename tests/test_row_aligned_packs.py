@@ -17,6 +17,7 @@ from fuselab.interp import run_graph
 from fuselab.plan import Template
 from fuselab.runtime.verify import compare
 
+from codegen_util import needs_nvrtc, nvrtc_compile
 from cuda_host import EMULATED, HostRunner, needs_cxx
 from graphs import one_kernel
 
@@ -109,3 +110,14 @@ def test_rows_off_pack_boundaries_on_the_gpu(name, rows, cols, dtype, tiers):
                runtime.execute(plan, inputs, options=CodegenOptions(row_tier=tier)))
         check = runtime.compare(got, want, RTOL[dtype])
         assert check.ok, f"{tier}: {check.worst}"
+
+
+@needs_nvrtc
+def test_aligned_rows_compile_with_nvrtc():
+    """The GPU's compiler takes every tier's kernel (the emulator's g++ accepts more)."""
+    codes = []
+    for name, rows, cols, dtype, tiers in SHAPES:
+        plan, _ = _planned(name, rows, cols, dtype)
+        for t in tiers:
+            codes += [c for c in generate(plan, CodegenOptions(row_tier=t))]
+    nvrtc_compile(codes)

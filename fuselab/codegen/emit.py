@@ -53,7 +53,7 @@ def _reserved() -> frozenset[str]:
              "base", "u", "groups", "items",
              # the row and reduction templates' own locals: an input of one of these names would hide them
              "row_base", "slab", "slab_base", "slab_first", "stage_base", "stage_count", "chunk", "il", "stripe",
-             "ry", "c0", "tx", "shift", "in_row",
+             "ry", "c0", "tx", "shift", "in_row", "in_run", "re", "rc", "rv",
              # the stencil path's staged stores
              "jw", "warp0", "off",
              # strided_loop's vector index and its group counters (reduction.py)

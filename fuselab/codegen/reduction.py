@@ -32,8 +32,6 @@ from .types import register_type, storage_type
 from ..plan.reduce_layout import (COLUMN_ROWS, INNER_BLOCK, MIN_PER_BLOCK, column_layout, column_split, inner_split, is_column,
                                   layout_of, merge_axes, pow2_at_least)
 
-BLOCK = INNER_BLOCK
-
 TREE_FOLD_ROWS = 16     # rows of threads beyond which a block's fold is a tree
 FOLD_LIMIT = 40 * 1024  # bytes of a column fold buffer: static shared memory (48 KB without opt-in)
 # A thread reads a group of steps of the reduced axis before it folds any: GROUP_READ_BYTES
@@ -100,23 +98,15 @@ class _Problem:
 
 def generate(ctx: KernelContext, config: InnerConfig | ColumnConfig | None = None) -> KernelCode:
     p = _analyse(ctx)
-    if isinstance(config, InnerConfig) or (config is None and not _is_column(p)):
+    # the heuristic's strategy is plan/reduce_layout.py's is_column, which the cost model reads too
+    if isinstance(config, InnerConfig) or (config is None and not is_column(p.merged, p.reduced)):
         return _inner(ctx, p, config)      # the inner strategy takes any layout
-    return _column(ctx, p, config if _column_layout(p) else None) if _column_layout(p) else _inner(ctx, p, None)
-
-
-def _column_layout(p: "_Problem") -> bool:
-    return column_layout(p.merged)
-
-
-def _is_column(p: "_Problem") -> bool:
-    """The heuristic's choice (plan/reduce_layout.py, which the cost model reads too)."""
-    return is_column(p.merged, p.reduced)
+    return _column(ctx, p, config) if column_layout(p.merged) else _inner(ctx, p, None)
 
 
 def heuristic(ctx: KernelContext) -> InnerConfig | ColumnConfig:
     p = _analyse(ctx)
-    if _is_column(p):
+    if is_column(p.merged, p.reduced):
         return _column_heuristic(ctx, p, _column_setup(ctx, p)[2])
     return _inner_heuristic(ctx, p, _inner_setup(ctx, p)[2])
 
@@ -126,7 +116,7 @@ def candidates(ctx: KernelContext) -> list[InnerConfig | ColumnConfig]:
     the split count, a block per output where lanes were chosen, other block sizes."""
     p = _analyse(ctx)
     K, R = p.kept, p.reduced
-    if _is_column(p):
+    if is_column(p.merged, p.reduced):
         h = _column_heuristic(ctx, p, _column_setup(ctx, p)[2])
         top = max(1, R // (h.rows * 16))
         # four times as many too, but not for a variance: it never won there in the shape
@@ -137,8 +127,8 @@ def candidates(ctx: KernelContext) -> list[InnerConfig | ColumnConfig]:
         out = [h] + [replace(h, splits=s, why="candidate") for s in splits if s != h.splits]
         # few reduced rows: fewer rows of threads (8 rows of threads over 4 rows idle half)
         out += [replace(h, rows=r, splits=1, why="candidate") for r in (1, 2, 4) if r < h.rows and R <= 16 * r]
-        if h.rows < ROWS:   # a variance's warp a block: and the 8 rows of threads it replaced
-            out.append(replace(h, rows=ROWS, why="candidate: 8 rows of threads, merged through shared memory"))
+        if h.rows < COLUMN_ROWS:   # a variance's warp a block: and the 8 rows of threads it replaced
+            out.append(replace(h, rows=COLUMN_ROWS, why="candidate: 8 rows of threads, merged through shared memory"))
         # kept runs shorter than a warp: a warp covers 32 / lanes rows, so 8 rows of warps
         # are 256 rows of threads, most of them idle or a step each over a few hundred rows,
         # then folding through shared memory: x.std(axis=1) of (22588, 231, 2) ran its
@@ -150,7 +140,7 @@ def candidates(ctx: KernelContext) -> list[InnerConfig | ColumnConfig]:
             out += [replace(h, rows=r, why="candidate: fewer rows of warps for the short kept run")
                     for r in sorted({fit, max(1, fit // 2)}) if r < h.rows]
         if R <= 64:   # or one thread per output, its loads coalesced across the kept axis
-            out.append(InnerConfig(mode="lanes", group=1, block=BLOCK, splits=1, width=1, why="candidate"))
+            out.append(InnerConfig(mode="lanes", group=1, block=INNER_BLOCK, splits=1, width=1, why="candidate"))
         elif sub > 1 and h.splits == 1:
             # Or lanes along the reduced axis, a group per output: a column block of a kept
             # run this short holds 32 threads a row of warps, too few blocks fit an SM
@@ -352,7 +342,9 @@ def _header(ctx: KernelContext, p: _Problem, strategy: str) -> list[str]:
 
 def _inner_setup(ctx: KernelContext, p: _Problem):
     """The element function over (output, reduction index), the stores of prologue
-    values, and the widest vector every access allows."""
+    values, the widest vector every access allows, and whether those vectors follow
+    memory (_aligned_width: where runs start off a vector boundary, an output's run
+    begins `shift` elements into its first vector)."""
     o_var, r_var = ix.Var("o", max(p.kept, 1)), ix.Var("r", max(p.reduced, 1))
     fn = element.build(ctx, _coords(p, ix.Affine.of(o_var), ix.Affine.of(r_var)), p.prologue_out,
                        _reduced_values(ctx, p), what=", the values it reduces")
@@ -365,7 +357,43 @@ def _inner_setup(ctx: KernelContext, p: _Problem):
     width = element.vector_width(ctx, fn.loads, p.prologue_out, r_var, store_offsets) if p.reduced else 1
     while width > max(p.reduced, 1):   # at least one whole vector
         width //= 2
-    return fn, store_offsets, width
+    aligned = _aligned_width(ctx, p, fn, o_var, r_var)
+    if aligned > width:
+        return fn, store_offsets, aligned, True
+    return fn, store_offsets, width, False
+
+
+ALIGNED_MIN_VECTORS = 4   # vectors a run needs before its vectors follow memory
+
+
+def _aligned_width(ctx: KernelContext, p: _Problem, fn: element.ElementFunction, o_var: ix.Var,
+                   r_var: ix.Var) -> int:
+    """The vector width of runs aligned to memory, or 0. Contiguous runs of R elements,
+    output o's starting at o * R, begin off a vector boundary when R is no multiple of
+    the vector, and no vector follows them all (x.argmax(1) of (553, 8159) read single
+    floats; logsumexp over rows of 66789 ran at 53% of copy, H200 2026-12-04). Here each
+    output's vectors start `shift = (o * R) % W` elements before its run, as the row
+    kernels' packs do: vectors inside the run are aligned accesses, the partial ones at
+    its ends move element by element (prelude fl_load_vec_in), elements outside the run
+    are not folded. Loads at the run's own offsets (o * R + r) follow the vectors; loads
+    that do not move with r stay one value; others read element by element. Only where
+    the merged layout is one kept run of outputs then one reduced run (in X's order), at
+    least one load follows the vectors, and every stored value does."""
+    if [red for _, red in p.merged] != [False, True] or p.order not in ((), tuple(range(len(p.shape)))):
+        return 0
+    g = ctx.graph
+    sizes = [g.nodes[n].dtype.itemsize for n in p.prologue_out] + \
+        [g.nodes[l.node].dtype.itemsize for l in fn.loads if not l.from_index]
+    if not sizes:
+        return 0
+    W = 16 // max(sizes)
+    R = p.reduced
+    if W < 2 or R % W == 0 or R < ALIGNED_MIN_VECTORS * W or R >= 2 ** 31 - 64:
+        return 0
+    canonical = ix.linearize(_coords(p, ix.Affine.of(o_var), ix.Affine.of(r_var)), p.shape)
+    if not any(not l.from_index and l.offset == canonical for l in fn.loads):
+        return 0
+    return W
 
 
 def _inner_heuristic(ctx: KernelContext, p: _Problem, width: int) -> InnerConfig:
@@ -374,9 +402,9 @@ def _inner_heuristic(ctx: KernelContext, p: _Problem, width: int) -> InnerConfig
     K, R = p.kept, p.reduced
     mode, group, splits = inner_split(K, R, width, ctx.options.sm_count)
     if mode == "lanes":
-        return InnerConfig(mode="lanes", group=group, block=BLOCK, splits=1, width=width,
+        return InnerConfig(mode="lanes", group=group, block=INNER_BLOCK, splits=1, width=width,
                            why=f"heuristic: {group} lane(s) for ~8 vectors each, {K} outputs fill the GPU")
-    return InnerConfig(mode="block", group=32, block=BLOCK, splits=splits, width=width,
+    return InnerConfig(mode="block", group=32, block=INNER_BLOCK, splits=splits, width=width,
                        why=f"heuristic: {K} outputs are too few for lanes: a block per output"
                            + (f", split {splits} ways (>= {MIN_PER_BLOCK} elements each)" if splits > 1 else ""))
 
@@ -387,8 +415,13 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
     index_t = ctx.index_type(K, R)
     o_var = ix.Var("o", max(K, 1))
     values = _reduced_values(ctx, p)
-    fn, store_offsets, best_width = _inner_setup(ctx, p)
+    fn, store_offsets, best_width, follows_memory = _inner_setup(ctx, p)
     cfg = config if config is not None and config.width <= best_width else _inner_heuristic(ctx, p, best_width)
+    # runs aligned to memory (_aligned_width): their vectors follow memory at that one width;
+    # a width of 1 reads element by element, as anywhere
+    aligned = follows_memory and cfg.width > 1
+    if aligned and cfg.width != best_width:
+        cfg = replace(cfg, width=best_width)
     width = cfg.width
     if width == 1:
         for l in fn.loads:
@@ -400,14 +433,20 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
     splits = cfg.splits if block_mode else 1
     chunk = ix.ceil_div(ix.ceil_div(R, splits), width) * width   # elements per split, whole vectors
 
-    tail = R % width          # the elements past the last whole vector of each output
+    tail = 0 if aligned else R % width          # the elements past the last whole vector of each output
     tail_lo = R - tail
+    # aligned runs: vectors per output, the first starting `shift` elements before the run
+    vectors = ix.ceil_div(R + width - 1, width) if aligned else R // width
+    if aligned:
+        chunk = ix.ceil_div(vectors, splits) * width
 
     # The loop over this thread's elements of one output: r from `lo` to `hi`, step `step`
     # (in vectors, or with `vector` False in elements).
     def element_loop(lo: str, hi: str, step: str, guard: str = "", vector: bool = True, steps: int = 0) -> list[str]:
         out_vals = {c: ctx.names.fresh(f"v{c}") for c in values}
         elem_args: list[str]
+        if aligned:
+            return _aligned_loop(ctx, p, fn, accs, out_vals, store_offsets, width, lo, hi, step, guard, steps)
         if width > 1 and vector:
             reads, elem_args = element.vector_load_decls(ctx, fn, width)
             stored_vecs = {o: ctx.names.fresh(f"{array_name(g, o)}_vec") for o in p.prologue_out}
@@ -430,6 +469,9 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
 
     per = (f" ({width}-element vectors" + (f", the last {tail} element(s) one at a time)" if tail else ")")
            if width > 1 else "")
+    if aligned:
+        per = (f" ({width}-element vectors aligned to memory: a run starts up to {width - 1} elements into its "
+               "first vector)")
     lines: list[str] = []
     helpers = [f"typedef {index_t} index_t;", "", *fn.lines, ""]
     if not block_mode:
@@ -444,10 +486,12 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
                   f"for (index_t first = warp * {per_warp}; first < {K}; first += warps * {per_warp}) {{"]
         body = [f"const index_t o = first + threadIdx.x % 32 / {group};",
                 f"const bool active = o < {K};"]
+        if aligned:
+            body.append(_shift_line(R, width))
         for a in accs:
             body += a.declare()
-        hi = f"{R // width}" if width > 1 else f"{R}"
-        body += element_loop("lane", hi, f"{group}", guard="active", steps=ix.ceil_div(R // width, group))
+        hi = f"{vectors}" if width > 1 else f"{R}"
+        body += element_loop("lane", hi, f"{group}", guard="active", steps=ix.ceil_div(vectors, group))
         if tail:
             body += element_loop(f"{tail_lo} + lane", f"{R}", f"{group}", guard="active", vector=False, steps=1)
         for a in accs:
@@ -464,11 +508,13 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
     lines += [f"const index_t o = blockIdx.x / {splits};"]
     if splits > 1:
         lines += [f"const index_t part = blockIdx.x % {splits};"]
+    if aligned:
+        lines.append(_shift_line(R, width))
     for a in accs:
         lines += a.declare()
-    lo_e, hi_e = f"part * {chunk // width}", f"min(index_t({R // width}), (part + 1) * {chunk // width})"
+    lo_e, hi_e = f"part * {chunk // width}", f"min(index_t({vectors}), (part + 1) * {chunk // width})"
     if splits == 1:
-        lo_e, hi_e = "0", f"{R // width}"
+        lo_e, hi_e = "0", f"{vectors}"
     lines += element_loop(f"{lo_e} + threadIdx.x", hi_e, "blockDim.x", steps=ix.ceil_div(chunk // width, threads))
     if tail:   # the last part's block
         lines += element_loop(f"{tail_lo} + threadIdx.x", f"{R}", "blockDim.x", vector=False, steps=1,
@@ -510,6 +556,55 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
                 f"    {counter}[o] = 0;  // ready for the next launch", "}"]
         lines += indent(fin, 1) + ["}"]
     return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, threads, notes=_notes(p, strategy), config=cfg)
+
+
+def _shift_line(R: int, width: int) -> str:
+    """Where output o's run starts within its first vector: (o * R) % width."""
+    return f"const int shift = int(o % {width}) * {R % width} % {width};"
+
+
+def _aligned_loop(ctx: KernelContext, p: _Problem, fn: element.ElementFunction, accs: list[Accumulator],
+                  out_vals: dict[int, str], store_offsets: list[ix.Affine], width: int, lo: str, hi: str,
+                  step: str, guard: str, steps: int) -> list[str]:
+    """The loop over this thread's vectors of output o's run, aligned to memory (see
+    _aligned_width): vector rv covers r = rv * width - shift ... + width - 1; loads at
+    the run's own offsets are one aligned access inside the run and element by element at
+    its ends; other r-dependent loads read their element at a clamped r; elements outside
+    the run are computed but neither folded nor stored."""
+    g = ctx.graph
+    R = p.reduced
+    o_var, r_var = ix.Var("o", max(p.kept, 1)), ix.Var("r", max(R, 1))
+    canonical = ix.linearize(_coords(p, ix.Affine.of(o_var), ix.Affine.of(r_var)), p.shape)
+    at_elem = ix.Var("rc", max(R, 1))   # the element's r, clamped into the run
+    reads: list[element.Decl] = []
+    args: list[str] = []
+    for l in fn.loads:
+        st = storage_type(g.nodes[l.node].dtype)
+        moves = r_var in l.offset.symbols()
+        if not l.from_index and l.offset == canonical and l.node not in ctx.tables:
+            size = g.nodes[l.node].dtype.itemsize
+            reads.append(element.Decl(f"fl_vec<{st}, {width}>", l.param,
+                                      f"fl_load_vec_in<{width}>({ctx.in_ptr[l.node]} + o * {R}, c0, {R})", size * width))
+            args.append(f"{l.param}.v[e]")
+        elif moves:
+            args.append(l.scalar(ctx, ix.rename(l.offset, r_var, at_elem)))
+        else:
+            reads.append(element.Decl(l.ctype(g), l.param, l.scalar(ctx),
+                                      0 if l.from_index else g.nodes[l.node].dtype.itemsize))
+            args.append(l.param)
+    stored_vecs = {o: ctx.names.fresh(f"{array_name(g, o)}_vec") for o in p.prologue_out}
+    body = [f"fl_vec<{storage_type(g.nodes[o].dtype)}, {width}> {v};" for o, v in stored_vecs.items()]
+    inner = ["const int re = c0 + e;",
+             f"const bool in_run = re >= 0 && re < {R};",
+             "const index_t rc = in_run ? index_t(re) : 0;"]
+    inner += [f"{register_type(g.nodes[c].dtype)} {v};" for c, v in out_vals.items()]
+    inner.append(f"{fn.name}({', '.join(args + [f'{v}.v[e]' for v in stored_vecs.values()] + list(out_vals.values()))});")
+    steps_in = [a.step(out_vals[g.nodes[a.node].inputs[0]], "rc") for a in accs]
+    inner.append("if (in_run) { " + " ".join(steps_in) + " }")
+    body += ["#pragma unroll", f"for (int e = 0; e < {width}; ++e) {{", *indent(inner, 1), "}"]
+    body += [f"fl_store_vec_in<{width}>({ctx.out_ptr[o]} + o * {R}, c0, {R}, {v});" for o, v in stored_vecs.items()]
+    return strided_loop("rv", lo, hi, step, reads, body, guard,
+                        setup=(f"const int c0 = int(rv) * {width} - shift;",), steps=steps)
 
 
 def _fold_rows(ctx: KernelContext, accs: list[Accumulator], tile: int, width: int, rows: int,
@@ -581,7 +676,6 @@ def _rename_smem(lines: list[str], suffix: str) -> list[str]:
 # Column strategy: threads across the contiguous kept axis
 # ---------------------------------------------------------------------------
 
-ROWS = COLUMN_ROWS   # threadIdx.y: rows of the reduced axis read at once
 
 
 def _column_setup(ctx: KernelContext, p: _Problem):
@@ -615,7 +709,7 @@ def _column_heuristic(ctx: KernelContext, p: _Problem, width: int) -> ColumnConf
         return ColumnConfig(width=width, rows=1, splits=1, lanes=lanes,
                             why=f"heuristic: {base_blocks} warp(s) of columns, a thread folding its "
                                 "column's rows alone (a variance: no Welford merges through shared memory)")
-    return ColumnConfig(width=width, rows=ROWS, splits=splits, lanes=lanes,
+    return ColumnConfig(width=width, rows=COLUMN_ROWS, splits=splits, lanes=lanes,
                         why=f"heuristic: {base_blocks} block(s) of columns"
                             + (f", {32 // lanes} rows per warp" if lanes < 32 else "")
                             + (f", the reduced axis split {splits} ways to fill the GPU" if splits > 1 else ""))

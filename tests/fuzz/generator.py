@@ -579,15 +579,27 @@ def _layout_shape(rng: np.random.Generator, layout: str, dt: np.dtype, sm: int) 
         if rng.random() < 0.5:
             return (int(rng.integers(2, 48)), int(rng.integers(3, 400))), (0,)
         return (int(rng.integers(1, 4)), int(rng.integers(2, 48)), int(rng.integers(2, 100))), (1,)
-    # row tiers: forced through the options; rows of a few hundred columns
-    cols = mult(int(rng.integers(3, 400)))
+    # row tiers: forced through the options; rows of a few hundred columns. Odd rows of
+    # four or more packs take packs aligned to memory (+vec, codegen/row.py); rows of
+    # single columns are the odd ones under four packs of any dtype
+    cols = mult(int(rng.integers(3, 400))) if vec else int(rng.choice([3, 5, 7]))
     return (int(rng.integers(2, 9)), cols), (1,)
+
+
+# inner reductions read single elements only where no vector follows the runs: contiguous
+# odd runs take vectors aligned to memory (codegen/reduction.py), so these read every
+# second element of an array twice as wide
+_STRIDED_INNER = ("reduction/lanes", "reduction/block", "reduction/split")
 
 
 def _reduce_target(b: CellBuilder, t: Target, sm: int) -> None:
     dt = np.dtype(t.dtype)
     shape, axes = _layout_shape(b.rng, t.where, dt, sm)
-    x = b.input(dt, shape, edges=t.op != "var" and b.rng.random() < 0.5)
+    if t.where in _STRIDED_INNER:
+        wide = b.input(dt, (*shape[:-1], 2 * shape[-1]), edges=t.op != "var" and b.rng.random() < 0.5)
+        x = view(b, wide, f"{wide.name}[..., ::2]") or wide
+    else:
+        x = b.input(dt, shape, edges=t.op != "var" and b.rng.random() < 0.5)
     if t.op == "prod" and dt.kind == "f":
         x = _near_one(b, x)
     if b.rng.random() < 0.3:   # a sibling reduction of another op and accumulator type

@@ -1,7 +1,7 @@
 // k0_argmax_max: reduction of i32[300,77] over axes (1,) (300 outputs x 77 elements, layout KR)
 // %1 = argmax %0 axes=(1,) : i64[300]  -> a
 // %2 = max %0 axes=(1,) : i32[300]  -> m
-// inner: 16 lanes per output
+// inner: 4 lanes per output (4-element vectors aligned to memory: a run starts up to 3 elements into its first vector)
 
 // Type traits (NVRTC has no <type_traits> without headers).
 template <class T> struct fl_unsigned { typedef T type; };
@@ -65,6 +65,53 @@ template <class T> __device__ __forceinline__ T fl_fmax(T a, T b) {
 }
 template <class T> __device__ __forceinline__ T fl_fmin(T a, T b) {
     if constexpr (fl_is_float<T>::value) return (a <= b || fl_isnan(b)) ? a : b; else return fl_int_pick<false>(a, b);
+}
+
+// N contiguous elements moved as one 1-16 byte access (16 bytes: a single LDG.128).
+template <class T, int N> struct alignas(sizeof(T) * N) fl_vec { T v[N]; };
+template <int Bytes> struct fl_raw;
+template <> struct fl_raw<16> { typedef uint4 type; };
+template <> struct fl_raw<8> { typedef uint2 type; };
+template <> struct fl_raw<4> { typedef unsigned int type; };
+template <> struct fl_raw<2> { typedef unsigned short type; };
+template <> struct fl_raw<1> { typedef unsigned char type; };
+template <int N, class T> __device__ __forceinline__ fl_vec<T, N> fl_load_vec(const T* p) {
+    typedef typename fl_raw<sizeof(T) * N>::type R;
+    union { R raw; fl_vec<T, N> vec; } u;
+    u.raw = __ldg(reinterpret_cast<const R*>(p));
+    return u.vec;
+}
+template <int N, class T> __device__ __forceinline__ void fl_store_vec(T* p, const fl_vec<T, N>& v) {
+    typedef typename fl_raw<sizeof(T) * N>::type R;
+    union { R raw; fl_vec<T, N> vec; } u;
+    u.vec = v;
+    *reinterpret_cast<R*>(p) = u.raw;
+}
+
+// Packs of a row whose packs follow memory (codegen/row.py): columns c .. c + N - 1 of a
+// row of C columns at `row`, c from -(N - 1) (a row starting off a 16-byte boundary
+// begins inside its first pack). A pack inside the row is one aligned access; one that
+// overhangs either end moves element by element, only its columns inside the row (loads
+// give 0 elsewhere; nothing is read or written outside the row).
+template <int N, class T> __device__ __forceinline__ fl_vec<T, N> fl_load_vec_in(const T* row, int c, int C) {
+    if (c >= 0 && c + N <= C) return fl_load_vec<N>(row + c);
+    fl_vec<T, N> r;
+    #pragma unroll
+    for (int e = 0; e < N; ++e) r.v[e] = c + e >= 0 && c + e < C ? row[c + e] : T();
+    return r;
+}
+// ... of an array read at the column alone (layernorm's gamma), which is not aligned to
+// the row's packs: element by element.
+template <int N, class T> __device__ __forceinline__ fl_vec<T, N> fl_load_elems_in(const T* cols, int c, int C) {
+    fl_vec<T, N> r;
+    #pragma unroll
+    for (int e = 0; e < N; ++e) r.v[e] = c + e >= 0 && c + e < C ? cols[c + e] : T();
+    return r;
+}
+template <int N, class T> __device__ __forceinline__ void fl_store_vec_in(T* row, int c, int C, const fl_vec<T, N>& v) {
+    if (c >= 0 && c + N <= C) { fl_store_vec<N>(row + c, v); return; }
+    #pragma unroll
+    for (int e = 0; e < N; ++e) if (c + e >= 0 && c + e < C) row[c + e] = v.v[e];
 }
 
 // max's combine: NaN wins, as in np.maximum.
@@ -140,59 +187,74 @@ __device__ __forceinline__ void k0_argmax_max_element(const int x, int& v0_out) 
 }
 
 extern "C" __global__ void __launch_bounds__(256) k0_argmax_max(const int* __restrict__ in_x, long long* __restrict__ out_a, int* __restrict__ out_m) {
-    const int lane = threadIdx.x % 16;
+    const int lane = threadIdx.x % 4;
     const index_t warp = (index_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
     const index_t warps = index_t(gridDim.x) * blockDim.x / 32;
-    for (index_t first = warp * 2; first < 300; first += warps * 2) {
-        const index_t o = first + threadIdx.x % 32 / 16;
+    for (index_t first = warp * 8; first < 300; first += warps * 8) {
+        const index_t o = first + threadIdx.x % 32 / 4;
         const bool active = o < 300;
+        const int shift = int(o % 4) * 1 % 4;
         int acc1 = 0;
         long long acc1_index = -1;  // no element seen yet
         int acc2 = (-2147483647 - 1);
         if (active) {
-            index_t r_0 = lane;
-            int x_u[4];
-            if (r_0 + 3 * (16) < 77) {
+            index_t rv_0 = lane;
+            fl_vec<int, 4> x_u[4];
+            if (rv_0 + 3 * (4) < 20) {
                 #pragma unroll
                 for (int u = 0; u < 4; ++u) {
-                    const index_t r = r_0 + u * (16);
-                    x_u[u] = in_x[o * 77 + r];
+                    const index_t rv = rv_0 + u * (4);
+                    const int c0 = int(rv) * 4 - shift;
+                    x_u[u] = fl_load_vec_in<4>(in_x + o * 77, c0, 77);
                 }
             }
-            for (; r_0 + 3 * (16) < 77; r_0 += 4 * (16)) {
-                int x_c[4];
+            for (; rv_0 + 3 * (4) < 20; rv_0 += 4 * (4)) {
+                fl_vec<int, 4> x_c[4];
                 #pragma unroll
                 for (int u = 0; u < 4; ++u) {
                     x_c[u] = x_u[u];
                 }
-                if (r_0 + 7 * (16) < 77) {
+                if (rv_0 + 7 * (4) < 20) {
                     #pragma unroll
                     for (int u = 0; u < 4; ++u) {
-                        const index_t r = r_0 + (4 + u) * (16);
-                        x_u[u] = in_x[o * 77 + r];
+                        const index_t rv = rv_0 + (4 + u) * (4);
+                        const int c0 = int(rv) * 4 - shift;
+                        x_u[u] = fl_load_vec_in<4>(in_x + o * 77, c0, 77);
                     }
                 }
                 #pragma unroll
                 for (int u = 0; u < 4; ++u) {
-                    const index_t r = r_0 + u * (16);
-                    const int x = x_c[u];
-                    int v0;
-                    k0_argmax_max_element(x, v0);
-                    fl_arg_combine<true>(acc1, acc1_index, v0, static_cast<long long>(r));
-                    acc2 = fl_maximum_op<int>()(acc2, v0);
+                    const index_t rv = rv_0 + u * (4);
+                    const int c0 = int(rv) * 4 - shift;
+                    const fl_vec<int, 4> x = x_c[u];
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int re = c0 + e;
+                        const bool in_run = re >= 0 && re < 77;
+                        const index_t rc = in_run ? index_t(re) : 0;
+                        int v0;
+                        k0_argmax_max_element(x.v[e], v0);
+                        if (in_run) { fl_arg_combine<true>(acc1, acc1_index, v0, static_cast<long long>(rc)); acc2 = fl_maximum_op<int>()(acc2, v0); }
+                    }
                 }
             }
-            for (; r_0 < 77; r_0 += 16) {
-                const index_t r = r_0;
-                const int x = in_x[o * 77 + r];
-                int v0;
-                k0_argmax_max_element(x, v0);
-                fl_arg_combine<true>(acc1, acc1_index, v0, static_cast<long long>(r));
-                acc2 = fl_maximum_op<int>()(acc2, v0);
+            for (; rv_0 < 20; rv_0 += 4) {
+                const index_t rv = rv_0;
+                const int c0 = int(rv) * 4 - shift;
+                const fl_vec<int, 4> x = fl_load_vec_in<4>(in_x + o * 77, c0, 77);
+                #pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int re = c0 + e;
+                    const bool in_run = re >= 0 && re < 77;
+                    const index_t rc = in_run ? index_t(re) : 0;
+                    int v0;
+                    k0_argmax_max_element(x.v[e], v0);
+                    if (in_run) { fl_arg_combine<true>(acc1, acc1_index, v0, static_cast<long long>(rc)); acc2 = fl_maximum_op<int>()(acc2, v0); }
+                }
             }
         }
-        fl_warp_allreduce_arg<true>(acc1, acc1_index, 16);
-        acc2 = fl_warp_allreduce(acc2, fl_maximum_op<int>(), 16);
+        fl_warp_allreduce_arg<true>(acc1, acc1_index, 4);
+        acc2 = fl_warp_allreduce(acc2, fl_maximum_op<int>(), 4);
         if (active && lane == 0) {
             const long long v1 = acc1_index;
             const int v2 = acc2;
