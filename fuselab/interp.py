@@ -91,7 +91,8 @@ def _reduce(xp: ModuleType, node: Node, x: Any) -> Any:
         fn = getattr(xp, node.op)
         if a["flat"]:
             out = fn(x)
-            return xp.reshape(out, node.shape) if keepdims else out
+            # (an array of its own, as NumPy's keepdims result is, not a view of the 0-d one)
+            return xp.reshape(out, node.shape).copy() if keepdims else out
         return fn(x, axis=axes[0], keepdims=keepdims)
     if node.op in ("sum", "prod"):
         return getattr(xp, node.op)(x, axis=axes, keepdims=keepdims, dtype=node.dtype)

@@ -72,6 +72,8 @@ def describe(v: Any, depth: int = 0) -> Any:
     """A comparable description of a value (values included)."""
     if depth > 6:
         return ("deep", type(v).__name__)
+    if _is_array(v) and v.dtype == object:   # (its elements described one by one: arrays, scalars...)
+        return ("array", type(v).__name__, "object", v.shape, tuple(describe(e, depth + 1) for e in v.flat))
     if _is_array(v):
         a = _host(v)
         data = np.ma.getdata(a) if isinstance(a, np.ma.MaskedArray) else a

@@ -29,9 +29,12 @@ from .core import InputTracer, TraceContext, Tracer, is_cupy_array, origin_of
 from .foreign import Adopted
 from .layout import with_order
 from .modules import untraced, with_globals
-from .realrun import forget_originals, restore_originals
+from .realrun import forget_originals, itself, restore_originals
+from .values import TracedFlags, flag_set
 
 _VIEW_OPS = frozenset({"transpose", "slice", "reshape", "broadcast_to"})
+# holders rebuilt rather than changed (immutable), put where their own holders had them
+_REBUILT = (tuple, frozenset, slice, TracedFlags)
 _CONTAINERS = (list, dict, set)
 
 
@@ -83,7 +86,7 @@ def find_holders(ctx: TraceContext, ns: Mapping[str, Any], *ours: Any) -> tuple[
             seen.add(id(r))
             if isinstance(r, _CONTAINERS) or isinstance(r, types.CellType):
                 holders.append(r)
-            elif isinstance(r, (tuple, frozenset)):
+            elif isinstance(r, (tuple, frozenset, slice, TracedFlags)):
                 holders.append(r)
                 todo.append(r)  # rebuilt: whoever holds it gets the new one
             elif hasattr(r, "__dict__") and not isinstance(r, (type, types.ModuleType)):
@@ -91,7 +94,41 @@ def find_holders(ctx: TraceContext, ns: Mapping[str, Any], *ours: Any) -> tuple[
             else:
                 refused.append(type(r).__name__)
     del todo
+    # NumPy's object arrays hold references the garbage collector does not report
+    # (`oa = np.empty(2, dtype=object); oa[0] = x`): those the cell can reach hold too
+    for v in _object_arrays([*(v for d in (ns, *ours) for v in d.values()), *holders]):
+        if id(v) not in seen and any(isinstance(e, Tracer) for e in v.flat):
+            seen.add(id(v))
+            holders.append(v)
     return holders, refused
+
+
+def _object_arrays(values: list[Any], depth: int = 3) -> list[np.ndarray]:
+    """The NumPy arrays of dtype object among `values` and inside their containers
+    (lists, tuples, sets, dicts, object attributes, object arrays), a few levels deep."""
+    out: list[np.ndarray] = []
+    seen: set[int] = set()
+    todo = [(v, 0) for v in values]
+    while todo:
+        v, d = todo.pop()
+        if id(v) in seen or isinstance(v, (Tracer, str, bytes, int, float, types.ModuleType, type)):
+            continue
+        seen.add(id(v))
+        if type(v) is np.ndarray:
+            if v.dtype == object:
+                out.append(v)
+                inner = list(v.flat) if v.size <= 100_000 else []
+            else:
+                continue
+        elif isinstance(v, dict):
+            inner = list(v.values())
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            inner = list(v)
+        else:
+            inner = list(getattr(v, "__dict__", {}).values()) if not callable(v) else []
+        if d < depth and len(inner) <= 100_000:   # (a long list of numbers is no place to look)
+            todo.extend((e, d + 1) for e in inner)
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -184,6 +221,8 @@ class Binder:
             return v.copy() if shared and name not in updates else v
 
         outputs = {k: before_update(k, v) for k, v in outputs.items()}
+        for arr, shape in self.ctx.__dict__.get("_new_shapes", {}).values():   # (`x.shape = ...`)
+            arr.shape = shape
         for t in mutated:  # updates of the user's arrays first: views see them
             t._array[...] = outputs[self.outputs[id(t)]]
 
@@ -207,6 +246,14 @@ class Binder:
                     v = v[()]
                 else:
                     v = numpy_object(t, v)
+                    if type(v) is np.ndarray and t._origin is None and not t._temp_view and (
+                            _broadcast(v) or (v.base is not None and
+                                              self.ctx.builder.nodes[t._node].op in _VIEW_OPS)):
+                        # a new array, writeable and with memory of its own, as NumPy makes it,
+                        # where the run's value is a view of another (`np.argmin(m, keepdims=True)`
+                        # reshapes the reduction, `y.shape = ...`, `a = np.empty(3); a.fill(2)`
+                        # is a broadcast of the value)
+                        v = v.copy(order="K")
             else:
                 src = self.bases[id(t)]
                 base = obj(src)
@@ -217,9 +264,14 @@ class Binder:
                     chain = o[3] if len(o) > 3 and o[1] is src else \
                         [self.ctx.builder.nodes[i] for i in self._view_chain(t._node, src._node) or ()]
                     # (recorded ops: the view was refreshed after an in-place update)
-                    v = base.view() if not chain else base
+                    # (the array object a real run's copy is: that object itself)
+                    v = base if not chain and _deref(itself(self.ctx).get(id(t))) is src else \
+                        base.view() if not chain else base
                     for n in chain:
                         v = eval_node(_xp(v), n, [v])
+            flag = flag_set(self.ctx, t)
+            if flag is not None and isinstance(v, np.ndarray) and v.flags.writeable != flag:
+                v.flags.writeable = flag   # (`y.flags.writeable = False` in the cell)
             made[id(t)] = v
             return v
 
@@ -259,7 +311,7 @@ class Binder:
         def final(v: Any) -> Any:
             if isinstance(v, Tracer):
                 return obj(v)
-            if isinstance(v, (tuple, frozenset)) and id(v) in rebuilt:
+            if isinstance(v, _REBUILT) and id(v) in rebuilt:
                 return rebuilt[id(v)]
             return untraced_value(v, self.ctx, self.tracing_ns, namespace)
 
@@ -276,6 +328,15 @@ class Binder:
                 else:
                     del self.tracing_ns[k]
         return shown
+
+
+def _broadcast(v: np.ndarray) -> bool:
+    """A read-only array, or one repeating elements (a stride of 0)."""
+    return v.size > 0 and (not v.flags.writeable or any(st == 0 and n > 1 for st, n in zip(v.strides, v.shape)))
+
+
+def _deref(ref: Any) -> Any:
+    return ref() if ref is not None else None
 
 
 def numpy_object(t: Tracer, v: Any) -> Any:
@@ -313,16 +374,20 @@ def replace_in_holders(holders: Iterable[Any], value: Any) -> dict[int, Any]:
     def sub(v: Any) -> Any:
         if isinstance(v, Tracer):
             return value(v)
-        if isinstance(v, (tuple, frozenset)) and id(v) in rebuilt:
+        if isinstance(v, _REBUILT) and id(v) in rebuilt:
             return rebuilt[id(v)]
         return v
 
     holders = list(holders)
     # tuples first, innermost first: a holder of a tuple then gets the rebuilt one
-    tuples = [h for h in holders if isinstance(h, (tuple, frozenset))]
+    tuples = [h for h in holders if isinstance(h, _REBUILT)]
     for _ in range(len(tuples)):
         for h in tuples:
-            if isinstance(h, tuple) and type(h) is not tuple and hasattr(h, "_make"):
+            if isinstance(h, slice):   # (immutable too: `sl = slice(0, j)`)
+                new = slice(sub(h.start), sub(h.stop), sub(h.step))
+            elif isinstance(h, TracedFlags):   # (`f = y.flags`: the bound array's own flags)
+                new = getattr(value(h._t), "flags", None)
+            elif isinstance(h, tuple) and type(h) is not tuple and hasattr(h, "_make"):
                 new = h._make(sub(e) for e in h)  # a namedtuple: its fields are positional arguments
             else:
                 new = type(h)(sub(e) for e in h)
@@ -340,12 +405,18 @@ def replace_in_holders(holders: Iterable[Any], value: Any) -> dict[int, Any]:
             items = [sub(e) for e in h]
             h.clear()
             h.update(items)
+        elif isinstance(h, np.ndarray):   # (of dtype object)
+            for idx in np.ndindex(h.shape):
+                e = h[idx]
+                ne = sub(e)
+                if ne is not e:
+                    h[idx] = ne
         elif isinstance(h, types.CellType):
             try:
                 h.cell_contents = sub(h.cell_contents)
             except ValueError:
                 pass
-        elif not isinstance(h, (tuple, frozenset)) and hasattr(h, "__dict__"):
+        elif not isinstance(h, _REBUILT) and hasattr(h, "__dict__"):
             for k, v in list(vars(h).items()):
                 nv = sub(v)
                 if nv is not v:
@@ -457,6 +528,12 @@ def _tracers_in(h: Any) -> list[Tracer]:
         items: Iterable[Any] = list(h.keys()) + list(h.values())
     elif isinstance(h, (list, tuple, set, frozenset)):
         items = h
+    elif isinstance(h, slice):
+        items = [h.start, h.stop, h.step]
+    elif isinstance(h, TracedFlags):
+        items = [h._t]
+    elif isinstance(h, np.ndarray):   # (of dtype object)
+        items = list(h.flat)
     elif isinstance(h, types.CellType):
         try:
             items = [h.cell_contents]

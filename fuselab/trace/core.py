@@ -14,6 +14,7 @@ The tracing state lives in a ContextVar, so nested or concurrent traces cannot m
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import linecache
 import math
 import operator
@@ -310,6 +311,17 @@ class TraceContext:
                 self._report(node, site, kind)
         self._raise_now(node, custom, site.position)
 
+    def name_here(self, node: int, label: str) -> None:
+        """NumPy words the errors `node` gives at the current line with `label` (the two
+        results of divmod: "divide by zero encountered in divmod"), whatever its other
+        lines call it."""
+        loc, nodes = self.loc(), self.builder.nodes
+        sites = self.sites.get(node) or []
+        for i in range(len(sites) - 1, -1, -1):
+            if (sites[i].loc or nodes[node].loc) == loc:
+                sites[i] = dataclasses.replace(sites[i], label=label)
+                return
+
     def _raise_now(self, node: int, modes: Mapping[str, str] | None, position: Position) -> None:
         """Where NumPy is set to raise (or call a function), or the cell changed Python's
         warning filters, compute the node now: its errors raise or show here (warn.eager)."""
@@ -359,7 +371,7 @@ class TraceContext:
             # the user's line, or the library file's line that plain execution names
             self.warnings.python(site.position, kind.message, kind if kind.filename else loc, kind.category)
             return True
-        label = self.labels.get(node) or fp_label(n)
+        label = site.label or self.labels.get(node) or fp_label(n)
         if kind == "overflow" and not overflow_warns(n.dtype, label):
             return False  # integer arrays wrap around silently (not in MIN // -1); NumPy's integer scalars warn
         line = site.numpy_line
@@ -619,11 +631,11 @@ class Tracer:
         if self._ctx.uses_cupy:  # as cupy.ndarray does
             raise TypeError("Implicit conversion to a NumPy array is not allowed. "
                             "Please use `.get()` to construct a NumPy array explicitly.")
-        v = np.asarray(self._value("conversion to a NumPy array (np.asarray, a library call)"))
-        if dtype is not None:
-            return v.astype(dtype, copy=False)
-        v = v.view()
+        v = np.asarray(self._value("conversion to a NumPy array (np.asarray, a library call)")).view()
         v.flags.writeable = False  # the trace's own value: a library must not write into it
+        if dtype is not None and v.dtype != dtype:
+            return v.astype(dtype)   # (a new array: nothing of t's memory given out)
+        handed_out(self, v)
         return v
 
     def __buffer__(self, flags: int) -> memoryview:
@@ -642,6 +654,9 @@ class Tracer:
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _SLOTS:
             object.__setattr__(self, name, value)
+            return
+        if name == "shape" and "_set_shape" in Tracer.__dict__:   # (the NumPy layer's: shapes.set_shape)
+            Tracer.__dict__["_set_shape"](self, value)
             return
         if name in ("shape", "dtype", "strides", "data", "flat", "real", "imag"):
             raise self._ctx.refuse(f"setting `.{name}` changes an array in place, which %%fuse does not trace",
@@ -739,6 +754,24 @@ class InputTracer(Tracer):
             return self._ctx.builder.aval(self._cur)
         arr = self._array
         return Aval(tuple(arr.shape), native(np.dtype(arr.dtype)))
+
+
+def handed_out(t: Tracer, v: Any) -> None:
+    """`v`, an array on t's memory (its value), was given to code fuselab does not trace
+    (`np.lib.stride_tricks.as_strided(x, ...)`, a library converting with np.asarray): a
+    view of it that code returns lives outside the trace, so a later in-place update of
+    t, which NumPy would show through it, is refused while it lives (mutate.py)."""
+    if isinstance(v, np.ndarray):
+        t._ctx.__dict__.setdefault("_handed_out", []).append((weakref.ref(v), weakref.ref(t)))
+
+
+def handed_out_alive(t: Tracer) -> bool:
+    """Whether an array given out of t's memory (handed_out) may still be viewed."""
+    handed = t._ctx.__dict__.get("_handed_out")
+    if not handed:
+        return False
+    handed[:] = [(v, o) for v, o in handed if v() is not None]
+    return any(o() is t for _, o in handed)
 
 
 def buffer_of(t: Tracer) -> memoryview:

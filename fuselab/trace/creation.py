@@ -151,6 +151,10 @@ def np_copy(ctx, a, order="K", subok=False):
 def array(ctx, obj, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
     if ndmin or not isinstance(obj, Tracer):
         raise RunForReal(obj)
+    if not copy and (order in ("C", "F") or (dtype is not None and np.dtype(dtype) != obj.dtype)):
+        # a copy only where the array is not laid out so (or NumPy's error for copy=False):
+        # NumPy decides on the real arrays, and gives the array itself back where it may
+        raise RunForReal(order)
     if dtype is not None and np.dtype(dtype) != obj.dtype:
         return astype(ctx, obj, dtype, order)
     if copy is False or copy is None:
@@ -164,6 +168,8 @@ def array(ctx, obj, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, l
 def asarray(ctx, a, dtype=None, order=None, *, copy=None, device=None, like=None):
     if not isinstance(a, Tracer):
         raise RunForReal(a)
+    if not copy and (order in ("C", "F") or (copy is False and dtype is not None and np.dtype(dtype) != a.dtype)):
+        raise RunForReal(order)   # (as np.array with copy=None/False: NumPy decides)
     if dtype is not None and np.dtype(dtype) != a.dtype:
         return astype(ctx, a, dtype)
     if copy:

@@ -15,9 +15,9 @@ from .creation import astype, copy_of
 from .mutate import PART_VIEWS, update_for_real, update_in_place
 from .operands import RunForReal, copy_as, node_of, wrap
 from .realrun import run_for_real
-from .values import plain_values
+from .values import TracedFlags, plain_values, set_writeable
 from .registry import call_function, handles, qualname
-from .shapes import complex_part, getitem, k_ordered, setitem, swapaxes, transpose, value_into, view_of
+from .shapes import complex_part, getitem, k_ordered, set_shape, setitem, swapaxes, transpose, value_into, view_of
 from .ufuncs import call_ufunc, dispatch_ufunc, elementwise, inplace, ufunc_cast
 
 _BINARY = [("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("truediv", "true_divide"),
@@ -34,6 +34,10 @@ def _binop(dunder: str, ufunc_name: str, reflected: bool = False):
 
     def op(self: Tracer, other: Any) -> Any:
         ctx = self._ctx
+        if dunder == "mul" and self._scalar and isinstance(other, _SEQUENCES):
+            # a NumPy scalar leaves `[0] * k` to the sequence: a repetition, through k's
+            # __index__ (a graph break), or NumPy's TypeError for a non-integer k
+            return NotImplemented
         args = (other, self) if reflected else (self, other)
         try:
             out = call_ufunc_strict(ctx, opname, args)
@@ -43,6 +47,9 @@ def _binop(dunder: str, ufunc_name: str, reflected: bool = False):
             ctx.labels.setdefault(out._node, f"scalar {ufunc.__name__}")
         return out
     return op
+
+
+_SEQUENCES = (list, tuple, str, bytes, bytearray)
 
 
 def call_ufunc_strict(ctx: TraceContext, opname: str, args: tuple) -> Tracer:
@@ -115,11 +122,22 @@ def _method(name: str):
 
 
 def _divmod(self: Tracer, other: Any) -> Any:
-    return (self // other, self % other)
+    return _named_divmod(self, self // other, self % other, other)
 
 
 def _rdivmod(self: Tracer, other: Any) -> Any:
-    return (other // self, other % self)
+    return _named_divmod(self, other // self, other % self, other)
+
+
+def _named_divmod(self: Tracer, q: Any, r: Any, other: Any) -> Any:
+    """divmod's two results warn as NumPy's one divmod loop does ("divide by zero
+    encountered in divmod", "... in scalar divmod" of NumPy scalars), not as a floor
+    division and a remainder."""
+    word = "scalar divmod" if self._scalar and _all_scalars((self, other)) else "divmod"
+    for t in (q, r):
+        if isinstance(t, Tracer):
+            self._ctx.name_here(t._node, word)
+    return (q, r)
 
 
 def _round(self: Tracer, ndigits: Any = None) -> Any:
@@ -271,11 +289,15 @@ def _install() -> None:
     register_method("__getitem__", lambda self, key: _guard(self, lambda: getitem(self._ctx, self, key),
                                                             lambda a: a[plain_values(self._ctx, key)]))
     register_method("__setitem__", lambda self, key, value: _setitem(self, key, value))
+    register_method("__delitem__", _delitem)
     register_method("__copy__", lambda self: copy_of(self._ctx, self, "K"))
     register_method("__deepcopy__", lambda self, memo: copy_of(self._ctx, self, "K"))
     register_method("__getattr__", _getattr)
     register_method("T", property(_T))
     register_method("base", property(_base))
+    register_method("flags", property(_flags))
+    register_method("setflags", _setflags)
+    register_method("_set_shape", lambda self, shape: set_shape(self._ctx, self, shape))
     register_method("mT", property(lambda self: swapaxes(self._ctx, self, -1, -2)))
     register_method("real", property(_real))
     register_method("imag", property(_imag))
@@ -315,6 +337,13 @@ def _setitem(self: Tracer, key: Any, value: Any) -> None:
                          lambda arr: arr.__setitem__(plain_values(ctx, key), plain_values(ctx, value)))
 
 
+def _delitem(self: Tracer, key: Any) -> None:
+    """`del x[i]`: NumPy's error (a NumPy scalar has no item deletion at all)."""
+    if self._scalar:
+        raise TypeError(f"'numpy.{self.dtype.type.__name__}' object does not support item deletion")
+    raise ValueError("cannot delete array elements")
+
+
 def _array_ufunc(self: Tracer, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
     return dispatch_ufunc(self._ctx, ufunc, method, inputs, kwargs)
 
@@ -336,6 +365,20 @@ def _base(self: Tracer) -> Any:
     if t._temp_view:   # the hidden array: the value's own base stands in for it
         return getattr(t._value("`.base`"), "base", None)
     return t if t is not self else None
+
+
+def _flags(self: Tracer) -> Any:
+    if self._scalar or self._ctx.uses_cupy or self._ctx.uses_dask:   # (a NumPy scalar's, CuPy's own flags)
+        return self._value("`.flags`").flags
+    return TracedFlags(self)
+
+
+def _setflags(self: Tracer, write: Any = None, align: Any = None, uic: Any = None) -> None:
+    if self._scalar or self._ctx.uses_cupy or self._ctx.uses_dask or align is not None or uic is not None:
+        return run_for_real(self._ctx, ".setflags()", lambda a, *r: a.setflags(*r), (self, write, align, uic), {})
+    if write is not None:
+        set_writeable(self, bool(write))
+    return None
 
 
 def _T(self: Tracer) -> Tracer:

@@ -63,6 +63,7 @@ class TracingModule:
         traced.__name__ = name
         traced.__doc__ = getattr(real, "__doc__", None)
         traced.__wrapped__ = real  # type: ignore[attr-defined]
+        traced._fuselab_real = real  # type: ignore[attr-defined]   (bound back as the real function)
         return traced
 
 
@@ -293,7 +294,18 @@ def tracing_namespace(ctx: TraceContext, namespace: Mapping[str, Any]) -> dict[s
         else:
             ns[k] = v
     ns["__builtins__"] = traced_builtins(namespace)   # (`type(x)` answers as for NumPy's array)
+    ns["__builtins__"]["__import__"] = _traced_import(ns["__builtins__"]["__import__"])
     return ns
+
+
+def _traced_import(real_import: Callable[..., Any]) -> Callable[..., Any]:
+    """`import numpy` / `from numpy import asarray` inside the cell: the module is the
+    proxy the namespace's `np` is (np.asarray(x) is x, np.array(x, copy=False) a view),
+    not the real module, whose functions would see tracers as foreign objects."""
+    def __import__(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        mod = real_import(name, globals, locals, fromlist, level)
+        return TracingModule(mod, _module_path(mod.__name__)) if _is_array_module(mod) else mod
+    return __import__
 
 
 def untraced(value: Any, ctx: TraceContext) -> Any:
@@ -312,4 +324,6 @@ def untraced(value: Any, ctx: TraceContext) -> Any:
         return value._fn
     if type(value) is TracedRandom:
         return value._real
+    if isinstance(value, FunctionType) and hasattr(value, "_fuselab_real"):   # (`from numpy import asarray`)
+        return value._fuselab_real
     return real_builtin(value)

@@ -15,7 +15,7 @@ import numpy as np
 from ..interp import eval_node
 from ..ir import Args, Node
 from ..ops import Aval, OpaqueFn
-from .core import InputTracer, TraceContext, Tracer
+from .core import InputTracer, TraceContext, Tracer, handed_out_alive
 from .operands import RunForReal
 from .values import plain_values, writeable
 
@@ -49,6 +49,8 @@ def update_in_place(ctx: TraceContext, t: Tracer, node: int, what: str, *, throu
         raise ValueError("assignment destination is read-only")
     o = t._origin
     if o is not None and o[0] == "view":
+        if handed_out_alive(t):
+            raise _handed_refusal(ctx, what)
         base = o[1]
         chain = view_ops(ctx, t, base) if ctx.versions.get(id(base), 0) == o[2] else None
         new_base = _write_through(ctx, base, chain, node) if chain is not None else None
@@ -65,6 +67,8 @@ def update_in_place(ctx: TraceContext, t: Tracer, node: int, what: str, *, throu
             _refresh(ctx, view, parent, ch)
         return
     stale = _live_views(ctx, t, skip=through)
+    if handed_out_alive(t) or any(handed_out_alive(v) for v, _, _ in stale):
+        raise _handed_refusal(ctx, what)
     if isinstance(t, InputTracer):
         flags = getattr(t._array, "flags", None)
         if flags is not None and not getattr(flags, "writeable", True):  # CuPy's flags have no writeable
@@ -74,6 +78,13 @@ def update_in_place(ctx: TraceContext, t: Tracer, node: int, what: str, *, throu
     t._node = node
     for view, parent, chain in stale:  # parents come before their own views
         _refresh(ctx, view, parent, chain)
+
+
+def _handed_refusal(ctx: TraceContext, what: str) -> BaseException:
+    return ctx.refuse(f"{what} changes an array that a plain NumPy array outside the trace may still view "
+                      "(a window of np.lib.stride_tricks, a view in another dtype, a library's own view of "
+                      "it): NumPy would show the change through it, which %%fuse cannot follow",
+                      "update a copy (x = x.copy()), or take that view after the update")
 
 
 def view_ops(ctx: TraceContext, view: Tracer, base: Tracer) -> tuple[Node, ...] | None:

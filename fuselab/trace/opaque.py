@@ -168,6 +168,11 @@ def library_call(ctx: TraceContext, path: str, func: Any, args: Sequence[Any], k
     if r is None:
         return run_for_real(ctx, f"np.{path}", func, args, kwargs,
                             f"`np.{path}` runs as plain NumPy here: fuselab has no rule for its result's shape")
+    if kwargs.get("out") is not None:
+        # a rule gives a new array; NumPy writes into `out` and returns that very array
+        # (`np.matmul(a, b, out=o) is o`): the real run does both, as NumPy
+        return run_for_real(ctx, f"np.{path}", func, args, kwargs,
+                            f"`np.{path}(..., out=)` runs as plain NumPy here: it writes into `out`")
     args, kwargs = array_operands(ctx, r.rule, args, kwargs)
     lifted = lift(ctx, args, kwargs)
     avals = [ctx.builder.aval(n) for n in lifted.nodes]

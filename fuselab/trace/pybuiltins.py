@@ -6,14 +6,14 @@ cannot give on Python 3.11. The cell's builtins get stand-ins for those two: eac
 as the real builtin does (isinstance, subclassing, attributes), and given a tracer
 answers as it would for the array plain execution has there (`type`: the tracer's
 `__class__`; `memoryview`: a graph break, and a view of the value's memory, as
-`Tracer.__buffer__` gives it from Python 3.12 on).
+`Tracer.__buffer__` gives it from Python 3.12 on; `id`: the user's array object's).
 """
 from __future__ import annotations
 
 import builtins
 from typing import Any, Mapping
 
-from .core import Tracer, buffer_of
+from .core import InputTracer, Tracer, buffer_of
 
 
 class _StandIn:
@@ -57,16 +57,29 @@ class _MemoryView(_StandIn):
         return buffer_of(obj) if isinstance(obj, Tracer) else memoryview(obj)
 
 
+def _id(obj: Any) -> int:
+    """`id(x)` of an array of the user's is its object's id, as in plain execution (the
+    tracer stands for that object; an adopted GPU array of another library: that object)."""
+    if isinstance(obj, InputTracer):
+        arr = obj._array
+        adopted = obj._ctx.adopted.get(id(arr))
+        return id(adopted[0] if adopted is not None else arr)
+    return id(obj)
+
+
+_id.__name__ = _id.__qualname__ = "id"
+_id.__doc__ = id.__doc__
+
 TYPE = _Type(type)
 MEMORYVIEW = _MemoryView(memoryview)
-_STAND_INS: dict[int, Any] = {id(TYPE): type, id(MEMORYVIEW): memoryview}
+_STAND_INS: dict[int, Any] = {id(TYPE): type, id(MEMORYVIEW): memoryview, id(_id): id}
 
 
 def traced_builtins(namespace: Mapping[str, Any]) -> dict[str, Any]:
     """The builtins a traced cell runs with: the namespace's, with the stand-ins."""
     base = namespace.get("__builtins__", builtins)
     names = dict(vars(base)) if not isinstance(base, dict) else dict(base)
-    names.update(type=TYPE, memoryview=MEMORYVIEW)
+    names.update(type=TYPE, memoryview=MEMORYVIEW, id=_id)
     return names
 
 

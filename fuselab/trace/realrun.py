@@ -15,6 +15,7 @@ cell that fails leaves them unchanged (`restore_originals`).
 from __future__ import annotations
 
 import sys
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -22,8 +23,9 @@ import numpy as np
 
 from ..dask.xp import is_dask_array
 from ..recording import library_line, recorded
-from .core import InputTracer, TraceContext, Tracer, is_cupy_array
-from .mutate import update_in_place
+from .aliases import aliasable, owner_of, view_steps
+from .core import InputTracer, TraceContext, Tracer, handed_out, is_cupy_array
+from .mutate import add_view, update_in_place
 from .values import plain_values, tracer_nodes, writeable  # noqa: F401  (re-exported)
 
 
@@ -58,6 +60,8 @@ def _xp(a: Any) -> Any:
 def _same_bytes(a: Any, b: Any) -> bool:
     """Equal contents, bit for bit (NaNs and -0.0 included)."""
     xp = _xp(a)
+    if a.shape != b.shape:   # (`a.resize(...)` in place)
+        return False
     if a.dtype != b.dtype:
         b = b.astype(a.dtype)
     a8 = xp.ascontiguousarray(a).reshape(-1).view(xp.uint8)
@@ -74,13 +78,26 @@ def restore_originals(ctx: TraceContext) -> None:
     """The cell failed: the user's arrays that real runs (or the user's writes into the
     views they returned) may have changed get their contents back ("no variable changed")."""
     for arr, before in _originals(ctx).values():
+        if arr.shape != before.shape:   # (`a.resize(...)` ran for real on it)
+            arr.resize(before.shape, refcheck=False)
         arr[...] = before
+    for arr, flag in ctx.__dict__.get("_flag_originals", {}).values():   # (`x.flags.writeable = False`)
+        arr.flags.writeable = flag
     forget_originals(ctx)
+
+
+def itself(ctx: TraceContext) -> dict[int, Any]:
+    """id(tracer) -> a weak reference to the InputTracer of the array object the tracer's
+    array is (a copy a real run made for it, whose views the run returned): bound as that
+    object, not a view of it. (Weak: a tracer held here would look like one the cell left
+    in a container of its own, bind.find_holders.)"""
+    return ctx.__dict__.setdefault("_realrun_itself", {})
 
 
 def forget_originals(ctx: TraceContext) -> None:
     """The cell's bindings are done (or undone): the contents kept are not needed."""
     _originals(ctx).clear()
+    ctx.__dict__.pop("_flag_originals", None)
 
 
 class _RealCall:
@@ -140,16 +157,48 @@ class _RealCall:
                     update_in_place(ctx, t, ctx.input_for(_native(p.array)), what)
             elif not p.live and t._origin is None and not isinstance(t, InputTracer) and \
                     _views_of(out, p.array):
-                update_in_place(ctx, t, ctx.input_for(p.array), what)
+                # the result views the copy made for t (`a = m * 2; d = a.diagonal()`): that
+                # copy becomes t's array object, traced (an input the trace follows the views
+                # of), and t the whole of it, so that t's later updates show through the
+                # views the function returned (wrapped below), and theirs in t
+                owner = ctx.tracer_for(p.array)
+                update_in_place(ctx, t, owner.input_node, what)
+                t._origin = ("view", owner, ctx.versions.get(id(owner), 0), ())
+                add_view(owner, t)
+                itself(ctx)[id(t)] = weakref.ref(owner)
         mine = {id(p.array): p.tracer for p in self.passed.values()}
+        memories = ctx.aliases.memories
 
         def back(v: Any) -> Any:
             if id(v) in mine:
                 return mine[id(v)]
             if type(v) in (list, tuple):
                 return type(v)(back(e) for e in v)
+            if not aliasable(v):
+                return v
+            m = memories.get(id(owner_of(v)))
+            if m is not None and view_steps(m.owner, v) is not None:
+                # a view of an array the trace follows (`m.diagonal()`, `np.split(x, 2)`,
+                # `np.rot90(m)` of the user's `m`, of a copy made for a tracer above):
+                # traced as that view of it (aliases.py), so the cell's later writes into
+                # the memory show through it, and its writes in the array, as in NumPy
+                return ctx.tracer_for(v)
+            for p in self.passed.values():
+                if type(p.array) is type(v) and _xp(v).may_share_memory(v, p.array):
+                    # a view no view ops express (np.lib.stride_tricks' windows) or in
+                    # another dtype (`a.view(np.uint32)`): computed with as the plain array
+                    # it is, and a later update of the array it views is refused while it
+                    # lives (NumPy would show the update through it)
+                    handed_out(itself_or(ctx, p.tracer), v)
             return v
         return back(out)
+
+
+def itself_or(ctx: TraceContext, t: Tracer) -> Tracer:
+    """The InputTracer of the array object t's array is (see `itself`), else t."""
+    ref = itself(ctx).get(id(t))
+    owner = ref() if ref is not None else None
+    return owner if owner is not None else t
 
 
 def _view_of_user_array(ctx: TraceContext, v: Any) -> Any:
@@ -191,7 +240,8 @@ def _views_of(out: Any, arr: Any) -> bool:
         if base is arr:
             return True
         base = base.base
-    return False
+    # (np.lib.stride_tricks.as_strided's views have a stand-in object as their base)
+    return type(out) is type(arr) and base is not None and bool(_xp(arr).may_share_memory(out, arr))
 
 
 def run_for_real(ctx: TraceContext, name: str, fn: Callable[..., Any], args: Sequence[Any],

@@ -121,6 +121,9 @@ def _einsum(subscripts: Any, *ops: Any, **kw: Any) -> Aval:
     spec = subscripts.replace(" ", "")
     ins, _, out = spec.partition("->")
     terms = ins.split(",")
+    if len(terms) == 1 and "->" in spec and set(out) == set(ins):
+        # one operand, nothing summed (`'ii->i'`, `'ij->ji'`): NumPy returns a view of it
+        raise RunForReal(subscripts)
     if len(terms) != len(ops):
         raise ShapeError("einsum: more operands than subscripts")
     sizes: dict[str, int] = {}

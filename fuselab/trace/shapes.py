@@ -4,6 +4,7 @@ boolean masks have a data-dependent length; item assignment updates the array in
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, Sequence
 
 import numpy as np
@@ -11,7 +12,7 @@ import numpy as np
 from ..codegen.index import strides as c_strides
 from ..ops import Args, Aval, OpaqueFn, ShapeError, broadcast_shapes, normalize_axes
 from ..ir import Node
-from .core import InputTracer, TraceContext, Tracer, is_array
+from .core import InputTracer, TraceContext, Tracer, is_array, mentions_tracer
 from .layout import Layout, k_order, strides_in, strides_order, value_layout
 from .mutate import PART_VIEWS, add_view, is_part_view, update_in_place
 from .opaque import Slot, data_dependent, fill
@@ -104,6 +105,56 @@ def reshape(ctx, x, *shape, newshape=None, order="C", copy=None, **kw):
     return t
 
 
+def set_shape(ctx: TraceContext, x: Tracer, shape: Any) -> None:
+    """`x.shape = shape`: the same array object takes the new shape where NumPy can give it
+    without a copy (else NumPy's AttributeError). Followed for an array the cell made, and
+    for a C-contiguous array of the user's that shares its memory with no other traced
+    array (its object takes the shape when the cell's bindings are made); one whose views
+    are in use is refused (clear error)."""
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    new = _resolve_shape(x.aval.size, [operator.index(d) for d in shape])
+    if math.prod(new) != x.aval.size:
+        raise ValueError(f"cannot reshape array of size {x.aval.size} into shape {shape}")
+    if x._scalar:
+        raise AttributeError("attribute 'shape' of 'numpy.generic' objects is not writable")
+    layout = _layout(ctx, x)
+    if layout is not None and tuple(x.shape) != new and not _reshape_views(layout, new, "C"):
+        raise AttributeError("Incompatible shape for in-place modification. Use `.reshape()` to make a copy "
+                             "with the desired shape.")
+    live = [r for r in (x._views or ()) if r() is not None]
+    c_order = x._order is None or tuple(x._order) == tuple(range(x.ndim))
+    if isinstance(x, InputTracer):
+        arr = x._array
+        m = ctx.aliases._of.get(id(arr))
+        ok = type(arr) is np.ndarray and arr.flags.c_contiguous and x._alias is None and \
+            (m is None or not m.shared)
+    else:
+        ok = not x._temp_view and layout is not None and c_order
+    if not ok or live:
+        raise ctx.refuse("setting `.shape` changes an array in place, which %%fuse follows for an array the "
+                         "cell made or a contiguous one of yours, with no views of it in use",
+                         "make a new array instead (x = x.reshape(...))")
+    b = ctx.builder
+    node = b.reshape(x._node, new, ctx.loc())
+    ctx.versions[id(x)] = ctx.versions.get(id(x), 0) + 1
+    if isinstance(x, InputTracer):
+        new_shapes(ctx)[id(x._array)] = (x._array, new)
+        x._node = node   # (an update: the object is written back, in its new shape)
+        return
+    o = x._origin
+    if o is not None and o[0] == "view" and len(o) > 3:
+        x._origin = o[:3] + (o[3] + (b.nodes[node],),)
+    elif o is not None and o[0] == "copy":
+        x._origin = None   # (its copy's recipe makes the old shape)
+    x._order = None
+    x._node = node
+
+
+def new_shapes(ctx: TraceContext) -> dict[int, tuple[Any, tuple[int, ...]]]:
+    """id(user's array) -> (the array, the shape the cell set on it: `x.shape = ...`)."""
+    return ctx.__dict__.setdefault("_new_shapes", {})
+
+
 def _reshape_views(layout: tuple[tuple[int, ...], tuple[int, ...]], new: tuple[int, ...], order: str) -> bool:
     shape, strides = layout
     if order == "F":
@@ -181,6 +232,8 @@ def _layout(ctx: TraceContext, x: Tracer) -> tuple[tuple[int, ...], tuple[int, .
         a = x._array
         if not hasattr(a, "strides") or not getattr(a, "itemsize", 0):
             return None
+        if id(a) in ctx.__dict__.get("_new_shapes", {}):   # (`x.shape = ...` in the cell: contiguous)
+            return tuple(x.shape), c_strides(x.shape)
         return tuple(a.shape), tuple(s // a.itemsize for s in a.strides)
     o = x._origin
     if o is None or o[0] != "view":   # a new array, contiguous in its order
@@ -486,6 +539,10 @@ def _index_arrays(ctx: TraceContext, key: tuple) -> tuple[list[int], list[Any]]:
     nodes: list[int] = []
     slots: list[Any] = []
     for k in key:
+        if isinstance(k, list) and not mentions_tracer(k):
+            arr = np.asarray(k)
+            # an empty sequence indexes as integers (NumPy's `x[[]]`), not as float64
+            k = arr.astype(np.intp) if arr.size == 0 and arr.dtype.kind == "f" else arr
         if isinstance(k, Tracer) or is_array(k) or isinstance(k, list):
             nodes.append(node_of(ctx, k))
             slots.append(Slot(len(nodes) - 1))
@@ -615,6 +672,11 @@ def setitem(ctx: TraceContext, x: Tracer, key: Any, value: Any) -> None:
     if x._scalar:
         raise TypeError(f"'numpy.{x.dtype.type.__name__}' object does not support item assignment")
     key = key if isinstance(key, tuple) else (key,)
+    # a slice's bounds are Python integers to NumPy (`x[:j] = 0` with j computed: its
+    # __index__, a graph break), never a tracer kept in the graph's setitem
+    key = tuple(slice(*(operator.index(c) if isinstance(c, Tracer) else c for c in (k.start, k.stop, k.step)))
+                if isinstance(k, slice) and any(isinstance(c, Tracer) for c in (k.start, k.stop, k.step)) else k
+                for k in key)
     b, loc = ctx.builder, ctx.loc()
     dt = x.aval.dtype
     basic = all(_is_basic(k) for k in key)

@@ -200,6 +200,19 @@ _UFUNC_REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": 
                  "logical_or": "any", "logical_and": "all"}
 
 
+def _all_real_numbers(values: Sequence[Any]) -> bool:
+    """Whether every operand is an integer or real floating array or scalar (not bool,
+    not complex, nothing else)."""
+    for v in values:
+        dt = v.aval.dtype if isinstance(v, Tracer) else getattr(v, "dtype", None)
+        if dt is None:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                return False
+        elif np.dtype(dt).kind not in "iuf":
+            return False
+    return True
+
+
 def dispatch_ufunc(ctx: TraceContext, ufunc: Any, method: str, inputs: Sequence[Any], kwargs: Mapping[str, Any],
                    name: str | None = None) -> Any:
     """`ufunc.method(*inputs, **kwargs)` with tracers among the inputs (`__array_ufunc__`,
@@ -211,6 +224,8 @@ def dispatch_ufunc(ctx: TraceContext, ufunc: Any, method: str, inputs: Sequence[
         return run_for_real(ctx, f"{ufunc.__name__}.{method}", getattr(ufunc, method), inputs, kwargs)
     name = name or getattr(ufunc, "__name__", str(ufunc))
     opname = UFUNC_OPS.get(name)
+    if name == "conjugate" and not _all_real_numbers(inputs):
+        opname = None   # (np.positive only for real numbers: a complex conjugate, bool's own loop)
     if method == "__call__":
         if opname is not None:
             return call_ufunc(ctx, ufunc, opname, inputs, kwargs)

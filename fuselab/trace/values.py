@@ -3,6 +3,7 @@ writeable. Shared by the real runs (realrun.py) and fuselab's own writers (mutat
 which use each other: kept apart so neither imports the other at import time."""
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -47,13 +48,49 @@ def plain_values(ctx: TraceContext, value: Any) -> Any:
     return value
 
 
+def read_only(ctx: TraceContext) -> dict[int, tuple[Any, bool]]:
+    """id(tracer) -> (a weak reference to it, the WRITEABLE flag the cell set on it:
+    `y.flags.writeable = False`). Weak: see realrun.itself."""
+    return ctx.__dict__.setdefault("_writeable_set", {})
+
+
+def flag_set(ctx: TraceContext, t: Tracer) -> bool | None:
+    """The WRITEABLE flag the cell set on t, or None."""
+    e = (ctx.__dict__.get("_writeable_set") or {}).get(id(t))
+    return e[1] if e is not None and e[0]() is t else None
+
+
+def set_writeable(t: Tracer, flag: bool) -> None:
+    """`t.flags.writeable = flag`, as NumPy: an array of the user's takes the flag on its
+    own object (restored if the cell fails), any other array in the trace (and on the
+    array bound for it); a view of a read-only array cannot be made writeable."""
+    ctx = t._ctx
+    if isinstance(t, InputTracer) and not t.mutated:
+        arr = t._array
+        ctx.__dict__.setdefault("_flag_originals", {}).setdefault(id(arr), (arr, bool(arr.flags.writeable)))
+        arr.flags.writeable = flag   # (NumPy's ValueError for a view of a read-only array)
+        return
+    if flag and not _base_writeable(ctx, t):
+        raise ValueError("cannot set WRITEABLE flag to True of this array")
+    read_only(ctx)[id(t)] = (weakref.ref(t), flag)
+
+
+def _base_writeable(ctx: TraceContext, t: Tracer) -> bool:
+    o = t._origin
+    return o is None or o[0] != "view" or writeable(ctx, o[1])
+
+
 def writeable(ctx: TraceContext, t: Tracer) -> bool:
-    """Whether NumPy's array for `t` is writeable: the user's array's own flag, a view's
-    base's, and never a broadcast (np.broadcast_to returns a read-only view)."""
+    """Whether NumPy's array for `t` is writeable: the flag the cell set on it, the
+    user's array's own flag, a view's base's, and never a broadcast (np.broadcast_to
+    returns a read-only view)."""
     while True:
+        flag = flag_set(ctx, t)
+        if flag is not None:
+            return flag
         if isinstance(t, InputTracer):
-            flags = getattr(t._array, "flags", None)   # (CuPy's flags have no writeable)
-            return flags is None or bool(getattr(flags, "writeable", True))
+            f = getattr(t._array, "flags", None)   # (CuPy's flags have no writeable)
+            return f is None or bool(getattr(f, "writeable", True))
         o = t._origin
         if o is None or o[0] != "view":
             return True
@@ -68,3 +105,54 @@ def writeable(ctx: TraceContext, t: Tracer) -> bool:
         if "broadcast_to" in ops:
             return False
         t = base
+
+
+_WRITEABLE_KEYS = ("W", "WRITEABLE")
+
+
+class TracedFlags:
+    """`x.flags` of a traced array: NumPy's flags of the array plain execution has (a graph
+    break), except WRITEABLE, which is the tracer's own (values.writeable): setting it
+    (`x.flags.writeable = False`, `x.flags['W'] = False`, `x.setflags(write=False)`)
+    makes later writes raise NumPy's ValueError, and the bound array read-only. One left
+    in the namespace or a container becomes the bound array's own flags (bind.py)."""
+
+    __slots__ = ("_t",)
+
+    def __init__(self, t: Tracer) -> None:
+        object.__setattr__(self, "_t", t)
+
+    def _real(self) -> Any:
+        return self._t._value("`.flags`").flags
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "writeable":
+            return writeable(self._t._ctx, self._t)
+        return getattr(self._real(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "writeable":
+            set_writeable(self._t, bool(value))
+        elif name in ("aligned", "writebackifcopy"):
+            setattr(self._real(), name, value)
+        else:
+            raise AttributeError(f"attribute '{name}' of 'numpy.flagsobj' objects is not writable")
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str) and key.upper() in _WRITEABLE_KEYS:
+            return writeable(self._t._ctx, self._t)
+        return self._real()[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if isinstance(key, str) and key.upper() in _WRITEABLE_KEYS:
+            set_writeable(self._t, bool(value))
+        else:
+            self._real()[key] = value
+
+    def __eq__(self, other: Any) -> bool:
+        return repr(self) == repr(other)
+
+    def __repr__(self) -> str:
+        text = repr(self._real())
+        return text.replace(f"WRITEABLE : {not writeable(self._t._ctx, self._t)}",
+                            f"WRITEABLE : {writeable(self._t._ctx, self._t)}")

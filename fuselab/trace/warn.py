@@ -104,6 +104,7 @@ class Site:
     modes: Mapping[str, str] | None
     numpy_line: tuple[str, int] | None = None
     per_call: bool = False
+    label: str | None = None   # NumPy's word for the operation here, where the line's differs (divmod)
 
 
 @dataclass(frozen=True)
