@@ -31,10 +31,19 @@ from ..codegen import index as ix
 from ..codegen.reduction import _Problem as Problem, _analyse as analyse, _coords as coords
 from .accum import Acc, accumulator, blocked_loop, fold_loop
 from .context import Phase, PyContext
-from .emit import indent
+from .emit import indent, render
 from .model import PyKernel
+from .pytypes import storage
 
 MIN_UNITS = 16   # fewer units than this: split the reduced range
+# Column tiles walk rows of X a row stride apart, a tile's width of each (1 KB of float32 in
+# tiles of 256): the hardware prefetchers, which follow a stream within a 4 KB page, start
+# afresh on every row. The tile's lines PREFETCH_ROWS rows ahead are prefetched instead,
+# which changes no result (2026-12-04, one core of a 2-core AMD EPYC, column mean of
+# 16384 x 1024 float32, minima of 30 runs in alternating rounds: 9.3 -> 7.4 ms; in tiles
+# of 128, 11.1 -> 7.3 ms; one tile of all 1024 columns, a contiguous walk, 5.0-5.7 ms).
+PREFETCH_ROWS = 8
+PREFETCH_ARRAYS = 4    # inputs prefetched at most (the others are left to the hardware)
 
 
 def generate(ctx: PyContext) -> PyKernel:
@@ -83,7 +92,8 @@ def generate(ctx: PyContext) -> PyKernel:
                  f"n_o = min({K} - o0, {tile})"]
         for a in accs:
             unit += a.declare_array(str(tile))
-        unit += blocked_loop("r", lo, hi, folded, ["for j in range(n_o):", "    o = o0 + j", *indent(step, 1)],
+        ahead = _column_prefetches(ctx, o_var, r_var, tile)
+        unit += blocked_loop("r", lo, hi, folded, [*ahead, "for j in range(n_o):", "    o = o0 + j", *indent(step, 1)],
                              each="for j in range(n_o):")
         unit += ["for j in range(n_o):", "    o = o0 + j",
                  *indent(_finish_one(ctx, p, folded, partials, splits, "o"), 1)]
@@ -133,3 +143,28 @@ def _epilogue(ctx: PyContext, p: Problem, accs: list[Acc], o: str) -> list[str]:
     stores = [ctx.store(out, o_var, em.stored(out, ix.delinearize(o_var, g.nodes[out].shape)))
               for out in p.epilogue_out]
     return lines + em.take_lines() + stores
+
+
+def _column_prefetches(ctx: PyContext, o_var: ix.Var, r_var: ix.Var, tile: int) -> list[str]:
+    """Statements run once a row r of a column tile (outputs o0..o0+tile-1): prefetch the
+    tile's cache lines of row r + PREFETCH_ROWS of each input read along the tile (the
+    output's coefficient 1) and down the rows. A prefetch changes no result and never
+    faults (rows past the chunk's or the array's end are harmless)."""
+    if PREFETCH_ROWS <= 0:
+        return []
+    o0 = ix.Var("o0", o_var.extent)
+    out: list[str] = []
+    seen: set[tuple[int, ix.Affine]] = set()
+    for nid, offset in ctx.loads:
+        if (nid, offset) in seen or len(seen) >= PREFETCH_ARRAYS or nid not in ctx.in_arr:
+            continue
+        if offset.coef(o_var) != 1 or offset.coef(r_var) <= 0 or \
+                not all(isinstance(s, ix.Var) and s in (o_var, r_var) for s, _ in offset.terms):
+            continue
+        seen.add((nid, offset))
+        step = max(1, 64 // storage(ctx.graph.nodes[nid].dtype).itemsize)   # elements a 64-byte line
+        ahead = ix.rename(offset, o_var, o0) + PREFETCH_ROWS * offset.coef(r_var)
+        pf = ctx.names.fresh("pf")
+        out += [f"for {pf} in range(0, {tile}, {step}):",
+                f"    fl_prefetch({ctx.in_arr[nid]}, ix({render(ahead)} + {pf}))"]
+    return out

@@ -11,11 +11,11 @@ type for travel as they are. Importing this module imports Numba.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from typing import Any, Mapping
 
 import numpy as np
 
+from ..codegen.cache import cached, graph_key
 from ..codegen.model import OpaqueCall
 from ..interp import PlanExecutionError, eval_node
 from ..plan.model import Plan
@@ -26,18 +26,15 @@ from .model import NumbaOptions, NumpyKernel, PyKernel
 from .pytypes import is_half, transport
 
 
-_CODES: "OrderedDict[tuple[Plan, NumbaOptions], tuple]" = OrderedDict()
-
-
 def codes_for(plan: Plan, options: NumbaOptions) -> tuple:
-    """Generated code for a plan, remembered (a re-run of a cell generates nothing)."""
-    key = (plan, options)
-    if key not in _CODES:
-        _CODES[key] = generate(plan, options)
-        if len(_CODES) > 256:
-            _CODES.popitem(last=False)
-    _CODES.move_to_end(key)
-    return _CODES[key]
+    """Generated code for a plan, remembered in the one cache of generated code
+    (fuselab.codegen.cache) under the key the session's code panel uses
+    (Session.python_codes): a cell's kernels are generated once, for the panel and the
+    run alike, and a re-run generates nothing. The key is the graph's content with its
+    source lines (which the kernels' comments quote: Plan equality leaves them out, so a
+    cell that differs only in text gets its own comments, and the module the panel shows
+    is the one that runs)."""
+    return cached(("numba", graph_key(plan.graph), plan.kernels, options), lambda: generate(plan, options))
 
 
 def flat(a: Any, dtype: np.dtype) -> np.ndarray:

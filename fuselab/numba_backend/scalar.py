@@ -18,6 +18,13 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 _jit = njit(cache=True, nogil=True, error_model="numpy")
+# fl_block_sum, which a float sum's fold calls once per block of 16 elements, is inlined
+# in Numba's IR: LLVM's inliner had left it a call (the slice's array struct passed through
+# memory, the status checked) once per block, and the sum of squares of 16M float32 took
+# 10.6 ms on one core against 7.0 inlined, the same bits (2026-12-04, 2-core AMD EPYC,
+# minima of 30 runs), for about 0.2 s more compile. The variance's block helpers stay calls:
+# inlined, they made a variance kernel's compile about twice as long.
+_jit_inline = njit(cache=True, nogil=True, error_model="numpy", inline="always")
 
 
 # ---------------------------------------------------------------------------
@@ -398,7 +405,7 @@ def fl_power_uint(a, b):
     return out
 
 
-@_jit
+@_jit_inline
 def fl_block_sum(buf, lo, hi):
     """The sum of buf[lo:hi] (1 to 16 values) in buf's type: a fixed tree for a full
     block (no chain of dependent adds, and pairwise accuracy), in order for a short one."""

@@ -1,0 +1,169 @@
+"""The reduction-order slack of the Numba backend's check: how far a result may be from
+NumPy's because a float sum (or variance) was added in another order, judged at the
+magnitudes of the reduced inputs, not at the result's own.
+
+The documented freedom (README, "The Numba backend": reduction order) is that a sum is
+within a few units of rounding *relative to the sum of magnitudes* of NumPy's. Where
+values cancel (`t - t.mean()`, `x.sum() + (-x).sum()`, the variance of a constant),
+the exact result is 0 or nearly so and both implementations give rounding residue of
+that magnitude, while the check's relative tolerance (fuselab.runtime.verify.compare_one:
+rtol times the largest |NumPy value| of the output) is rtol times that residue, so equally
+good results failed. The slack here is what the documented tolerance allows after the
+values that follow the reduction are computed from it:
+
+* a float `sum` node r may be off by D = rtol * sum(|x|) over its reduced elements (per
+  output element; a mean is a sum divided, so its slack is rtol * mean|x|);
+* a float `var` node (one-pass Welford against NumPy's two passes) by
+  D = rtol * var + (rtol * mean|x|)**2: its relative rounding plus the square of its
+  mean's slack (the deviations are taken from a mean that may be off by that much);
+* each output's slack is the sum over the reductions it depends on of how far it moves
+  when r alone is replaced by r + D and by r - D (the graph evaluated by NumPy again from
+  r on, every other value as computed), the larger of the two.
+
+Only outputs that fail the plain relative check are judged again this way (the common
+case costs nothing), with rtol that of the reduction's least precise float (as
+measure.output_rtols). The slack only adds to the tolerance; a NaN or inf that the
+perturbation itself produces (a square root of a variance pushed below zero is avoided by
+clipping at 0) adds none.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..interp import eval_node
+from ..ir import Graph
+from ..runtime.verify import RTOL, OutputCheck
+
+# reductions whose float results the backend adds in another order than NumPy's
+ORDER_FREE = ("sum", "var")
+
+
+def node_rtols(graph: Graph) -> list[float]:
+    """Per node: the tolerance of the least precise float dtype it is computed from."""
+    loosest: list[float] = []
+    for n in graph.nodes:
+        own = RTOL.get(n.dtype, 0.0) if n.dtype.kind == "f" else 0.0
+        loosest.append(max([own, *(loosest[j] for j in n.inputs)]))
+    return loosest
+
+
+def _values(graph: Graph, inputs: Mapping[str, Any], known: Mapping[int, Any] | None) -> list[Any]:
+    """Every node's value, as eager NumPy computes it (values taken at graph breaks as given)."""
+    known = known or {}
+    env: list[Any] = [None] * len(graph.nodes)
+    with np.errstate(all="ignore"):
+        for i, n in enumerate(graph.nodes):
+            if i in known:
+                env[i] = np.asarray(known[i])
+            elif n.op == "input":
+                env[i] = np.asarray(inputs[n.args["name"]])
+            else:
+                env[i] = eval_node(np, n, [env[j] for j in n.inputs])
+    return env
+
+
+def _descendants(graph: Graph, r: int, known: Mapping[int, Any]) -> list[int]:
+    """The nodes whose values follow from r's (ascending), stopping at values given."""
+    moved = {r}
+    out = []
+    for i in range(r + 1, len(graph.nodes)):
+        if i not in known and any(j in moved for j in graph.nodes[i].inputs):
+            moved.add(i)
+            out.append(i)
+    return out
+
+
+def _ancestors(graph: Graph, ids: Sequence[int]) -> set[int]:
+    seen: set[int] = set()
+    todo = list(ids)
+    while todo:
+        i = todo.pop()
+        if i not in seen:
+            seen.add(i)
+            todo.extend(graph.nodes[i].inputs)
+    return seen
+
+
+def reduction_slack(graph: Graph, node: int, x: np.ndarray, value: np.ndarray, rtol: float) -> np.ndarray:
+    """D of reduction `node` (see the module docstring) per output element, float64."""
+    n = graph.nodes[node]
+    axes, keepdims = n.args["axes"], n.args["keepdims"]
+    with np.errstate(all="ignore"):
+        mag = np.sum(np.abs(np.asarray(x, dtype=np.float64)), axis=axes, keepdims=keepdims)
+        if n.op == "var":
+            count = max(1, int(np.prod([np.shape(x)[a] for a in axes], dtype=np.int64)))
+            d = rtol * np.abs(np.asarray(value, dtype=np.float64)) + (rtol * mag / count) ** 2
+        else:
+            d = rtol * mag
+    return np.where(np.isfinite(d), d, 0.0)
+
+
+def output_slacks(graph: Graph, names: Sequence[str], inputs: Mapping[str, Any],
+                  known: Mapping[int, Any] | None = None) -> dict[str, np.ndarray]:
+    """Per output named: the reduction-order slack of every element (float64, the output's
+    shape), zero where no order-free reduction is on its path."""
+    known = dict(known or {})
+    out_ids = dict(graph.outputs)
+    wanted = {name: out_ids[name] for name in names}
+    rt = node_rtols(graph)
+    above = _ancestors(graph, list(wanted.values()))
+    reductions = [i for i in sorted(above) if i not in known and graph.nodes[i].op in ORDER_FREE
+                  and graph.nodes[i].dtype.kind == "f"]
+    if not reductions:
+        return {name: np.zeros(graph.nodes[i].shape, np.float64) for name, i in wanted.items()}
+    env = _values(graph, inputs, known)
+    slack = {name: np.zeros(np.shape(env[i]), np.float64) for name, i in wanted.items()}
+    for r in reductions:
+        n = graph.nodes[r]
+        base = env[r]
+        d = reduction_slack(graph, r, env[n.inputs[0]], base, rt[r])
+        if not np.any(d):
+            continue
+        after = _descendants(graph, r, known)
+        hits = {name: i for name, i in wanted.items() if i == r or i in after}
+        if not hits:
+            continue
+        moved: dict[str, np.ndarray] = {name: np.zeros(np.shape(env[i]), np.float64) for name, i in hits.items()}
+        with np.errstate(all="ignore"):
+            b64 = np.asarray(base, dtype=np.float64)
+            for shifted in (b64 + d, b64 - d):
+                if n.op == "var":
+                    shifted = np.maximum(shifted, 0.0)
+                local = list(env)
+                local[r] = np.asarray(shifted).astype(n.dtype)
+                for i in after:
+                    local[i] = eval_node(np, graph.nodes[i], [local[j] for j in graph.nodes[i].inputs])
+                for name, i in hits.items():
+                    delta = np.abs(np.asarray(local[i], dtype=np.float64) - np.asarray(env[i], dtype=np.float64))
+                    moved[name] = np.maximum(moved[name], np.where(np.isfinite(delta), delta, 0.0))
+        for name in hits:
+            slack[name] = slack[name] + moved[name]
+    return slack
+
+
+def compare_with_slack(name: str, got: Any, want: Any, rtol: float, slack: np.ndarray) -> OutputCheck:
+    """fuselab.runtime.verify.compare_one's judgement (float outputs) with `slack` added
+    to each element's tolerance: |got - want| <= rtol max|want| + rtol |want| + slack."""
+    g64, w64 = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    nan_g, nan_w = np.isnan(g64), np.isnan(w64)
+    finite = np.isfinite(w64)
+    scale = float(np.max(np.where(finite, np.abs(w64), 0.0))) if w64.size else 0.0
+    atol = rtol * max(scale, float(np.finfo(np.asarray(got).dtype).tiny))
+    with np.errstate(all="ignore"):
+        err = np.abs(g64 - w64) / (atol + rtol * np.abs(w64) + slack)
+    err = np.where(nan_g & nan_w, 0.0, err)
+    err = np.where(~finite & (g64 == w64), 0.0, err)
+    err = np.where(nan_g != nan_w, np.inf, err)
+    err = np.nan_to_num(err, nan=np.inf)
+    worst = float(err.max()) if err.size else 0.0
+    if worst <= 1.0:
+        return OutputCheck(name, True, worst, f"{name}: within rtol {rtol:g} and the reduction-order slack "
+                                              f"(worst {worst:.2f} of the tolerance)")
+    at = np.unravel_index(int(np.argmax(err)), err.shape)
+    bad = int((err > 1.0).sum())
+    return OutputCheck(name, False, worst,
+                       f"{name}: {bad} of {err.size} elements outside rtol {rtol:g} and the reduction-order "
+                       f"slack; worst at {tuple(int(i) for i in at)}: {g64[at]!r} vs {w64[at]!r} "
+                       f"(slack {float(slack[at]):.3g})")

@@ -1,0 +1,97 @@
+"""The Numba backend's own check (numba_backend/measure.py `check`) judges results that
+cancel at the documented reduction-order tolerance: relative to the magnitudes of the
+reduced inputs (numba_backend/tolerance.py), not to the result's own rounding residue.
+
+Every cell here is computed equally well by NumPy and by the backend, in another order:
+the exact result is 0 (or nearly), both give residue of a few units of rounding of the
+reduced values, and a purely relative check (rtol times max |NumPy's value|) called them
+mismatches. A real error of the same outputs still fails."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from numba_util import numba  # noqa: F401  (skips without Numba)
+
+from fuselab.cell import run_cell
+from fuselab.numba_backend.measure import check, reference
+
+_RNG = np.random.default_rng(20261204)
+INPUTS = {
+    "ones": np.ones((300, 64)),
+    "tenths32": np.full((300, 64), 0.1, np.float32),
+    "tall": np.ones((20000, 3)),
+    "normal64": _RNG.standard_normal((300, 64)),
+    "normal32": _RNG.standard_normal((300, 64)).astype(np.float32),
+    "tall_normal": _RNG.standard_normal((20000, 3)),
+}
+
+CASES = [
+    # means subtracted
+    ("t = np.exp(x)\na = t - t.mean(axis=0)\n", "ones"),
+    ("t = np.exp(x)\na = t - t.mean(axis=0)\n", "tall"),
+    ("t = np.exp(x)\na = t - t.mean()\n", "ones"),
+    ("t = np.exp(x)\na = t - t.mean()\n", "tenths32"),
+    ("t = np.exp(x)\na = t - t.mean(axis=1, keepdims=True)\n", "tenths32"),
+    # sums of +x and -x (NumPy adds the reversed view in another order)
+    ("a = x.sum(axis=1) + (-x[:, ::-1]).sum(axis=1)\n", "normal64"),
+    ("a = x.sum(axis=1) + (-x[:, ::-1]).sum(axis=1)\n", "normal32"),
+    ("a = x.sum(axis=0) + (-x[::-1]).sum(axis=0)\n", "tall_normal"),
+    ("a = np.sum(x) - np.sum(x.T)\n", "normal64"),
+    # variances (and deviations) of constants
+    ("t = np.exp(x) * 0.1\na = t.var(axis=0)\n", "ones"),
+    ("t = np.exp(x) * 0.1\na = t.var(axis=0)\n", "tenths32"),
+    ("t = np.exp(x) * 0.1\na = t.var(axis=0)\n", "tall"),
+    ("t = np.exp(x) * 0.1\na = t.std(axis=1)\n", "tenths32"),
+    ("t = np.exp(x) * 0.1\na = (t - t.mean(axis=-1, keepdims=True)) / np.sqrt(t.var(axis=-1, keepdims=True) + 1e-5)\n",
+     "tenths32"),
+]
+
+
+def _run(cell: str, x: np.ndarray, strategy: str):
+    ns = {"np": np, "x": x.copy()}
+    return run_cell(ns, cell, backend="numba", time=False, quiet=True, strategy=strategy), ns
+
+
+@pytest.mark.parametrize("strategy", ["auto", "unfused"])
+@pytest.mark.parametrize("cell,data", CASES)
+def test_cancelling_reductions_pass_the_check(cell, data, strategy):
+    session, ns = _run(cell, INPUTS[data], strategy)
+    assert session.check.ok, session.check.worst
+    # and the values are NumPy's to within the documented tolerance at the inputs' scale
+    want = {}
+    exec(cell, {"np": np, "x": INPUTS[data].copy()}, want)
+    scale = float(np.max(np.abs(np.exp(INPUTS[data].astype(np.float64)))))
+    np.testing.assert_allclose(np.asarray(ns["a"], np.float64), np.asarray(want["a"], np.float64),
+                               rtol=0, atol=1e-3 * scale if ns["a"].dtype == np.float32 else 1e-9 * scale)
+
+
+@pytest.mark.parametrize("cell,data,error", [
+    ("t = np.exp(x)\na = t - t.mean()\n", "ones", 1e-9),
+    ("t = np.exp(x)\na = t - t.mean()\n", "tenths32", 1e-3),
+    ("t = np.exp(x) * 0.1\na = t.var(axis=0)\n", "ones", 1e-12),
+    ("a = x.sum(axis=1) + (-x[:, ::-1]).sum(axis=1)\n", "normal64", 1e-8),
+])
+def test_the_slack_does_not_hide_real_errors(cell, data, error):
+    session, ns = _run(cell, INPUTS[data], "auto")
+    plan, inputs = session.plan, session.traced.inputs
+    want = reference(plan, inputs)
+    good = {"a": np.asarray(ns["a"])}
+    assert check(plan, good, want, inputs).ok
+    bad = good["a"].copy()
+    bad.flat[bad.size // 2] += bad.dtype.type(error)
+    verdict = check(plan, {"a": bad}, want, inputs)
+    assert not verdict.ok, verdict.details
+    assert "reduction-order slack" in verdict.worst
+
+
+def test_outputs_without_order_free_reductions_keep_the_relative_check():
+    x = INPUTS["normal64"]
+    session, ns = _run("a = np.sin(x) - np.sin(x) * 1.0\nm = x.max(axis=0) - x.max(axis=0)\n", x, "auto")
+    assert session.check.ok
+    plan, inputs = session.plan, session.traced.inputs
+    want = reference(plan, inputs)
+    got = {k: np.asarray(ns[k]).copy() for k in want}
+    got["a"].flat[0] = 1e-300        # exact zeros everywhere in NumPy: any difference fails
+    verdict = check(plan, got, want, inputs)
+    assert not verdict.ok and "reduction-order slack" not in verdict.worst
