@@ -62,25 +62,60 @@ def compare_one(name: str, got: Any, want: Any, rtol: float | Mapping[Any, float
         return OutputCheck(name, False, float(n), f"{name}: {n} of {g.size} elements differ, first at "
                                                   f"{tuple(int(i) for i in at)}: {g[at].item()!r} vs {w[at].item()!r}")
     rt = _rtol_for(g.dtype, rtol)
-    g64, w64 = g.astype(np.float64), w.astype(np.float64)
+    worst, at_flat, n = _float_errors(xp, g, w, rt)
+    if worst <= 1.0:
+        return OutputCheck(name, True, worst, f"{name}: within rtol {rt:g} (worst {worst:.2f} of the tolerance)")
+    at = np.unravel_index(at_flat, g.shape)
+    return OutputCheck(name, False, worst,
+                       f"{name}: {n} of {g.size} elements outside rtol {rt:g}; worst at "
+                       f"{tuple(int(i) for i in at)}: {g[at].item()!r} vs {w[at].item()!r}")
+
+
+# NumPy arrays are compared this many elements at a time: the dozen float64 temporaries of
+# a chunk stay in cache (a 4096 x 1024 float32 output took 475 ms of a 617 ms cached CPU
+# cell compared whole, on a 2-core EPYC, 2026-12-04); CuPy compares whole arrays at once
+CHUNK = 1 << 16
+
+
+def _float_errors(xp: Any, g: Any, w: Any, rt: float) -> tuple[float, int, int]:
+    """(worst error, its first flat index, elements over 1) of float arrays g against w:
+    |g - w| / (atol + rt |w|) in float64, atol = rt times the largest finite |w|; NaN
+    against NaN and equal infinities 0, NaN in one only inf."""
+    tiny = float(np.finfo(g.dtype).tiny)
+    if xp is not np:
+        return _errors_of(xp, g.astype(np.float64), w.astype(np.float64), rt, None, tiny)
+    gf, wf = g.reshape(-1), w.reshape(-1)
+    scale = 0.0
+    for k in range(0, wf.size, CHUNK):
+        wk = wf[k:k + CHUNK].astype(np.float64)
+        scale = max(scale, float(np.max(np.where(np.isfinite(wk), np.abs(wk), 0.0))))
+    worst, at, n = -1.0, 0, 0
+    for k in range(0, gf.size, CHUNK):
+        wk, ak, nk = _errors_of(np, gf[k:k + CHUNK].astype(np.float64), wf[k:k + CHUNK].astype(np.float64), rt,
+                                scale, tiny)
+        n += nk
+        if wk > worst:   # the first flat index of the largest error, as one argmax over the whole
+            worst, at = wk, k + ak
+    return worst, at, n
+
+
+def _errors_of(xp: Any, g64: Any, w64: Any, rt: float, scale: float | None, tiny: float) -> tuple[float, int, int]:
+    """_float_errors over one piece (scale None: the piece's own, for a whole array)."""
     nan_g, nan_w = xp.isnan(g64), xp.isnan(w64)
     finite = xp.isfinite(w64)
-    scale = float(xp.max(xp.where(finite, xp.abs(w64), 0.0)))
-    atol = rt * max(scale, float(np.finfo(g.dtype).tiny))
+    if scale is None:
+        scale = float(xp.max(xp.where(finite, xp.abs(w64), 0.0)))
+    atol = rt * max(scale, tiny)
     with np.errstate(invalid="ignore"):
         err = xp.abs(g64 - w64) / (atol + rt * xp.abs(w64))
     err = xp.where(nan_g & nan_w, 0.0, err)
     err = xp.where(~finite & (g64 == w64), 0.0, err)          # equal infinities
     err = xp.where(nan_g != nan_w, xp.inf, err)                # NaN in one only
     err = xp.nan_to_num(err, nan=xp.inf)
-    worst = float(err.max())
-    if worst <= 1.0:
-        return OutputCheck(name, True, worst, f"{name}: within rtol {rt:g} (worst {worst:.2f} of the tolerance)")
-    at = np.unravel_index(int(xp.argmax(err)), g.shape)
-    n = int((err > 1.0).sum())
-    return OutputCheck(name, False, worst,
-                       f"{name}: {n} of {g.size} elements outside rtol {rt:g}; worst at "
-                       f"{tuple(int(i) for i in at)}: {g[at].item()!r} vs {w[at].item()!r}")
+    at = int(xp.argmax(err))
+    worst = float(err.reshape(-1)[at])
+    n = int((err > 1.0).sum()) if worst > 1.0 else 0
+    return worst, at, n
 
 
 def _rtol_for(dtype: np.dtype, rtol: float | Mapping[Any, float] | None) -> float:
