@@ -595,13 +595,12 @@ _STRIDED_INNER = ("reduction/lanes", "reduction/block", "reduction/split")
 def _reduce_target(b: CellBuilder, t: Target, sm: int) -> None:
     dt = np.dtype(t.dtype)
     shape, axes = _layout_shape(b.rng, t.where, dt, sm)
-    if t.where in _STRIDED_INNER:
-        wide = b.input(dt, (*shape[:-1], 2 * shape[-1]), edges=t.op != "var" and b.rng.random() < 0.5)
-        x = view(b, wide, f"{wide.name}[..., ::2]") or wide
-    else:
-        x = b.input(dt, shape, edges=t.op != "var" and b.rng.random() < 0.5)
+    wide = t.where in _STRIDED_INNER
+    x = b.input(dt, (*shape[:-1], 2 * shape[-1]) if wide else shape, edges=t.op != "var" and b.rng.random() < 0.5)
     if t.op == "prod" and dt.kind == "f":
-        x = _near_one(b, x)
+        x = _near_one(b, x)   # the input itself (a view's name is no input of the cell)
+    if wide:
+        x = view(b, x, f"{x.name}[..., ::2]") or x
     if b.rng.random() < 0.3:   # a sibling reduction of another op and accumulator type
         other = str(b.rng.choice(list(C.REDUCTIONS)))
         src = x if b.rng.random() < 0.5 else (binary(b, "greater", x, None, "0") or x)
