@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 import contextlib
 import keyword
+import linecache
+import os
 import sys
 from typing import Any, Iterator
 
@@ -123,7 +125,7 @@ class FuseMagics(Magics):
                                time=self.time and not args.no_time,
                                fp16=args.fp16 or self.fp16,
                                fullgraph=args.fullgraph,
-                               origin=self._origin())
+                               origin=self._source_shown(self._origin(), line, cell))
         # the last line's value, as IPython shows and records it (Out[n], _)
         return run.value if run.displays else None
 
@@ -166,6 +168,19 @@ class FuseMagics(Magics):
         if args.repeats is not None and args.repeats < 1:
             raise _usage("-n needs a positive number of repeats")
         return args
+
+    @staticmethod
+    def _source_shown(origin: Origin, line: str, cell: str) -> Origin:
+        """Python's line cache holds what IPython compiled for the cell, one call of this
+        magic; functions the cell defines then have no source for `inspect` (np.vectorize
+        and cupy.vectorize of a lambda, Numba's error messages read it). As without the
+        magic, the cache gets the cell as the user typed it: its body starts one line down."""
+        if origin.line_offset == 1 and origin.filename.startswith(("<ipython-input-", "/")) \
+                and not os.path.exists(origin.filename):   # (never a real file's lines)
+            text = f"%%fuse {line}\n{cell}" if line else f"%%fuse\n{cell}"
+            lines = [ln + "\n" for ln in text.split("\n")]
+            linecache.cache[origin.filename] = (len(text), None, lines, origin.filename)
+        return origin
 
     def _origin(self) -> Origin:
         """Where IPython compiled this cell: warnings and tracebacks then name its file and

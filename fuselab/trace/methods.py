@@ -170,8 +170,10 @@ def _astype(self: Tracer, dtype: Any, order: str = "K", casting: str = "unsafe",
     try:
         return astype(self._ctx, self, dtype, order, casting, subok, copy)
     except (RunForReal, ShapeError):
-        return run_for_real(self._ctx, ".astype()", lambda a, *r, **k: a.astype(*r, **k), (self, dtype),
-                            {"order": order, "casting": casting, "copy": copy})
+        # only what the user gave: CuPy's astype refuses any `casting=` ("not supported yet")
+        given = {k: v for k, v, default in (("order", order, "K"), ("casting", casting, "unsafe"),
+                                             ("copy", copy, True)) if v is not default and v != default}
+        return run_for_real(self._ctx, ".astype()", lambda a, *r, **k: a.astype(*r, **k), (self, dtype), given)
 
 
 def _conj(self: Tracer) -> Any:

@@ -57,8 +57,12 @@ class TracingModule:
             if name == "fuse" and not self._path:  # cp.fuse as a decorator inside the cell
                 return real(*args, **kwargs)
             ctx = current()
-            if path in _CREATION and self._module.__name__.split(".")[0] == "cupy" and not ctx.uses_cupy:
+            top = self._module.__name__.split(".")[0]
+            if path in _CREATION and top == "cupy" and not ctx.uses_cupy:
                 ctx.use_cupy(self._module.ndarray)  # cp.arange(...) in a cell without CuPy inputs
+            if path in _CREATION and top == "numpy" and ctx.uses_cupy and not mentions_tracer(args) \
+                    and not mentions_tracer(kwargs.values()):
+                return real(*args, **kwargs)   # numpy.zeros(3) in a CuPy cell: a NumPy array, in host memory
             return call_function(ctx, path, real, args, kwargs)
         traced.__name__ = name
         traced.__doc__ = getattr(real, "__doc__", None)

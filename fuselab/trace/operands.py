@@ -47,11 +47,14 @@ def copy_as(ctx: TraceContext, source: Tracer, node: int, make: Any, scalar: boo
 
 def cupy_decides_out_of_range_ints(ctx: TraceContext, ops: Sequence[int | Weak]) -> None:
     """In a CuPy cell, a Python int outside an integer operand's dtype (`u8 > -2`,
-    `np.clip(u8, -3, 7)`) runs for real: CuPy 14 raises OverflowError there, where NumPy 2
-    answers exactly (fuselab's rule for NumPy cells)."""
+    `np.clip(u8, -3, 7)`), or outside 64 bits with any operand (`h + 10**40`), runs for
+    real: CuPy 14 raises OverflowError there, where NumPy 2 answers exactly (fuselab's
+    rule for NumPy cells)."""
     if not ctx.uses_cupy:
         return
     ints = [o.value for o in ops if isinstance(o, Weak) and type(o.value) is int]
+    if any(not -2**63 <= v < 2**64 for v in ints):
+        raise RunForReal(ops)   # CuPy takes Python ints as 64-bit integers: `h + 10**40` overflows
     for o in ops:
         if ints and not isinstance(o, Weak) and ctx.builder.aval(o).dtype.kind in "iu":
             info = np.iinfo(ctx.builder.aval(o).dtype)
@@ -73,9 +76,9 @@ def operand(ctx: TraceContext, x: Any) -> int | Weak:
             return ctx.builder.const(x.item(), x.dtype, ctx.loc())
         raise RunForReal(x)
     if is_array(x):
-        if traceable(x):
+        if traceable(x) and not (ctx.uses_cupy and not isinstance(x, ctx.array_type)):
             return ctx.tracer_for(x)._node
-        raise RunForReal(x)
+        raise RunForReal(x)   # (a NumPy array meeting CuPy's: CuPy decides, as plain execution)
     if type(x) in (list, tuple):
         try:
             arr = np.asarray(x)

@@ -204,8 +204,10 @@ def itself_or(ctx: TraceContext, t: Tracer) -> Tracer:
 def _view_of_user_array(ctx: TraceContext, v: Any) -> Any:
     """The user's array (read live by the trace) that the value `v` is a view of, or None."""
     objs = {id(ctx.inputs.get(ctx.builder.nodes[n].args["name"])): o for n, o in ctx.input_objects.items()}
-    base = getattr(v, "base", None) if isinstance(v, np.ndarray) else None
-    while isinstance(base, np.ndarray):
+    def array(a: Any) -> bool:   # (CuPy's views have a base too)
+        return isinstance(a, np.ndarray) or is_cupy_array(a)
+    base = getattr(v, "base", None) if array(v) else None
+    while array(base):
         if id(base) in objs and objs[id(base)] is base:
             return base
         base = base.base

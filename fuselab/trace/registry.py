@@ -3,6 +3,7 @@
 without one goes to the opaque layer (a shape rule, or a real run at a graph break)."""
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Mapping, Sequence
 
 from ..ops import ShapeError
@@ -33,6 +34,23 @@ def handles(*names: str, calls_function: bool = False) -> Callable[[Handler], Ha
     return deco
 
 
+def _cupy_accepts(func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> bool:
+    """Whether a CuPy function's signature takes these arguments. CuPy's API is NumPy's
+    with fewer parameters (cupy.clip has no min=, cupy.count_nonzero no keepdims=): a call
+    it refuses must fail as in plain execution, not follow NumPy's rules."""
+    if not (getattr(func, "__module__", "") or "").startswith("cupy"):
+        return True
+    try:
+        sig = inspect.signature(func)
+    except (TypeError, ValueError):
+        return True   # (a compiled function: no signature to check)
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError:
+        return False
+    return True
+
+
 def qualname(func: Any) -> str:
     """'sum', 'linalg.norm', 'fft.fft': the function's path below numpy / cupy."""
     mod = (getattr(func, "__module__", "") or "").split(".")
@@ -49,6 +67,8 @@ def call_function(ctx: TraceContext, path: str, func: Any, args: Sequence[Any], 
     outer = ctx.calling_method, ctx.calling_path
     ctx.calling_method, ctx.calling_path = method, path
     try:
+        if ctx.uses_cupy and not method and not _cupy_accepts(func, args, kwargs):
+            raise RunForReal(func)   # CuPy's own signature refuses it (np.clip(x, min=0)): CuPy's error
         if handler is not None:
             if path in CALLS_FUNCTION:
                 return handler(ctx, func, *args, **kwargs)

@@ -511,8 +511,10 @@ def getitem(ctx: TraceContext, x: Tracer, key: Any) -> Any:
         dim += 1
     b, loc = ctx.builder, ctx.loc()
     node = b.reshape(b.slice(x._node, starts, steps, lengths, loc), final, loc)
-    if not final and not any(k is None or k is Ellipsis or isinstance(k, slice) for k in key):
+    if not final and not any(k is None or k is Ellipsis or isinstance(k, slice) for k in key) \
+            and not ctx.uses_cupy:
         return wrap(ctx, node, scalar=True)  # every axis taken by an integer: a NumPy scalar
+    # (CuPy gives a 0-d view there: `x[0], x[1] = x[1], x[0]` copies x[1]'s new value back)
     chain = _indexing_chain(ctx, x, node, full) if any(k is None for k in full) else None
     return view_of(ctx, x, node, chain=chain, scalar=False)   # (`s[...]` of a NumPy scalar is a 0-d array)
 
@@ -540,7 +542,8 @@ def _index_arrays(ctx: TraceContext, key: tuple) -> tuple[list[int], list[Any]]:
     slots: list[Any] = []
     for k in key:
         if isinstance(k, list) and not mentions_tracer(k):
-            arr = np.asarray(k)
+            # (an array of the cell's module: CuPy indexes with CuPy's arrays)
+            arr = (ctx.evaluator.xp if ctx.uses_cupy else np).asarray(k)
             # an empty sequence indexes as integers (NumPy's `x[[]]`), not as float64
             k = arr.astype(np.intp) if arr.size == 0 and arr.dtype.kind == "f" else arr
         if isinstance(k, Tracer) or is_array(k) or isinstance(k, list):
@@ -610,9 +613,21 @@ def _check_bounds(ctx: TraceContext, shape: tuple[int, ...], key: tuple) -> None
         dim += 1
 
 
+def _is_mask(k: Any) -> bool:
+    """A boolean index: an array, or a list of bools (`m[[True, False, True]]` selects
+    rows as a mask does, NumPy's and CuPy's)."""
+    if isinstance(k, (Tracer, np.ndarray)) or is_array(k):
+        return np.dtype(k.dtype) == np.bool_
+    if isinstance(k, list) and k and not mentions_tracer(k):
+        try:
+            return np.asarray(k).dtype == np.bool_
+        except (ValueError, TypeError):
+            return False
+    return False
+
+
 def _advanced_getitem(ctx: TraceContext, x: Tracer, key: tuple) -> Any:
-    if any(_consumes(k) != 1 and not _is_basic(k) for k in key) or \
-            any(isinstance(k, (Tracer, np.ndarray)) and np.dtype(k.dtype) == np.bool_ for k in key):
+    if any(_consumes(k) != 1 and not _is_basic(k) for k in key) or any(_is_mask(k) for k in key):
         out = data_dependent(ctx, "boolean mask", lambda a, *k: a[k], (x, *key), {},
                              what="a boolean mask selects a number of elements that depends on the data")
         out._dtype = x.dtype  # a copy of the elements, in x's byte order

@@ -213,6 +213,9 @@ def _all_real_numbers(values: Sequence[Any]) -> bool:
     return True
 
 
+_CUPY_UFUNC_KWARGS = frozenset({"out", "dtype", "casting"})
+
+
 def dispatch_ufunc(ctx: TraceContext, ufunc: Any, method: str, inputs: Sequence[Any], kwargs: Mapping[str, Any],
                    name: str | None = None) -> Any:
     """`ufunc.method(*inputs, **kwargs)` with tracers among the inputs (`__array_ufunc__`,
@@ -226,6 +229,11 @@ def dispatch_ufunc(ctx: TraceContext, ufunc: Any, method: str, inputs: Sequence[
     opname = UFUNC_OPS.get(name)
     if name == "conjugate" and not _all_real_numbers(inputs):
         opname = None   # (np.positive only for real numbers: a complex conjugate, bool's own loop)
+    if ctx.uses_cupy and (method != "__call__" or not _CUPY_UFUNC_KWARGS.issuperset(kwargs)):
+        # CuPy's ufuncs take out, dtype and casting only (where=, order=: TypeError), and
+        # their reduce / accumulate / at / outer have their own limits: CuPy decides
+        return run_for_real(ctx, f"np.{name}.{method}" if method != "__call__" else f"np.{name}",
+                            getattr(ufunc, method), inputs, kwargs)
     if method == "__call__":
         if opname is not None:
             return call_ufunc(ctx, ufunc, opname, inputs, kwargs)
