@@ -177,7 +177,8 @@ class FuseMagics(Magics):
         magic, the cache gets the cell as the user typed it: its body starts one line down."""
         if origin.line_offset == 1 and origin.filename.startswith(("<ipython-input-", "/")) \
                 and not os.path.exists(origin.filename):   # (never a real file's lines)
-            text = f"%%fuse {line}\n{cell}" if line else f"%%fuse\n{cell}"
+            # (the magic's line as a comment: the text parses, as cupyx.jit parses it for lambdas)
+            text = f"# %%fuse {line}\n{cell}" if line else f"# %%fuse\n{cell}"
             lines = [ln + "\n" for ln in text.split("\n")]
             linecache.cache[origin.filename] = (len(text), None, lines, origin.filename)
         return origin

@@ -88,7 +88,10 @@ def test_functions_a_fused_cell_defines_have_their_source():
     from fidelity_corpus import SETUP
     harness = Harness()
     for cell in ("import inspect\ndef g(v):\n    return v + 1\nsrc = inspect.getsource(g)\nr = g(x)",
-                 "import inspect\nf = lambda v: v * 2\nsrc = inspect.getsource(f)\nr = f(x)"):
+                 "import inspect\nf = lambda v: v * 2\nsrc = inspect.getsource(f)\nr = f(x)",
+                 # cupyx.jit (cupy.vectorize of a lambda) parses the whole cached text
+                 "import ast, inspect, linecache\nf = lambda v: v * 2\n"
+                 "tree = ast.dump(ast.parse(''.join(linecache.getlines(inspect.getsourcefile(f)))))"):
         assert_as_plain(harness, Case(name="source", cell=cell), SETUP)
 
 
@@ -104,3 +107,11 @@ def test_a_list_of_bools_indexes_as_a_mask(fake, module):
     assert node.aval.shape == (2, 6)
     np.testing.assert_array_equal(out["r"], np.arange(24.0).reshape(4, 6)[[0, 2]])
     np.testing.assert_array_equal(out["m"][:, 1], [0, 7, 0, 19])
+
+
+def test_a_list_operand_in_a_cupy_cell_runs_as_cupy_decides(fake):
+    cell = "y = x * 2\ny[[0, 1]] += [1, 2]\nz = y + [1, 1, 1]"
+    def adds(tr) -> int:
+        return sum(n.op == "add" for n in tr.graph.nodes)
+    assert adds(fuselab.trace_cell(cell, _ns(fake, x=np.arange(3.0)))) == 0   # CuPy refuses lists: real runs
+    assert adds(fuselab.trace_cell(cell, {"np": np, "x": np.arange(3.0)})) == 2   # NumPy's: traced

@@ -80,6 +80,8 @@ def operand(ctx: TraceContext, x: Any) -> int | Weak:
             return ctx.tracer_for(x)._node
         raise RunForReal(x)   # (a NumPy array meeting CuPy's: CuPy decides, as plain execution)
     if type(x) in (list, tuple):
+        if ctx.uses_cupy:
+            raise RunForReal(x)   # CuPy's operators refuse lists (`y[[0, 1]] += [1, 2]`: TypeError)
         try:
             arr = np.asarray(x)
         except (ValueError, TypeError):
