@@ -264,6 +264,17 @@ def test_transposed_loads_go_through_shared_memory_tiles():
     assert not short.notes[0].startswith("transpose path")
 
 
+@pytest.mark.parametrize("cols, tile", [(8, (8, 128)), (13, (16, 64)), (16, (16, 64)), (17, (32, 32)), (45, (32, 32))])
+def test_a_transpose_of_a_narrow_axis_takes_tiles_as_long_as_that_axis(cols, tile):
+    """x.T of an (n, 8) array: tiles of 8 x 128, not 32 x 32 with 3/4 of the threads idle;
+    the same 1,024 elements a tile, in a padded shared array."""
+    code = _pointwise(lambda b, x: b.elemwise("negative", [b.transpose(x, (1, 0))]), ((1000, cols), np.float16))
+    ta, tc = tile
+    assert code.notes[0].startswith(f"transpose path: tiles of {ta}x{tc}")
+    assert f"[{tc}][{ta + 1}]" in code.source
+    assert code.grid[0] == -(-1000 // tc) * -(-cols // ta)
+
+
 def test_slices_vectorise_aligned_or_shifted_but_not_past_the_array():
     slice4 = _pointwise(lambda b, x: b.elemwise("exp", [b.slice(x, (4,), (1,), (64,))]), ((100,), np.float32))
     assert slice4.notes[0].startswith("vector") and "fl_load_vec<4>(in_x0 + i + 4)" in slice4.source

@@ -44,8 +44,9 @@ def heuristic(ctx: KernelContext) -> PointwiseConfig:
 
 def _heuristic(ctx: KernelContext, sten: stencil.Stencil | None, tr: "_Transpose | None" = None) -> PointwiseConfig:
     if tr is not None:
+        ta, tc = tr.tile
         return PointwiseConfig(block=TILE * TILE_ROWS, unroll=1,
-                               why=f"heuristic: a transpose, tiles of {TILE}x{TILE} through shared memory "
+                               why=f"heuristic: a transpose, tiles of {ta}x{tc} through shared memory "
                                    f"(input contiguous along axis {tr.a}, output along its last)")
     if sten is not None:
         rows = stencil.rows_heuristic(sten, ctx.options.sm_count)
@@ -188,6 +189,16 @@ class _Transpose:
     coords: tuple[ix.Var, ...]
     a: int
     staged: tuple[int, ...]      # indices into fn.loads
+
+    @property
+    def tile(self) -> tuple[int, int]:
+        """The tile's extent along axis `a` and along the last axis: TILE x TILE, or, where
+        axis `a` is shorter (a (n, 8) array transposed), as many elements along `a` as it
+        has (a power of two, at least 8) and more along the last, the same TILE * TILE in
+        all: square tiles of an 8-wide axis left 3/4 of their threads idle and read 16
+        bytes per warp."""
+        ta = min(TILE, 1 << (self.shape[self.a] - 1).bit_length())
+        return ta, TILE * TILE // ta
 
 
 def _analyse(ctx: KernelContext, gather: bool = False):
@@ -335,7 +346,7 @@ def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> Kerne
         U = 1
     elif tr is not None:
         fn = tr.fn
-        notes = [f"transpose path: tiles of {TILE}x{TILE} through shared memory, read along axis {tr.a} "
+        notes = [f"transpose path: tiles of {tr.tile[0]}x{tr.tile[1]} through shared memory, read along axis {tr.a} "
                  f"({len(tr.staged)} input{'s' if len(tr.staged) > 1 else ''} staged), stored along the last"]
         lines = [lines[0]] + _transpose_loops(ctx, tr)
         work = _tile_count(tr) * TILE * TILE_ROWS
@@ -451,41 +462,47 @@ def _row_stage(ctx: KernelContext, rows: _Rows) -> "stage.WarpStage | None":
 
 def _tile_count(tr: _Transpose) -> int:
     A, C = tr.shape[tr.a], tr.shape[-1]
-    return ix.ceil_div(A, TILE) * ix.ceil_div(C, TILE) * ix.prod(tr.shape) // (A * C)
+    ta, tc = tr.tile
+    return ix.ceil_div(A, ta) * ix.ceil_div(C, tc) * ix.prod(tr.shape) // (A * C)
 
 
 def _transpose_loops(ctx: KernelContext, tr: _Transpose) -> list[str]:
     """A block per tile (grid-stride): the staged loads read into shared memory with
-    threads along axis `a`, then every element computed and stored with threads along the
-    last axis, the staged values read across the tile (rows padded: no bank conflicts)."""
+    consecutive threads along axis `a`, then every element computed and stored with
+    consecutive threads along the last axis, the staged values read across the tile (rows
+    padded by one element: no bank conflicts)."""
     g, fn = ctx.graph, tr.fn
     a_var, c_var = tr.coords[tr.a], tr.coords[-1]
     A, C = tr.shape[tr.a], tr.shape[-1]
+    ta, tc = tr.tile
+    B = TILE * TILE_ROWS
     others = [d for d in range(len(tr.shape) - 1) if d != tr.a]
-    tiles_c, tiles_a = ix.ceil_div(C, TILE), ix.ceil_div(A, TILE)
+    tiles_c, tiles_a = ix.ceil_div(C, tc), ix.ceil_div(A, ta)
     tiles = _tile_count(tr)
     suffix = "ull" if tiles > 2**31 else "u"
-    lines = [f"__shared__ {fn.loads[j].ctype(g)} {_tile_name(fn, j)}[{TILE}][{TILE + 1}];" for j in tr.staged]
-    lines += [f"const int tx = threadIdx.x % {TILE}, ty = threadIdx.x / {TILE};",
-              f"for (index_t t = blockIdx.x; t < {tiles}{suffix}; t += gridDim.x) {{",
-              f"    const index_t c0 = t % {tiles_c}u * {TILE}u, a0 = t / {tiles_c}u % {tiles_a}u * {TILE}u;"]
+    lines = [f"__shared__ {fn.loads[j].ctype(g)} {_tile_name(fn, j)}[{tc}][{ta + 1}];" for j in tr.staged]
+    lines += [f"for (index_t t = blockIdx.x; t < {tiles}{suffix}; t += gridDim.x) {{",
+              f"    const index_t c0 = t % {tiles_c}u * {tc}u, a0 = t / {tiles_c}u % {tiles_a}u * {ta}u;"]
     rest = f"t / {tiles_c * tiles_a}u"
     for d in reversed(others):   # the other axes from the tile index, innermost first
         v = tr.coords[d]
         lines.append(f"    const index_t {v.name} = {rest} % {v.extent}u;")
         rest = f"{rest} / {v.extent}u"
-    staging = [f"{_tile_name(fn, j)}[k][tx] = {fn.loads[j].scalar(ctx)};" for j in tr.staged]
-    args = [f"{_tile_name(fn, j)}[tx][k]" if j in tr.staged else l.scalar(ctx) for j, l in enumerate(fn.loads)]
+    staging = [f"{_tile_name(fn, j)}[kc][ka] = {fn.loads[j].scalar(ctx)};" for j in tr.staged]
+    args = [f"{_tile_name(fn, j)}[kc][ka]" if j in tr.staged else l.scalar(ctx) for j, l in enumerate(fn.loads)]
     out = ix.render(ix.linearize(tuple(ix.Affine.of(v) for v in tr.coords), tr.shape))
     args += [f"{ctx.out_ptr[o]}[{out}]" for o in ctx.kernel.outputs]
     guard = f"if ({a_var.name} < {A}u && {c_var.name} < {C}u)"
+    coords = f"const index_t {a_var.name} = a0 + ka, {c_var.name} = c0 + kc;"
     lines += ["    __syncthreads();   // the previous tile's readers are done",
-              f"    for (int k = ty; k < {TILE}; k += {TILE_ROWS}) {{",
-              f"        const index_t {a_var.name} = a0 + tx, {c_var.name} = c0 + k;",
+              f"    for (int e = threadIdx.x; e < {ta * tc}; e += {B}) {{",
+              f"        const int ka = e % {ta}, kc = e / {ta};",
+              f"        {coords}",
               f"        {guard} {{", *indent(staging, 3), "        }", "    }",
               "    __syncthreads();",
-              f"    for (int k = ty; k < {TILE}; k += {TILE_ROWS}) {{",
-              f"        const index_t {a_var.name} = a0 + k, {c_var.name} = c0 + tx;",
+              f"    for (int e = threadIdx.x; e < {ta * tc}; e += {B}) {{",
+              f"        const int kc = e % {tc}, ka = e / {tc};",
+              f"        {coords}",
               f"        {guard} {fn.name}({', '.join(args)});", "    }", "}"]
     return lines
 
