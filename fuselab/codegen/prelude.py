@@ -481,20 +481,18 @@ template <int N, class T> __device__ __forceinline__ void fl_store_vec(T* p, con
 // begins inside its first pack). A pack inside the row is one aligned access; one that
 // overhangs either end moves element by element, only its columns inside the row (loads
 // give 0 elsewhere; nothing is read or written outside the row).
-template <int N, class T> __device__ __forceinline__ fl_vec<T, N> fl_load_vec_in(const T* row, int c, int C) {
-    if (c >= 0 && c + N <= C) return fl_load_vec<N>(row + c);
-    fl_vec<T, N> r;
-    #pragma unroll
-    for (int e = 0; e < N; ++e) r.v[e] = c + e >= 0 && c + e < C ? row[c + e] : T();
-    return r;
-}
-// ... of an array read at the column alone (layernorm's gamma), which is not aligned to
-// the row's packs: element by element.
+// fl_load_elems_in moves a pack element by element: an array read at the column alone
+// (layernorm's gamma), not aligned to the row's packs, and fl_load_vec_in's overhanging
+// packs (plain loads: a vector load off its size's alignment faults).
 template <int N, class T> __device__ __forceinline__ fl_vec<T, N> fl_load_elems_in(const T* cols, int c, int C) {
     fl_vec<T, N> r;
     #pragma unroll
     for (int e = 0; e < N; ++e) r.v[e] = c + e >= 0 && c + e < C ? cols[c + e] : T();
     return r;
+}
+template <int N, class T> __device__ __forceinline__ fl_vec<T, N> fl_load_vec_in(const T* row, int c, int C) {
+    if (c >= 0 && c + N <= C) return fl_load_vec<N>(row + c);
+    return fl_load_elems_in<N>(row, c, C);
 }
 template <int N, class T> __device__ __forceinline__ void fl_store_vec_in(T* row, int c, int C, const fl_vec<T, N>& v) {
     if (c >= 0 && c + N <= C) { fl_store_vec<N>(row + c, v); return; }

@@ -19,6 +19,7 @@ block) combines the partials in a fixed order, so results are deterministic.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from . import element
 from . import index as ix
@@ -340,11 +341,28 @@ def _header(ctx: KernelContext, p: _Problem, strategy: str) -> list[str]:
 # Inner strategy: a group of threads per output
 # ---------------------------------------------------------------------------
 
-def _inner_setup(ctx: KernelContext, p: _Problem):
+# How _aligned_loop reads each load of runs aligned to memory (_AlignedRuns.loads).
+RunRead = Literal["vector", "element", "uniform"]
+
+
+@dataclass(frozen=True)
+class _AlignedRuns:
+    """Runs whose vectors follow memory, as _aligned_runs found them, handed on to
+    _aligned_loop so it need not sort the loads again: the vector width, and each load of
+    the element function in its order (the function's parameters) with how it is read:
+    "vector" (at the run's own offsets o * R + r: aligned vectors inside the run, element
+    by element at its ends), "element" (moves with r otherwise: its element at a clamped
+    r) or "uniform" (one value)."""
+    width: int
+    loads: tuple[tuple[element.Load, RunRead], ...]
+
+
+def _inner_setup(ctx: KernelContext, p: _Problem
+                 ) -> tuple[element.ElementFunction, list[ix.Affine], int, _AlignedRuns | None]:
     """The element function over (output, reduction index), the stores of prologue
-    values, the widest vector every access allows, and whether those vectors follow
-    memory (_aligned_width: where runs start off a vector boundary, an output's run
-    begins `shift` elements into its first vector)."""
+    values, the widest vector every access allows, and, where those vectors follow
+    memory, the runs aligned to memory (_aligned_runs: where runs start off a vector
+    boundary, an output's run begins `shift` elements into its first vector), else None."""
     o_var, r_var = ix.Var("o", max(p.kept, 1)), ix.Var("r", max(p.reduced, 1))
     fn = element.build(ctx, _coords(p, ix.Affine.of(o_var), ix.Affine.of(r_var)), p.prologue_out,
                        _reduced_values(ctx, p), what=", the values it reduces")
@@ -357,18 +375,18 @@ def _inner_setup(ctx: KernelContext, p: _Problem):
     width = element.vector_width(ctx, fn.loads, p.prologue_out, r_var, store_offsets) if p.reduced else 1
     while width > max(p.reduced, 1):   # at least one whole vector
         width //= 2
-    aligned = _aligned_width(ctx, p, fn, o_var, r_var)
-    if aligned > width:
-        return fn, store_offsets, aligned, True
-    return fn, store_offsets, width, False
+    aligned = _aligned_runs(ctx, p, fn, o_var, r_var)
+    if aligned is not None and aligned.width > width:
+        return fn, store_offsets, aligned.width, aligned
+    return fn, store_offsets, width, None
 
 
 ALIGNED_MIN_VECTORS = 4   # vectors a run needs before its vectors follow memory
 
 
-def _aligned_width(ctx: KernelContext, p: _Problem, fn: element.ElementFunction, o_var: ix.Var,
-                   r_var: ix.Var) -> int:
-    """The vector width of runs aligned to memory, or 0. Contiguous runs of R elements,
+def _aligned_runs(ctx: KernelContext, p: _Problem, fn: element.ElementFunction, o_var: ix.Var,
+                  r_var: ix.Var) -> _AlignedRuns | None:
+    """The runs aligned to memory, or None. Contiguous runs of R elements,
     output o's starting at o * R, begin off a vector boundary when R is no multiple of
     the vector, and no vector follows them all (x.argmax(1) of (553, 8159) read single
     floats; logsumexp over rows of 66789 ran at 53% of copy, H200 2026-12-04). Here each
@@ -380,20 +398,27 @@ def _aligned_width(ctx: KernelContext, p: _Problem, fn: element.ElementFunction,
     the merged layout is one kept run of outputs then one reduced run (in X's order), at
     least one load follows the vectors, and every stored value does."""
     if [red for _, red in p.merged] != [False, True] or p.order not in ((), tuple(range(len(p.shape)))):
-        return 0
+        return None
     g = ctx.graph
     sizes = [g.nodes[n].dtype.itemsize for n in p.prologue_out] + \
         [g.nodes[l.node].dtype.itemsize for l in fn.loads if not l.from_index]
     if not sizes:
-        return 0
+        return None
     W = 16 // max(sizes)
     R = p.reduced
     if W < 2 or R % W == 0 or R < ALIGNED_MIN_VECTORS * W or R >= 2 ** 31 - 64:
-        return 0
+        return None
     canonical = ix.linearize(_coords(p, ix.Affine.of(o_var), ix.Affine.of(r_var)), p.shape)
     if not any(not l.from_index and l.offset == canonical for l in fn.loads):
-        return 0
-    return W
+        return None
+
+    def read(l: element.Load) -> RunRead:
+        # a table (ctx.tables: values in shared memory) has no global array to read vectors of
+        if not l.from_index and l.offset == canonical and l.node not in ctx.tables:
+            return "vector"
+        return "element" if r_var in l.offset.symbols() else "uniform"
+
+    return _AlignedRuns(W, tuple((l, read(l)) for l in fn.loads))
 
 
 def _inner_heuristic(ctx: KernelContext, p: _Problem, width: int) -> InnerConfig:
@@ -415,11 +440,11 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
     index_t = ctx.index_type(K, R)
     o_var = ix.Var("o", max(K, 1))
     values = _reduced_values(ctx, p)
-    fn, store_offsets, best_width, follows_memory = _inner_setup(ctx, p)
+    fn, store_offsets, best_width, aligned_runs = _inner_setup(ctx, p)
     cfg = config if config is not None and config.width <= best_width else _inner_heuristic(ctx, p, best_width)
-    # runs aligned to memory (_aligned_width): their vectors follow memory at that one width;
+    # runs aligned to memory (_aligned_runs): their vectors follow memory at that one width;
     # a width of 1 reads element by element, as anywhere
-    aligned = follows_memory and cfg.width > 1
+    aligned = aligned_runs is not None and cfg.width > 1
     if aligned and cfg.width != best_width:
         cfg = replace(cfg, width=best_width)
     width = cfg.width
@@ -446,7 +471,7 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
         out_vals = {c: ctx.names.fresh(f"v{c}") for c in values}
         elem_args: list[str]
         if aligned:
-            return _aligned_loop(ctx, p, fn, accs, out_vals, store_offsets, width, lo, hi, step, guard, steps)
+            return _aligned_loop(ctx, p, fn, aligned_runs, accs, out_vals, lo, hi, step, guard, steps)
         if width > 1 and vector:
             reads, elem_args = element.vector_load_decls(ctx, fn, width)
             stored_vecs = {o: ctx.names.fresh(f"{array_name(g, o)}_vec") for o in p.prologue_out}
@@ -563,30 +588,28 @@ def _shift_line(R: int, width: int) -> str:
     return f"const int shift = int(o % {width}) * {R % width} % {width};"
 
 
-def _aligned_loop(ctx: KernelContext, p: _Problem, fn: element.ElementFunction, accs: list[Accumulator],
-                  out_vals: dict[int, str], store_offsets: list[ix.Affine], width: int, lo: str, hi: str,
-                  step: str, guard: str, steps: int) -> list[str]:
+def _aligned_loop(ctx: KernelContext, p: _Problem, fn: element.ElementFunction, runs: _AlignedRuns,
+                  accs: list[Accumulator], out_vals: dict[int, str], lo: str, hi: str, step: str,
+                  guard: str, steps: int) -> list[str]:
     """The loop over this thread's vectors of output o's run, aligned to memory (see
-    _aligned_width): vector rv covers r = rv * width - shift ... + width - 1; loads at
+    _aligned_runs): vector rv covers r = rv * width - shift ... + width - 1; loads at
     the run's own offsets are one aligned access inside the run and element by element at
     its ends; other r-dependent loads read their element at a clamped r; elements outside
     the run are computed but neither folded nor stored."""
     g = ctx.graph
-    R = p.reduced
-    o_var, r_var = ix.Var("o", max(p.kept, 1)), ix.Var("r", max(R, 1))
-    canonical = ix.linearize(_coords(p, ix.Affine.of(o_var), ix.Affine.of(r_var)), p.shape)
+    R, width = p.reduced, runs.width
+    r_var = ix.Var("r", max(R, 1))      # the symbol _aligned_runs' offsets are in
     at_elem = ix.Var("rc", max(R, 1))   # the element's r, clamped into the run
     reads: list[element.Decl] = []
     args: list[str] = []
-    for l in fn.loads:
-        st = storage_type(g.nodes[l.node].dtype)
-        moves = r_var in l.offset.symbols()
-        if not l.from_index and l.offset == canonical and l.node not in ctx.tables:
+    for l, how in runs.loads:
+        if how == "vector":
+            st = storage_type(g.nodes[l.node].dtype)
             size = g.nodes[l.node].dtype.itemsize
             reads.append(element.Decl(f"fl_vec<{st}, {width}>", l.param,
                                       f"fl_load_vec_in<{width}>({ctx.in_ptr[l.node]} + o * {R}, c0, {R})", size * width))
             args.append(f"{l.param}.v[e]")
-        elif moves:
+        elif how == "element":
             args.append(l.scalar(ctx, ix.rename(l.offset, r_var, at_elem)))
         else:
             reads.append(element.Decl(l.ctype(g), l.param, l.scalar(ctx),
