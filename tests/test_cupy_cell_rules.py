@@ -115,3 +115,14 @@ def test_a_list_operand_in_a_cupy_cell_runs_as_cupy_decides(fake):
         return sum(n.op == "add" for n in tr.graph.nodes)
     assert adds(fuselab.trace_cell(cell, _ns(fake, x=np.arange(3.0)))) == 0   # CuPy refuses lists: real runs
     assert adds(fuselab.trace_cell(cell, {"np": np, "x": np.arange(3.0)})) == 2   # NumPy's: traced
+
+
+def test_iterating_a_long_cupy_array_gives_views_of_it(fake):
+    """40 items (past the 32 a NumPy cell unrolls): the loop's items are the array's own
+    views, so `big[i] = v * 2` shows in v, and `row += 1` in the array."""
+    tr, out = _run("big = np.arange(40.0)\nfor i, v in enumerate(big):\n    big[i] = v * 2\nr = v * 1",
+                   _ns(fake, x=np.arange(3.0)))
+    assert float(out["r"]) == 78.0                        # v views big[39], now 78 (CuPy)
+    np.testing.assert_array_equal(out["big"], np.arange(40.0) * 2)
+    tr, out = _run("big = np.ones((40, 2))\nfor row in big:\n    row += 1\nr = big.sum()", _ns(fake, x=np.arange(3.0)))
+    assert float(out["r"]) == 160.0

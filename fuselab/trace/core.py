@@ -45,6 +45,10 @@ TRACED_DTYPES = SUPPORTED_DTYPES | {np.dtype(np.complex64), np.dtype(np.complex1
 # row (no graph break), like a Python loop over range(); longer arrays are iterated by
 # value at a graph break.
 SYMBOLIC_ITERATION_MAX = 32
+# A CuPy array's items are views, 0-d ones too (a write through the array shows in the
+# item the loop holds, and a write into the item in the array): unrolled further, so that
+# the loop's items are the array's, not views of the value at a break
+SYMBOLIC_ITERATION_MAX_CUPY = 1024
 
 
 class Refused(BaseException):
@@ -615,7 +619,7 @@ class Tracer:
         if not self.aval.shape:
             raise TypeError("iteration over a 0-d array")
         n = self.aval.shape[0]
-        if n <= SYMBOLIC_ITERATION_MAX:
+        if n <= (SYMBOLIC_ITERATION_MAX_CUPY if self._ctx.uses_cupy else SYMBOLIC_ITERATION_MAX):
             return (self[i] for i in range(n))  # type: ignore[index]
         return iter(self._value("iteration"))
 
