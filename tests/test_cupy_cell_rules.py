@@ -126,3 +126,11 @@ def test_iterating_a_long_cupy_array_gives_views_of_it(fake):
     np.testing.assert_array_equal(out["big"], np.arange(40.0) * 2)
     tr, out = _run("big = np.ones((40, 2))\nfor row in big:\n    row += 1\nr = big.sum()", _ns(fake, x=np.arange(3.0)))
     assert float(out["r"]) == 160.0
+
+
+def test_a_byte_order_in_a_cupy_cell_runs_as_cupy_decides(fake):
+    """CuPy has no big-endian arrays (x.astype('>f4') raises ValueError): a real run
+    decides; NumPy's cells trace the conversion."""
+    cell = "c = x.astype('>f4')\nr = c + 1"
+    assert not any(n.op == "astype" for n in fuselab.trace_cell(cell, _ns(fake, x=np.arange(3.0))).graph.nodes)
+    assert any(n.op == "astype" for n in fuselab.trace_cell(cell, {"np": np, "x": np.arange(3.0)}).graph.nodes)

@@ -125,6 +125,8 @@ def ordered_as(ctx: TraceContext, t: Any, x: Any, order: str | None) -> Any:
 def astype(ctx: TraceContext, x: Any, dtype: Any, order: str = "K", casting: str = "unsafe",
            subok: bool = True, copy: bool = True) -> Any:
     dt = np.dtype(dtype)
+    if ctx.uses_cupy and not dt.isnative:
+        raise RunForReal(dt)   # CuPy has no byte orders: its ValueError, as in plain execution
     n = node_of(ctx, x)
     if ctx.builder.aval(n).dtype == dt and (not isinstance(x, Tracer) or x.dtype == dt):
         # the same dtype, byte order included (be.astype(np.float32) converts to native)
