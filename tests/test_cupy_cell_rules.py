@@ -134,3 +134,24 @@ def test_a_byte_order_in_a_cupy_cell_runs_as_cupy_decides(fake):
     cell = "c = x.astype('>f4')\nr = c + 1"
     assert not any(n.op == "astype" for n in fuselab.trace_cell(cell, _ns(fake, x=np.arange(3.0))).graph.nodes)
     assert any(n.op == "astype" for n in fuselab.trace_cell(cell, {"np": np, "x": np.arange(3.0)}).graph.nodes)
+
+
+class _DeviceGenerator:
+    """Stands in for cupy.random.Generator: it writes into `out`, and takes only real
+    arrays (CuPy's raised "Cannot convert numpy.ndarray to cupy" for the trace's stand-in)."""
+
+    def random(self, size=None, dtype=np.float64, out=None):
+        if out is not None and type(out) is not np.ndarray:
+            raise TypeError(f"Cannot convert {type(out).__name__} to cupy._core.core._ndarray_base")
+        out[...] = np.arange(out.size).reshape(out.shape) / 10
+        return out
+
+
+_DeviceGenerator.__module__ = "cupy.random._generator_api"
+_DeviceGenerator.__name__ = "Generator"
+
+
+def test_a_cupy_generator_writes_into_an_array_of_the_cell(fake):
+    ns = {**_ns(fake, x=np.ones(4)), "rng": _DeviceGenerator()}
+    tr, out = _run("o = np.empty(4)\nrng.random(out=o)\nr = o + x", ns)
+    np.testing.assert_array_equal(out["r"], [1.0, 1.1, 1.2, 1.3])

@@ -3,11 +3,11 @@ each cell, run plainly with CuPy and under `%%fuse` on the CUDA backend, leaves 
 notebook in the same state (values within the documented reduction tolerance).
 
 Known differences (H200, 2026-12-04 20:40 UTC: 11 of 1,063 cells; strict xfails below, but
-for two loops over 40 items, since unrolled as CuPy's views, and a big-endian astype, since
-run by CuPy (checked on the CPU only):
+for two loops over 40 items, since unrolled as CuPy's views, a big-endian astype, since run
+by CuPy, and a CuPy Generator's out=, since traced as NumPy's are (checked on the CPU only):
 fuselab's kernels compute NumPy's results where CuPy's differ (out-of-range float to
 integer casts: x86's truncation, CuPy's saturating conversion; an integer mean in its own
-dtype; a float16 std in float64; complex powers), and three trace rules do not yet follow
+dtype; a float16 std in float64; complex powers), and two trace rules do not yet follow
 CuPy (see each reason)."""
 from __future__ import annotations
 
@@ -27,7 +27,6 @@ KNOWN = {
     "int mean": f"{_NUMPYS_VALUES}: u8.mean(dtype=np.uint8) sums in uint8 (CuPy: in a wider type)",
     "mean dtype float16": f"{_NUMPYS_VALUES}: np.std(h, dtype=np.float64) (CuPy's differs by 1e-8 relative)",
     "complex power": f"{_NUMPYS_VALUES}: c ** 2 as c * c (CuPy: complex pow)",
-    "rng out": "a CuPy Generator writing out= into an array the cell made gets a NumPy array",
     "broadcast_to write error": "CuPy's broadcast views are writeable; fuselab refuses the write as NumPy does",
     "scalar int conversions": "a CuPy 0-d array has no __index__ attribute (AttributeError); fuselab's has one",
 }

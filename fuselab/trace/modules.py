@@ -126,8 +126,15 @@ def _plain_ufunc_call(fn: Callable[..., Any], args: Any, kwargs: Any, label: str
 _RANDOM_TYPES = (np.random.Generator, np.random.RandomState)
 
 
+def _is_random(v: Any) -> bool:
+    """A NumPy or CuPy Generator / RandomState (CuPy's by name: importing CuPy costs)."""
+    t = type(v)
+    return t in _RANDOM_TYPES or ((getattr(t, "__module__", "") or "").startswith("cupy.random")
+                                  and t.__name__ in ("Generator", "RandomState"))
+
+
 class TracedRandom:
-    """A NumPy Generator / RandomState in a traced cell. Its methods are the object's
+    """A NumPy (or CuPy) Generator / RandomState in a traced cell. Its methods are the object's
     own (the same stream of numbers); one given tracers (`rng.random(out=o)`,
     `rng.shuffle(a)`, `rng.permutation(a)`, `rng.normal(a.mean())`) runs for real on the
     arrays plain execution has there (realrun.run_for_real: the notebook's own array,
@@ -169,7 +176,7 @@ class TracedRandom:
 def traced_random(v: Any, ctx: TraceContext | None = None) -> Any:
     """A Generator / RandomState as the traced cell sees it: one TracedRandom per object
     (so `np.random.default_rng(rng) is rng` holds); else `v`."""
-    if type(v) not in _RANDOM_TYPES:
+    if not _is_random(v):
         return v
     ctx = ctx or active()
     if ctx is None:
@@ -293,7 +300,7 @@ def tracing_namespace(ctx: TraceContext, namespace: Mapping[str, Any]) -> dict[s
             ns[k] = TracedLibraryKernel(v)
         elif is_numba_callable(v):
             ns[k] = TracedNumba(v)
-        elif type(v) in _RANDOM_TYPES:
+        elif _is_random(v):
             ns[k] = traced_random(v, ctx)
         else:
             ns[k] = v
