@@ -172,7 +172,7 @@ def _astype(self: Tracer, dtype: Any, order: str = "K", casting: str = "unsafe",
     except (RunForReal, ShapeError):
         # only what the user gave: CuPy's astype refuses any `casting=` ("not supported yet")
         given = {k: v for k, v, default in (("order", order, "K"), ("casting", casting, "unsafe"),
-                                             ("copy", copy, True)) if v is not default and v != default}
+                                             ("copy", copy, True)) if v != default}
         return run_for_real(self._ctx, ".astype()", lambda a, *r, **k: a.astype(*r, **k), (self, dtype), given)
 
 

@@ -616,7 +616,7 @@ def _check_bounds(ctx: TraceContext, shape: tuple[int, ...], key: tuple) -> None
 def _is_mask(k: Any) -> bool:
     """A boolean index: an array, or a list of bools (`m[[True, False, True]]` selects
     rows as a mask does, NumPy's and CuPy's)."""
-    if isinstance(k, (Tracer, np.ndarray)) or is_array(k):
+    if isinstance(k, Tracer) or is_array(k):
         return np.dtype(k.dtype) == np.bool_
     if isinstance(k, list) and k and not mentions_tracer(k):
         try:
