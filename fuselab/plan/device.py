@@ -81,12 +81,16 @@ class DeviceParams:
     sm_count: int = 132
     row_cache_bytes: int = 200 * 1024
     sync_s: float = 10e-6
-    # run_s, step_s, elem_rate and combine_s: cost_fit.py --fit over 494 points of seven
-    # machine starts (the sweeps of 2026-12-04 13:35-13:58 and the fixture; COST_MODEL.md); an
-    # unfused chain of n tiny kernels took 12.7, 23.7, 57.7 and 114.7 us of host time a
-    # run for n = 1, 2, 4, 8 (H200 host, 2026-12-04 05:33 UTC): 11-14 us a further
-    # launch, of which launch_s (an empty kernel's launch) is 5-6
-    run_s: float = 12.5e-6
+    # run_s: cost_fit.py --fit --robust --params run_s over the 272 points of the five
+    # sweeps timed with enough samples for a steady median (af96c1d; 2026-12-04 20:13-20:46,
+    # tests/golden/cost_sweep_h200.json; COST_MODEL.md). It is paid once a run by every
+    # plan, so it moves no plan choice. step_s, elem_rate and combine_s: --fit over 494
+    # points of the earlier sampling (2026-12-04 13:35-13:58); an unfused chain of n tiny
+    # kernels took 12.7, 23.7, 57.7 and 114.7 us of host time a run for n = 1, 2, 4, 8
+    # (H200 host, 2026-12-04 05:33 UTC): 11-14 us a further launch, of which launch_s (an
+    # empty kernel's launch) is 5-6. The new points fit step_s lower (1.1-3.2 us) but hold
+    # only 13 plans of two or three short kernels, and step_s moves plan choices: kept
+    run_s: float = 9.1e-6
     step_s: float = 10.8e-6
     eff_pointwise: float = 1.0
     eff_reduction: float = 1.0
