@@ -38,6 +38,24 @@ def test_generated_cells_match_numpy_on_the_emulator(capsys):
         for f in failures[:5])
 
 
+NUMBA_PROGRAMS = int(os.environ.get("FUSELAB_FUZZ_NUMBA_PROGRAMS", "20"))
+
+
+@pytest.mark.slow
+def test_generated_cells_match_numpy_through_the_numba_backend():
+    """The same generated cells through the Numba CPU backend (a third implementation of
+    the semantics; `python -m fuzz run --numba` for long runs), the "tuned" plan with a
+    random split and tile."""
+    pytest.importorskip("numba")
+    cov, failures = run(NUMBA_PROGRAMS, "numba", SEED + 1, workers=max(1, os.cpu_count() or 1), batch=5,
+                        deterministic=True, log=lambda m: None)
+    assert cov.programs == NUMBA_PROGRAMS
+    assert not failures, "\n\n".join(
+        f"seed {f.spec.seed} target {f.spec.target} (python -m fuzz shrink {f.spec.seed} --numba --target "
+        f"{':'.join(f.spec.target.__dict__.values()) if f.spec.target else ''}):\n{f.source}\n{f.failures[0][:2000]}"
+        for f in failures[:5])
+
+
 def test_the_judge_catches_small_differences():
     """The comparison must be able to fail: one ulp on an exact path, one element outside
     a bound, a NaN for a number, a wrong dtype."""
@@ -119,6 +137,19 @@ def test_programs_that_failed_on_the_gpu_pass_on_the_emulator():
     cases = gpu_regressions()
     assert len(cases) >= 20
     outcomes = run_batch([p for _, p in cases])
+    bad = [(r, o) for (r, _), o in zip(cases, outcomes) if o.failures]
+    assert not bad, "\n\n".join(f"seed {r['seed']} ({r['found']}):\n{o.program.source}\n{o.failures[0][:1500]}"
+                                for r, o in bad[:3])
+
+
+def test_programs_that_failed_on_the_gpu_pass_through_the_numba_backend():
+    pytest.importorskip("numba")
+    from fuzz.harness import run_batch, run_numba
+    from fuzz.regressions import gpu_regressions
+
+    cases = gpu_regressions()
+    outcomes = run_batch([p for _, p in cases], run_numba)
+    assert sum(o.plans for o in outcomes) >= 3 * len(cases)
     bad = [(r, o) for (r, _), o in zip(cases, outcomes) if o.failures]
     assert not bad, "\n\n".join(f"seed {r['seed']} ({r['found']}):\n{o.program.source}\n{o.failures[0][:1500]}"
                                 for r, o in bad[:3])

@@ -74,8 +74,8 @@ def drop_lines(p: Program, names: tuple[str, ...]) -> Program:
 
 def _worker(backend: str, jobs: "mp.Queue", results: "mp.Queue") -> None:
     sys.path.insert(0, str(HERE.parent))
-    from .harness import ContextLost, run_batch, run_emulated, run_gpu
-    runner = run_gpu if backend == "gpu" else run_emulated
+    from .harness import RUNNERS, ContextLost, run_batch
+    runner = RUNNERS[backend]
     real_sm = None
     if backend == "gpu":
         from fuselab.runtime import device_info
@@ -341,8 +341,8 @@ def _result_json(r: Result) -> dict:
 def shrink(spec: Spec, backend: str = "emulator", real_sm: int | None = None) -> Spec:
     """Drop lines while the program still fails (in this process: call it on failures
     that did not crash)."""
-    from .harness import ContextLost, run_batch, run_emulated, run_gpu
-    runner = run_gpu if backend == "gpu" else run_emulated
+    from .harness import RUNNERS, run_batch
+    runner = RUNNERS[backend]
 
     def fails(s: Spec) -> bool:
         try:

@@ -228,6 +228,35 @@ def run_gpu(preps: Sequence[Prepared]) -> None:
             judge(p, label, plan, outs)
 
 
+# the Numba backend's own configuration knobs (NumbaOptions.split / tile), drawn at random
+# for the "tuned" plan as launch configurations are for CUDA's: they must not change results
+NUMBA_SPLITS = (64, 1000, 8192)
+NUMBA_TILES = (1, 7, 256)
+
+
+def run_numba(preps: Sequence[Prepared]) -> None:
+    """All plans through the Numba CPU backend (a third implementation of the same
+    semantics), each plan's loops on the calling thread. The "tuned" plan runs with a
+    random split and tile, the Numba backend's configuration."""
+    from fuselab.numba_backend import NumbaOptions
+    from fuselab.numba_backend.run import Executable
+    for p in preps:
+        rng = np.random.default_rng(p.program.constraint_seed + 2)
+        for label, plan, _ in p.plans:
+            opts = NumbaOptions(parallel=False, fp16_math=p.program.options.fp16_math)
+            if label == "tuned":
+                opts = replace(opts, split=int(rng.choice(NUMBA_SPLITS)), tile=int(rng.choice(NUMBA_TILES)))
+            try:
+                got = Executable(plan, opts).run(p.inputs)
+            except Exception as e:  # noqa: BLE001
+                p.outcome.failures.append(f"{label} plan, Numba run: {type(e).__name__}: {e}")
+                continue
+            judge(p, label, plan, got)
+
+
+RUNNERS: dict[str, Runner] = {"emulator": run_emulated, "gpu": run_gpu, "numba": run_numba}
+
+
 def run_batch(programs: Sequence[Program], runner: Runner = run_emulated) -> list[Outcome]:
     preps = [prepare(p) for p in programs]
     try:
