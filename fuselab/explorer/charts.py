@@ -43,7 +43,10 @@ def timing_chart_png(session: Any) -> bytes | None:
         ax_t.barh([y - h / 2 for y in ys], meas_us, height=h, color=colors, label=label)
     ax_t.set_yticks(ys, labels, fontsize=8)
     ax_t.set_xlabel("time per kernel (µs)")
-    ax_t.set_title(f"predicted vs {label}" if measured else "predicted time (no GPU measurement)", fontsize=10)
+    # (on the Numba backend a measurement is a CPU one: "no GPU measurement" misled there)
+    unmeasured = ("predicted time (not measured yet)" if session.backend in ("cuda", "numba", "dask")
+                  else "predicted time (this backend measures nothing)")
+    ax_t.set_title(f"predicted vs {label}" if measured else unmeasured, fontsize=10)
     ax_t.legend(fontsize=8, loc="lower right")
 
     if measured:

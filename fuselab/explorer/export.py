@@ -71,16 +71,22 @@ def opaque_expr(graph: Graph, i: int) -> str:
     n = graph.nodes[i]
     fn = n.args["fn"]
     kwargs = dict(n.args["kwargs"]) if "kwargs" in n.args else {}
+    where = f" (line {n.loc.line}: {n.loc.text.strip()})" if n.loc is not None else ""
     try:
         out = fn.call(_Expr("cp"), *[_Expr(f"_vals[{j}]") for j in n.inputs], **kwargs)
     except ExportError:
         raise
     except Exception as e:  # noqa: BLE001 - the call did not go through the array module
-        raise ExportError(f"%{i} ({fn.name}) does not go through the array module and cannot be "
+        raise ExportError(f"%{i} ({fn.name}){where} does not go through the array module and cannot be "
                           f"written as a standalone CuPy call ({type(e).__name__}: {e})") from None
-    if not isinstance(out, _Expr) or not out._text.startswith("cp."):
-        raise ExportError(f"%{i} ({fn.name}) does not go through the array module and cannot be "
-                          "written as a standalone CuPy call")
+    # A call of the array module (`cp.sort(...)`) or an operation on the operands themselves
+    # (`_vals[0][(_vals[2],)]` for a boolean mask, `_vals[1].real`, `_vals[2].nonzero()`),
+    # which CuPy arrays take as NumPy's do. Anything else (a list: NumPy's own function ran
+    # on the stand-ins, as fuselab runs `np.unique` at a graph break) cannot be written.
+    if not isinstance(out, _Expr) or not out._text.startswith(("cp.", "_vals[")):
+        raise ExportError(f"%{i} ({fn.name}){where} runs through NumPy's own function, not through the array "
+                          "module, so it cannot be written as a standalone CuPy call; move that line out of "
+                          "the cell to export the rest")
     text = out._text
     if "index" in n.args:
         text += f"[{n.args['index']}]"
@@ -90,7 +96,7 @@ def opaque_expr(graph: Graph, i: int) -> str:
 # -- the file ------------------------------------------------------------------------
 
 # names run() uses besides its parameters
-_RESERVED = frozenset({"cp", "np", "INPUTS", "run", "_vals", "_input", "_kernel", "_FUNCTIONS"})
+_RESERVED = frozenset({"cp", "np", "INPUTS", "run", "_vals", "_input", "_kernel", "_FUNCTIONS", "_result"})
 
 
 def _source_literal(src: str) -> str:
@@ -99,9 +105,35 @@ def _source_literal(src: str) -> str:
     return repr(src)
 
 
-def export_python(session: Any) -> str:
-    """The current plan of `session` as the text of a standalone Python module."""
+def break_lines(g: Graph) -> list[str]:
+    """Each graph break of the cell in a line: what Python read, and where."""
+    return [f"line {b.loc.line}: {b.loc.text.strip()} ({b.reason})" if b.loc is not None else b.reason
+            for b in g.breaks]
+
+
+def export_python(session: Any, allow_breaks: bool = False) -> str:
+    """The current plan of `session` as the text of a standalone Python module.
+
+    Refused (ExportError, saying why) where the file could not do what the cell does: a
+    cell with no kernels, a kernel or library call that cannot be written, and, unless
+    `allow_breaks`, a cell with graph breaks, whose values Python read are compiled into
+    the kernels (`s = float(x.sum())` makes `x / s` divide by the traced sum)."""
     plan, g = session.plan, session.graph
+    if not plan.kernels:
+        # (was: a module whose run() returned {} — a file that silently does nothing)
+        raise ExportError("the cell computes no array on the device (its results are your arrays, views or "
+                          "copies of them, or values Python computed at graph breaks): there is no kernel to export")
+    breaks = break_lines(g)
+    if breaks and not allow_breaks:
+        # Python's decisions and the values it read at a break are baked into the trace:
+        # a file run on other inputs would silently follow the traced data's path.
+        where = "; ".join(f"line {b.loc.line}: {b.loc.text.strip()}" if b.loc is not None else b.reason
+                          for b in g.breaks)
+        raise ExportError(f"the cell has graph breaks ({where}): Python read values of the traced data there and "
+                          "went on with them, so those values and the branches taken are compiled into the "
+                          "kernels and the file would give wrong results for other inputs. To export, compute "
+                          "such values before the cell (np.where for a branch); "
+                          "export_python(session, allow_breaks=True) writes it anyway, for these inputs only")
     codes = session.codes()
     names = list(g.input_names())
     for n in names:
@@ -121,6 +153,10 @@ def export_python(session: Any) -> str:
         if getattr(code, "source", None) is None:  # an opaque library call
             for i in kern.outputs:
                 calls.append(f"    _vals[{i}] = {opaque_expr(g, i)}  # {format_node(g, i)}")
+                # the kernels after it are compiled for the shape it had when traced (a boolean
+                # mask's length depends on the data): other inputs must not run them out of bounds
+                a = g.nodes[i].aval
+                calls.append(f"    _result({i}, {g.nodes[i].label!r}, _vals[{i}], {tuple(a.shape)!r})")
             continue
         consts.append(f"_SOURCE_{k} = {_source_literal(code.source)}\n")
         args = []
@@ -145,6 +181,9 @@ def export_python(session: Any) -> str:
     spec = ",\n".join(f"    {n!r}: ({tuple(a.shape)!r}, {a.dtype.name!r})" for n, (a, _) in inputs.items())
     outs = ", ".join(f"{name!r}: _vals[{i}]" for name, i in g.outputs)
     cell = textwrap.indent(g.source.strip() or "(source not recorded)", "    ")
+    caveat = ("" if not breaks else "\nWARNING: written for the traced inputs only. The cell had graph breaks, where "
+              "Python read values\nof the traced data; those values and the branches taken are compiled into "
+              "the kernels:\n" + "".join(f"    {b}\n" for b in breaks))
     load = "\n".join(f"    _vals[{i}] = _input({n!r}, {n})" for n, (_, i) in inputs.items())
     return f'''"""A fuselab plan exported as a standalone module: {len(plan.kernels)} kernel(s) for the cell
 
@@ -157,7 +196,7 @@ the inputs must have exactly these shapes and dtypes (they are made C-contiguous
     outputs = fuselab_plan.run({", ".join(f"{n}=..." for n in names)})   # {{name: cupy array}}
 
 `python fuselab_plan.py` runs it once on random inputs.
-"""
+{caveat}"""
 import cupy as cp
 import numpy as np
 
@@ -187,6 +226,13 @@ def _input(name, a):
     if a.shape != shape or a.dtype != np.dtype(dtype):
         raise ValueError(f"{{name}} must be {{dtype}}{{list(shape)}}, got {{a.dtype}}{{list(a.shape)}}")
     return a
+
+
+def _result(node, op, value, shape):
+    if value.shape != shape:
+        raise ValueError(f"%{{node}} ({{op}}) has shape {{value.shape}} for these inputs, but the kernels after it "
+                         f"were compiled for {{shape}}, its shape when the cell was traced: export the cell "
+                         "again for these inputs")
 
 
 def run({", ".join(names)}):

@@ -24,7 +24,11 @@ def fmt_time(seconds: float | None) -> str:
 
 
 def fmt_ratio(x: float | None) -> str:
-    return "–" if x is None else f"{x:.2f}×"
+    if x is None:
+        return "–"
+    if 0 < x < 0.995:   # two decimals showed a 300× slow-down as "0.00×"
+        return f"{x:.2g}×" if x >= 0.01 else f"{x:.1g}× ({1 / x:.0f}× slower)"
+    return f"{x:.2f}×"
 
 
 def esc(s: object) -> str:

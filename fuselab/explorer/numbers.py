@@ -39,6 +39,11 @@ def numbers_html(session: Any) -> str:
     rep, missing = plan_report(session)
     if rep is None:
         return f"<div class='fuselab-numbers'><div class='fuselab-notice'>No predictions: {esc(missing)}</div></div>"
+    if not session.plan.kernels:
+        # an empty table of zeros and a "1.00× speed-up" said nothing true about such a cell
+        return ("<div class='fuselab-numbers'><div class='fuselab-notice'>Nothing to fuse or time: the cell "
+                "computes no array on the device (its results are your arrays, views or copies of them, or "
+                "values Python computed at graph breaks).</div>" + check_line(session) + "</div>")
     m = session.measurement
     per_kernel = measured_kernels(m)
     copy_bw = rep.params.bandwidth
@@ -98,7 +103,8 @@ def measured_line(session: Any, m: Any) -> str:
             return "<b>Measured (CPU)</b>: not yet — press <i>Run on CPU</i>."
         return "<b>Measured</b>: nothing (no GPU here; every time above is a prediction)."
     t = m.plan.median_s
-    label = measured_label(session).capitalize()
+    label = measured_label(session)
+    label = label[:1].upper() + label[1:]   # (not str.capitalize(): it gave "Measured (cpu)")
     parts = [f"<b>{esc(label)}</b> on {esc(m.device)} (median of {m.plan.repeats}): plan {fmt_time(t)}"]
     if m.replay is not None:
         parts.append(f"as one CUDA graph {fmt_time(m.replay.median_s)}")

@@ -16,6 +16,8 @@ from . import graph as graph_mod
 from .format import esc
 
 PRESETS = (("Unfused", "unfused"), ("Auto", "auto"), ("Max", "max"))
+NOTHING_TO_RUN = ("the cell computes no array on the device (its results are your arrays, views or copies "
+                  "of them, or values Python computed at graph breaks)")
 
 
 def _graph_view_class():
@@ -131,13 +133,41 @@ class Explorer:
 
     def toggle_edge(self, u: int, v: int) -> None:
         """Fuse across a materialised edge; cut a fused one."""
+        g = self.session.graph
+        # A click that arrives after a redraw (or an id typed by hand) may name an edge the
+        # current graph does not have: say so instead of raising IndexError in the comm handler.
+        if not (0 <= u < len(g.nodes) and 0 <= v < len(g.nodes) and u in g.nodes[v].inputs):
+            self._say_refused(f"%{u} → %{v} is not an edge of this cell's graph (the drawing may have "
+                              "changed since the click): click an edge of the graph as it is drawn now")
+            return
         kind = graph_mod.Layout(self.session.plan).edge_kind(u, v)
         if kind == "read":
-            self._say_refused(f"%{u} is an input of the cell: every kernel reads it from memory")
+            name = g.nodes[u].args.get("name", "")
+            self._say_refused(f"%{u}{f' ({name})' if name else ''} is an input of the cell: every kernel "
+                              "reads it from memory, there is nothing to fuse or cut there")
         elif kind == "cut":
             self.fuse((u, v))
         else:
             self.split((u, v))
+
+    def own_kernel(self, i: int) -> None:
+        """Give op i a kernel of its own (a double click on it)."""
+        g, plan = self.session.graph, self.session.plan
+        if 0 <= i < len(g.nodes) and is_free(g, i) and i not in plan.kernel_of:
+            # A view/constant is recomputed inside each kernel that reads it: the planner's
+            # split would cut its *reader* off and name that op, which reads as if the
+            # click had hit another node. Say what the clicked node is instead.
+            n = g.nodes[i]
+            what = "a constant" if n.op in ("const", "full") else \
+                "a view" if n.kind.value == "injective" else "a generated array"
+            readers = ", ".join(f"%{j} ({g.nodes[j].label})" for j in g.users[i][:3])
+            ks = graph_mod.Layout(plan).kernels_of.get(i, ())
+            where = f" (here: {', '.join(f'k{k}' for k in ks)})" if ks else ""
+            self._say_refused(f"%{i} ({n.label}) is {what}: it is not computed on its own but recomputed "
+                              f"inside every kernel that reads it{where}, so it cannot have a kernel of its "
+                              f"own; double-click the operation that reads it{': ' + readers if readers else ''}")
+            return
+        self.split(i)
 
     def undo(self) -> None:
         self.session.undo()
@@ -155,6 +185,9 @@ class Explorer:
         s = self.session
         if s.backend not in ("cuda", "numba", "dask"):
             self._say_refused(f"no measurement: {s.backend_note or 'the CUDA backend is not available'}")
+            return
+        if not s.graph.outputs:   # (the magic does not time these either: cell.run_traced)
+            self._say_refused(f"nothing to time: {NOTHING_TO_RUN}")
             return
         self.run_button.disabled = True
         try:
@@ -198,7 +231,7 @@ class Explorer:
         elif kind == "node":
             i = int(value)  # type: ignore[arg-type]
             if double:
-                self.split(i)
+                self.own_kernel(i)
             else:
                 k = graph_mod.Layout(self.session.plan).home.get(i)
                 if k is not None:
@@ -240,12 +273,19 @@ class Explorer:
         for strategy, b in self.preset_buttons.items():
             b.button_style = "info" if s.plan.strategy == strategy else ""
         self.undo_button.disabled = len(s.history) <= 1
-        self.run_button.disabled = s.backend not in ("cuda", "numba")
+        # Dask sessions are timed too (run() and session.measure take them): the button was
+        # disabled there, with a "no GPU here" tooltip, although the panel said "not yet".
+        self.run_button.disabled = s.backend not in ("cuda", "numba", "dask") or not s.graph.outputs
         if s.backend == "numba":
             self.run_button.description = "Run on CPU"
             self.run_button.tooltip = "time this plan, the unfused plan and plain NumPy on the CPU (Numba)"
+        elif s.backend == "dask":
+            self.run_button.description = "Time with Dask"
+            self.run_button.tooltip = "compute the results on the current Dask scheduler, fused against plain Dask"
         elif s.backend != "cuda":
             self.run_button.tooltip = f"no GPU here: {s.backend_note}"
+        if not s.graph.outputs:
+            self.run_button.tooltip = f"nothing to time: {NOTHING_TO_RUN}"
         self._set_message(f"<span class='fuselab-legend'>{esc(s.message)}</span>" if s.message else "")
         graph_html, png = self._drawings()
         self.graph_view.html = graph_html
