@@ -43,6 +43,11 @@ class Case:
     setup: str = ""
     tol: str = ""
     numpy_only: bool = False
+    # cells run before `cell`, in order, after the set-up (a notebook's earlier cells);
+    # `fuse_which` says, per cell (these, then `cell`), which the fused run runs under
+    # %%fuse ('f') and which plainly ('p'): all of them by default
+    before: tuple[str, ...] = ()
+    fuse_which: str = ""
 
 
 @dataclass
@@ -146,13 +151,27 @@ class Harness:
         errors: list[BaseException] = []
         show, ip.showtraceback = ip.showtraceback, lambda *a, **k: errors.append(sys.exc_info()[1])
         out = io.StringIO()
+        fused_counts: dict[int, bool] = {}   # execution count -> the cell ran under %%fuse
         try:
             with contextlib.redirect_stdout(out), warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("default")
-                res = ip.run_cell((fuse_line if fuse else "") + case.cell, store_history=True)
+                cells = (*case.before, case.cell)
+                which = case.fuse_which or "f" * len(cells)
+                for k, text in enumerate(cells):
+                    fused_here = fuse and which[k] == "f"
+                    fused_counts[ip.execution_count] = fused_here
+                    if k == len(cells) - 1 and case.before:   # the names the last cell starts from
+                        before = {n: v for n, v in ip.user_ns.items() if self._user_name(n)}
+                    res = ip.run_cell((fuse_line if fused_here else "") + text, store_history=True)
+                    if not res.success:   # (a notebook stops at a failing cell too)
+                        break
         finally:
             ip.showtraceback = show
-        offset = 1 if fuse else 0  # the %%fuse line
+        def offset(filename: str) -> int:   # the %%fuse line, in a cell that has one
+            if not case.before:
+                return 1 if fuse else 0
+            n = re.match(r"<ipython-input-(\d+)-", os.path.basename(filename))
+            return int(fused_counts.get(int(n.group(1)), False)) if n else int(fuse)
         warns = []
         for w in caught:
             if not issubclass(w.category, (RuntimeWarning, UserWarning)) or "ipykernel" in str(w.filename):
@@ -160,7 +179,10 @@ class Harness:
             in_cell = "<ipython-input" in w.filename or "/ipykernel" in w.filename or w.filename.startswith("<")
             # where: the cell's line, or the file and line of the library's code (NumPy's
             # fromnumeric.py for np.sum's overflow, _methods.py for x.sum()'s)
-            where = w.lineno - offset if in_cell else f"{os.path.basename(w.filename)}:{w.lineno}"
+            where = w.lineno - offset(w.filename) if in_cell else f"{os.path.basename(w.filename)}:{w.lineno}"
+            n = re.match(r"<ipython-input-(\d+)-", os.path.basename(w.filename)) if case.before else None
+            if n and int(n.group(1)) in fused_counts:   # (which cell: their order)
+                where = (list(fused_counts).index(int(n.group(1))), where)
             warns.append((w.category.__name__, str(w.message), where))
         err = res.error_in_exec or res.error_before_exec or (errors[0] if errors else None)
         session = ip.user_ns.get(SESSION)

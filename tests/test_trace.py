@@ -295,3 +295,50 @@ def test_cupy_cells_let_cupy_judge_python_ints_out_of_range():
         cupy_decides_out_of_range_ints(ctx, ops)          # in range, a float, a float array, a bool
     ctx.uses_cupy = False
     cupy_decides_out_of_range_ints(ctx, [0, Weak(-2)])    # NumPy cells: NumPy 2's exact answer
+
+
+# -- red team 3: what functions, generators and objects of the cell keep -------------
+
+def test_a_name_read_by_a_function_or_lambda_of_the_cell_is_bound_not_fused_away():
+    """A function's body reads its globals when called, which may be after the cell."""
+    from fuselab.trace.cellinfo import cell_names
+    names = cell_names("t = x * 2\nf = lambda: t + 1\nu = x + 1\ndef g(a, u=0):\n    return a + u\nr = g(u)")
+    assert "t" in names.results            # read by the lambda, later
+    assert "u" not in names.results        # the function's own parameter of that name
+    names = cell_names("t = x * 2\ngen = (t + v for v in x)\ns = x * 3\nw = [s + v for v in x]")
+    assert "t" in names.results and "s" not in names.results   # a generator runs later; a list comp now
+    ns = {"np": np, "x": np.arange(3.0)}
+    run_cell(ns, "t = x * 2\nf = lambda: t + 1", backend="cpu", quiet=True, time=False)
+    np.testing.assert_array_equal(ns["f"](), [1.0, 3.0, 5.0])
+
+
+def test_arrays_kept_by_defaults_partials_methods_slots_deques_and_generators_are_real_after_the_cell():
+    ns = {"np": np, "x": np.arange(3.0)}
+    cell = ("import functools, collections\n"
+            "def f(v, w=x * 2):\n    return v + w\n"
+            "p = functools.partial(np.add, x + 1)\n"
+            "meth = (x * 3).sum\n"
+            "class S:\n    __slots__ = ('a',)\n"
+            "s = S()\ns.a = x - 1\n"
+            "q = collections.deque([x * 4], maxlen=2)\n"
+            "def gen(a):\n    for k in range(3):\n        yield a * k\n"
+            "g = gen(x + 10)\nfirst = next(g)\n"
+            "it = iter(x * 5)\nnext(it)\n")
+    run_cell(ns, cell, backend="cpu", quiet=True, time=False)
+    x = ns["x"]
+    assert type(ns["f"].__defaults__[0]) is np.ndarray
+    np.testing.assert_array_equal(ns["f"](0), x * 2)
+    np.testing.assert_array_equal(ns["p"](0), x + 1)
+    assert ns["meth"]() == (x * 3).sum() and type(ns["meth"]).__name__ == "builtin_function_or_method"
+    assert type(ns["s"].a) is np.ndarray and type(ns["q"][0]) is np.ndarray
+    np.testing.assert_array_equal(list(ns["g"])[0], x + 10)
+    rest = list(ns["it"])
+    assert [type(v) for v in rest] == [np.float64, np.float64] and rest == [5.0, 10.0]
+
+
+def test_the_imaginary_part_of_a_real_array_is_read_only_zeros():
+    ns = {"np": np, "m": np.ones((2, 2))}
+    run_cell(ns, "v = m.imag\nr = v.sum()", backend="cpu", quiet=True, time=False, keep=("v",))
+    assert not ns["v"].flags.writeable and ns["r"] == 0
+    with pytest.raises(Exception, match="read-only"):
+        run_cell(ns, "v = m.imag\nv[0, 0] = 1", backend="cpu", quiet=True, time=False)

@@ -5,17 +5,20 @@ gives it, except pure intermediates (new names whose arrays are only read by lat
 operations), which may be fused away and are listed. Each tracer stands for one array
 object, so aliases stay aliases; views of the user's arrays are real views of them,
 copies real copies; NumPy scalars where NumPy gives scalars. A tracer that the cell left
-anywhere else (a list, a dict, an object's attribute, a closure) is found through the
-garbage collector's referrers and replaced by its value; where it cannot be replaced,
-the cell is refused with the namespace untouched.
+anywhere else (a list, a dict, a deque, an object's attribute or slot, a closure, a
+function's defaults, a functools.partial, a bound method, a suspended generator's locals)
+is found through the garbage collector's referrers and replaced by its value; where it
+cannot be replaced, the cell is refused with the namespace untouched.
 """
 from __future__ import annotations
 
+import ctypes
+import functools
 import gc
 import re
 import sys
 import types
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, MutableMapping
 
@@ -34,8 +37,9 @@ from .values import TracedFlags, flag_set
 
 _VIEW_OPS = frozenset({"transpose", "slice", "reshape", "broadcast_to"})
 # holders rebuilt rather than changed (immutable), put where their own holders had them
-_REBUILT = (tuple, frozenset, slice, TracedFlags)
-_CONTAINERS = (list, dict, set)
+# (a bound method of a tracer, `f = x.sum`: the array's own method, as plain Python has it)
+_REBUILT = (tuple, frozenset, slice, TracedFlags, types.MethodType)
+_CONTAINERS = (list, dict, set, deque)
 
 
 def _xp(value: Any) -> Any:
@@ -86,10 +90,12 @@ def find_holders(ctx: TraceContext, ns: Mapping[str, Any], *ours: Any) -> tuple[
             seen.add(id(r))
             if isinstance(r, _CONTAINERS) or isinstance(r, types.CellType):
                 holders.append(r)
-            elif isinstance(r, (tuple, frozenset, slice, TracedFlags)):
+            elif isinstance(r, _REBUILT):
                 holders.append(r)
                 todo.append(r)  # rebuilt: whoever holds it gets the new one
-            elif hasattr(r, "__dict__") and not isinstance(r, (type, types.ModuleType)):
+            elif isinstance(r, types.GeneratorType) and r.gi_frame is not None:
+                holders.append(r)   # a generator left suspended: its frame's locals are updated
+            elif (hasattr(r, "__dict__") or _slot_names(type(r))) and not isinstance(r, (type, types.ModuleType)):
                 holders.append(r)
             else:
                 refused.append(type(r).__name__)
@@ -101,6 +107,42 @@ def find_holders(ctx: TraceContext, ns: Mapping[str, Any], *ours: Any) -> tuple[
             seen.add(id(v))
             holders.append(v)
     return holders, refused
+
+
+@functools.lru_cache(maxsize=None)
+def _slot_names(cls: type) -> tuple[str, ...]:
+    """The attributes `__slots__` give instances of cls (its own and its bases')."""
+    names: list[str] = []
+    for c in cls.__mro__:
+        slots = c.__dict__.get("__slots__", ())
+        for n in (slots,) if isinstance(slots, str) else slots:
+            if n not in ("__dict__", "__weakref__") and n not in names:
+                names.append(n)
+    return tuple(names) if not issubclass(cls, (Tracer, TracedFlags)) else ()
+
+
+def _slot_values(h: Any) -> dict[str, Any]:
+    out = {}
+    for n in _slot_names(type(h)):
+        try:
+            out[n] = getattr(h, n)
+        except AttributeError:   # (an unset slot)
+            pass
+    return out
+
+
+def _frame_locals(gen: types.GeneratorType) -> dict[str, Any]:
+    return dict(gen.gi_frame.f_locals) if gen.gi_frame is not None else {}
+
+
+def _set_frame_locals(gen: types.GeneratorType, changes: Mapping[str, Any]) -> None:
+    """Rebind locals of a suspended generator's frame (its next step reads them)."""
+    frame = gen.gi_frame
+    loc = frame.f_locals
+    for k, v in changes.items():
+        loc[k] = v
+    if sys.version_info < (3, 13):   # (from 3.13, f_locals writes through, PEP 667)
+        ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), ctypes.c_int(0))
 
 
 def _object_arrays(values: list[Any], depth: int = 3) -> list[np.ndarray]:
@@ -387,6 +429,12 @@ def replace_in_holders(holders: Iterable[Any], value: Any) -> dict[int, Any]:
                 new = slice(sub(h.start), sub(h.stop), sub(h.step))
             elif isinstance(h, TracedFlags):   # (`f = y.flags`: the bound array's own flags)
                 new = getattr(value(h._t), "flags", None)
+            elif isinstance(h, types.MethodType):   # (`f = x.sum`: the real array's method)
+                owner = sub(h.__self__)
+                names = [k for c in type(h.__self__).__mro__ for k, f in vars(c).items() if f is h.__func__] \
+                    if owner is not h.__self__ else []
+                new = getattr(owner, names[0], None) if names else h
+                new = h if new is None else new
             elif isinstance(h, tuple) and type(h) is not tuple and hasattr(h, "_make"):
                 new = h._make(sub(e) for e in h)  # a namedtuple: its fields are positional arguments
             else:
@@ -395,6 +443,25 @@ def replace_in_holders(holders: Iterable[Any], value: Any) -> dict[int, Any]:
     for h in holders:
         if isinstance(h, list):
             h[:] = [sub(e) for e in h]
+        elif isinstance(h, deque):
+            items = [sub(e) for e in h]
+            h.clear()
+            h.extend(items)
+        elif isinstance(h, types.GeneratorType):
+            changes = {k: sub(v) for k, v in _frame_locals(h).items()
+                       if isinstance(v, Tracer) or (isinstance(v, _REBUILT) and id(v) in rebuilt)}
+            if changes:
+                _set_frame_locals(h, changes)
+        elif isinstance(h, types.FunctionType):
+            # defaults are evaluated once, at `def` (`def f(v, w=x * 2)`): the array's value
+            if h.__defaults__ is not None:
+                h.__defaults__ = sub(h.__defaults__)
+            for k, v in list(vars(h).items()):
+                nv = sub(v)
+                if nv is not v:
+                    setattr(h, k, nv)
+        elif isinstance(h, functools.partial):   # (immutable arguments: set as pickling does)
+            h.__setstate__((sub(h.func), sub(h.args), h.keywords, vars(h) or None))
         elif isinstance(h, dict):
             for k, v in list(h.items()):
                 nk = sub(k)
@@ -416,8 +483,9 @@ def replace_in_holders(holders: Iterable[Any], value: Any) -> dict[int, Any]:
                 h.cell_contents = sub(h.cell_contents)
             except ValueError:
                 pass
-        elif not isinstance(h, _REBUILT) and hasattr(h, "__dict__"):
-            for k, v in list(vars(h).items()):
+        elif not isinstance(h, _REBUILT) and (hasattr(h, "__dict__") or _slot_names(type(h))):
+            values = {**_slot_values(h), **(vars(h) if hasattr(h, "__dict__") else {})}
+            for k, v in values.items():
                 nv = sub(v)
                 if nv is not v:
                     setattr(h, k, nv)
@@ -526,8 +594,16 @@ def _views_user_array(t: Tracer, ctx: TraceContext) -> bool:
 def _tracers_in(h: Any) -> list[Tracer]:
     if isinstance(h, dict):
         items: Iterable[Any] = list(h.keys()) + list(h.values())
-    elif isinstance(h, (list, tuple, set, frozenset)):
+    elif isinstance(h, (list, tuple, set, frozenset, deque)):
         items = h
+    elif isinstance(h, types.MethodType):
+        items = [h.__self__]
+    elif isinstance(h, types.GeneratorType):
+        items = list(_frame_locals(h).values())
+    elif isinstance(h, types.FunctionType):
+        items = [*(h.__defaults__ or ()), *vars(h).values()]
+    elif isinstance(h, functools.partial):
+        items = [h.func, *h.args]
     elif isinstance(h, slice):
         items = [h.start, h.stop, h.step]
     elif isinstance(h, TracedFlags):
@@ -540,7 +616,7 @@ def _tracers_in(h: Any) -> list[Tracer]:
         except ValueError:
             items = []
     else:
-        items = list(vars(h).values())
+        items = [*_slot_values(h).values(), *(vars(h).values() if hasattr(h, "__dict__") else ())]
     return [t for t in items if isinstance(t, Tracer)]
 
 

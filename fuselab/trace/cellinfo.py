@@ -92,8 +92,39 @@ def cell_names(source: str | ast.Module) -> CellNames:
             if name not in last_store:
                 order.append(name)
             last_store[name] = pos
-    results = tuple(n for n in order if not any(p > last_store[n] for p in loads.get(n, ())))
+    # a function, lambda or generator expression reads its globals when it runs, which may
+    # be after the cell (`f = lambda: t + 1`, called by a later cell): t must be bound
+    later = _deferred_loads(tree)
+    results = tuple(n for n in order if n in later or not any(p > last_store[n] for p in loads.get(n, ())))
     return CellNames(tuple(order), results)
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.GeneratorExp)
+
+
+def _deferred_loads(tree: ast.AST) -> set[str]:
+    """Names read by code that runs when called or iterated, not where it stands: bodies
+    of functions and lambdas, generator expressions (but their first iterable), less
+    the names that code binds itself (parameters, its own assignments)."""
+    out: set[str] = set()
+    for scope in ast.walk(tree):
+        if not isinstance(scope, _SCOPES):
+            continue
+        if isinstance(scope, ast.GeneratorExp):
+            own = {n.id for g in scope.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+            roots: list[ast.AST] = [scope.elt, *scope.generators[0].ifs, *scope.generators[1:]]
+        else:
+            a = scope.args
+            own = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p is not None}
+            body = scope.body if isinstance(scope.body, list) else [scope.body]
+            roots = list(body)
+            declared = {n for st in body for d in ast.walk(st) if isinstance(d, (ast.Global, ast.Nonlocal))
+                        for n in d.names}
+            own |= {d.id for st in body for d in ast.walk(st)
+                    if isinstance(d, ast.Name) and isinstance(d.ctx, ast.Store)} - declared
+        out |= {d.id for r in roots for d in ast.walk(r)
+                if isinstance(d, ast.Name) and isinstance(d.ctx, ast.Load) and d.id not in own}
+    return out
 
 
 def _ends_with_semicolon(source: str) -> bool:

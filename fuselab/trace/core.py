@@ -620,7 +620,7 @@ class Tracer:
             raise TypeError("iteration over a 0-d array")
         n = self.aval.shape[0]
         if n <= (SYMBOLIC_ITERATION_MAX_CUPY if self._ctx.uses_cupy else SYMBOLIC_ITERATION_MAX):
-            return (self[i] for i in range(n))  # type: ignore[index]
+            return ArrayIterator(self, n)
         return iter(self._value("iteration"))
 
     def __contains__(self, item: Any) -> bool:
@@ -666,6 +666,36 @@ class Tracer:
             raise self._ctx.refuse(f"setting `.{name}` changes an array in place, which %%fuse does not trace",
                                    "make a new array instead (x = x.reshape(...), x = x.astype(...))")
         raise AttributeError(f"'{_type_name(self)}' object has no attribute '{name}'")
+
+
+class ArrayIterator:
+    """`iter(x)` of a short traced array: its items one at a time, each read when asked for
+    (a write into x between two steps shows in the next, as in NumPy). The tracer is held
+    in an attribute, which the binder replaces by the array after the cell: an iterator
+    left unfinished (`it = iter(x); first = next(it)`, a generator over x) goes on over the
+    user's array in later cells, as NumPy's does. Named as Python's sequence iterator, the
+    type `iter(ndarray)` gives."""
+
+    __slots__ = ("a", "i", "n")   # (the binder replaces a tracer in a slot too)
+
+    def __init__(self, a: Any, n: int) -> None:
+        self.a, self.i, self.n = a, 0, n
+
+    def __iter__(self) -> "ArrayIterator":
+        return self
+
+    def __next__(self) -> Any:
+        i = self.i
+        if i >= self.n:
+            raise StopIteration
+        self.i = i + 1
+        return self.a[i]
+
+    def __length_hint__(self) -> int:
+        return max(self.n - self.i, 0)
+
+
+ArrayIterator.__name__ = ArrayIterator.__qualname__ = "iterator"
 
 
 _SLOTS = frozenset({"_ctx", "_node", "_scalar", "_origin", "_views", "_dtype", "_order", "_temp_view", "_array",

@@ -195,8 +195,13 @@ def _imag(self: Tracer) -> Any:
     scalar; of anything else new zeros (a scalar for a scalar)."""
     if self.aval.dtype.kind == "c":
         return _part(self, "imag")
-    return wrap(self._ctx, self._ctx.builder.full(self.shape, 0, self.aval.dtype, self._ctx.loc()),
-                scalar=self._scalar)
+    zeros = wrap(self._ctx, self._ctx.builder.full(self.shape, 0, self.aval.dtype, self._ctx.loc()),
+                 scalar=self._scalar)
+    if not self._scalar and not self._ctx.uses_cupy:
+        # NumPy's zeros for the imaginary part of a real array are read-only (a write would
+        # be lost): `a.imag[:] = 1` raises, as there
+        set_writeable(zeros, False)
+    return zeros
 
 
 def _part(self: Tracer, part: str) -> Tracer:
