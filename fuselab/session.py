@@ -110,7 +110,7 @@ def resolve_backend(requested: str, array_module: str) -> tuple[str, str]:
         ok, why = numba_status()
         if not ok:
             raise BackendError(f"the Numba backend cannot run here: {why}", None,
-                               "pip install 'fuselab[cpu]', or use --backend cpu")
+                               "pip install 'fuselab[cpu]', or use --backend cpu (backend='cpu' in fuselab.explore)")
         copied = "; CuPy inputs are copied to the host and back" if array_module == "cupy" else ""
         return "numba", f"Numba backend (requested): each kernel compiled for the CPU; times are measured{copied}"
     ok, why = cuda_status()
@@ -118,15 +118,25 @@ def resolve_backend(requested: str, array_module: str) -> tuple[str, str]:
         return "cuda", ""
     if requested == "cuda" or array_module == "cupy":
         raise BackendError(f"the CUDA backend cannot run here: {why}", None,
-                           "run on a machine with an NVIDIA GPU and CuPy, or use --backend cpu with NumPy arrays")
+                           f"run on a machine with an NVIDIA GPU and CuPy, or {_cpu_backend_hint()} with NumPy arrays")
     if numba_status()[0]:
         return "numba", f"Numba backend ({why}): each kernel compiled for the CPU; times are measured"
     return "cpu", f"CPU backend ({why}): the plan runs with NumPy, kernel by kernel; times are predicted"
 
 
+def _cpu_backend_hint() -> str:
+    """How to ask for the CPU's best backend, in the magic's flags and in explore()'s
+    arguments (the hint reaches users of both)."""
+    name = "numba" if numba_status()[0] else "cpu"
+    return f"use --backend {name} (backend={name!r} in fuselab.explore)"
+
+
 class Session:
     def __init__(self, traced: TraceResult, strategy: str = "auto", backend: str = "auto",
                  repeats: int = 20, codegen_options: Any = None) -> None:
+        if strategy not in STRATEGIES:   # (the planner's bare ValueError said nothing of what to do)
+            raise PlanChoiceError(f"plan={strategy!r}: there is no such plan", "no such plan",
+                                  f"choose one of {', '.join(repr(s) for s in STRATEGIES)}")
         self.traced = traced
         self.graph: Graph = traced.graph
         self.requested_backend = backend

@@ -71,3 +71,20 @@ def test_session_reprs_are_short(session):
         assert r.startswith("<kernel k") and len(r) < 200 and "__global__" not in r
     text = session.explain()
     assert "kernel 0" in text and "decisions" in text and "results: z" in text
+
+
+def test_explore_with_an_unknown_plan_says_which_plans_there_are():
+    """(was: the planner's bare ValueError, with no 'What to do')"""
+    with pytest.raises(FuselabError) as e:
+        fuselab.explore(lambda x: x * 2, np.ones(4), plan="fastest", quiet=True)
+    assert "'fastest'" in str(e.value) and "'auto', 'unfused', 'max'" in str(e.value)
+
+
+def test_the_no_gpu_hint_names_the_cpus_backend_for_the_magic_and_for_explore(monkeypatch):
+    from fuselab import session as session_mod
+    monkeypatch.setattr(session_mod, "cuda_status", lambda: (False, "no NVIDIA GPU"))
+    for numba_ok, name in ((True, "numba"), (False, "cpu")):
+        monkeypatch.setattr(session_mod, "numba_status", lambda ok=numba_ok: (ok, "" if ok else "not installed"))
+        with pytest.raises(FuselabError) as e:
+            session_mod.resolve_backend("cuda", "numpy")
+        assert f"--backend {name}" in str(e.value) and f"backend='{name}' in fuselab.explore" in str(e.value)
