@@ -32,6 +32,7 @@ def execute_cell(ns: MutableMapping[str, Any], cell: str, *, keep=(), backend="a
         session = run_traced(traced, strategy=strategy, backend=backend, repeats=repeats, time=time,
                              fp16=fp16, quiet=True)
         value = binder.commit(ns, session.outputs or {})
+        traced.release()   # (the trace's objects would look like other holders of the arrays to the next cell)
     except FuselabError:
         binder.abandon()
         raise

@@ -17,6 +17,7 @@ from .ir import Graph
 from .plan import Plan, PlanError, make_plan, unfused_plan
 from .runtime.verify import Check  # plain data; importing it loads no CuPy
 from .trace import TraceResult
+from .trace.held import own as own_arrays
 
 BACKENDS = ("auto", "cuda", "cpu", "numba")  # on Dask inputs every choice is the Dask path ("dask")
 STRATEGIES = ("auto", "unfused", "max")
@@ -148,6 +149,7 @@ class Session:
         self.history: list[Plan] = [self.plan]
         self.message = ""                 # the last choice's outcome, e.g. a refusal reason
         self.outputs: dict[str, Any] | None = None
+        own_arrays(self)   # (its outputs are the arrays the cell bound: not another holder of them)
         self.check: Check | None = None
         self.measurement: Any = None
         self.dask_run: Any = None           # Dask path: how each kernel ran (fuselab.dask.execute.DaskRun)
@@ -279,6 +281,10 @@ class Session:
             for cb in self._listeners:
                 cb(self)
         return self.plan
+
+    def held_arrays(self) -> list[Any]:
+        """The arrays this session references after its cell (trace.held.own)."""
+        return list((self.outputs or {}).values())
 
     # -- running ----------------------------------------------------------------
     def execute(self) -> dict[str, Any]:

@@ -162,7 +162,8 @@ class Harness:
                     fused_counts[ip.execution_count] = fused_here
                     if k == len(cells) - 1 and case.before:   # the names the last cell starts from
                         before = {n: v for n, v in ip.user_ns.items() if self._user_name(n)}
-                    res = ip.run_cell((fuse_line if fused_here else "") + text, store_history=True)
+                    res = _holding(before, lambda: ip.run_cell((fuse_line if fused_here else "") + text,
+                                                               store_history=True))
                     if not res.success:   # (a notebook stops at a failing cell too)
                         break
         finally:
@@ -232,6 +233,29 @@ class Harness:
             if _is_array(v) or isinstance(v, (list, dict)):
                 by_id.setdefault(id(v), []).append(k)
         return sorted(tuple(sorted(g)) for g in by_id.values() if len(g) > 1)
+
+
+def _holding(before: dict[str, Any], run: Any) -> Any:
+    """`run()` while the set-up's objects are kept alive by this module's frames only, as
+    locals (the cell cannot reach them), not by a dict: in a notebook nothing else holds
+    the user's arrays, and %%fuse decides by their reference counts whether anything
+    does (fuselab/trace/held.py)."""
+    items = list(before.items())
+    before.clear()
+    try:
+        return _hold_each(items, run)
+    finally:
+        before.update(items)
+
+
+def _hold_each(items: list[tuple[str, Any]], run: Any) -> Any:
+    if not items:
+        return run()
+    name, value = items.pop()
+    try:
+        return _hold_each(items, run)
+    finally:
+        items.append((name, value))
 
 
 def _shares(a: Any, b: Any) -> bool:

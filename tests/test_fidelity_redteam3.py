@@ -15,12 +15,16 @@ Classes of difference this round found, and fixed:
   later `next` read it): now an iterator object whose array the binder replaces (core.py);
 - a new name read by a function, lambda or generator expression of the cell (`t = x * 2;
   f = lambda: t + 1`) was fused away: a later call raised NameError (cellinfo.py);
-- `m.imag` of a real array was writeable (NumPy: read-only zeros; a write raises).
+- `m.imag` of a real array was writeable (NumPy: read-only zeros; a write raises);
+- the user's array held by another object too (a list, an attribute, a dict, a default
+  argument, a closure: STALE) was read there stale after a traced in-place update (the
+  update was written back only after the run), and an untraced write through that
+  reference after a traced read changed what the earlier read saw: such arrays are
+  found at the start of the trace, their traced updates written into them at once, and
+  their contents as read kept and compared before later reads (fuselab/trace/held.py).
 
-Left as strict xfails (KNOWN): reads and writes of the user's array through another
-reference (a list, an attribute, a default argument) in the cell that updates it in place
-by traced code, an __array__ of the cell's class returning a tracer, np.ma's data of a
-traced array being read-only, a suspended zip, an as_strided window's base updated.
+Left as strict xfails (KNOWN): an __array__ of the cell's class returning a tracer, np.ma's
+data of a traced array being read-only, a suspended zip, an as_strided window's base updated.
 """
 from __future__ import annotations
 
@@ -627,6 +631,7 @@ SEQUENCES += [
 
 # the same cell run twice (the second run reads what the first bound; caches included)
 TWICE = [
+    ('held in list', "if 'L' not in globals():\n    L = [x]\nx += 1\nr = L[0] * 1"),
     ('x = x * 2', "x = x * 2"),
     ('x += 1', "x += 1"),
     ('m = m.T', "m = m.T\nr = m[0]"),
@@ -648,7 +653,7 @@ TWICE = [
 ]
 
 # reads and writes of the user's array through another reference (a list, an attribute)
-# in the same cell as a traced in-place update or read (see KNOWN)
+# in the same cell as a traced in-place update or read (fuselab/trace/held.py)
 STALE = [
     ('list read after traced update', "L = [x]", "x += 1\nr = L[0] + 0"),
     ('attribute read after traced update', "obj.a = x", "x *= 2\nr = obj.a.sum()"),
@@ -656,6 +661,22 @@ STALE = [
     ('untraced setitem after traced read', "L = [x]", "r = x * 2\nL[0][0] = 5\ns = x + 0"),
     ('traced read after untraced write', "L = [x]", "L[0] += 1\nr = x * 2"),
     ('list read without update', "L = [x]", "r = x * 2\ns = L[0] + 0"),
+    ('dict value read after traced update', "dd = {'a': x}", "x -= 3\nr = dd['a'] * 1"),
+    ('dict value written after traced read', "dd = {'a': x}", "r = x * 2\ndd['a'][2] = 7\ns = x.sum()"),
+    ('closure read after traced update', "def mk(a):\n    return lambda: a + 0\nget = mk(x)",
+     "x += 1\nr = get()"),
+    ('default arg read same cell', "def f(v, w=x):\n    return v + w", "x *= 3\nr = f(1)\ns = x + 1"),
+    ('held view updated through list', "L = [x]", "L[0][1:] += 1\nr = x * 2"),
+    ('held array view updated', "L = [x]", "x[1:] *= 2\nr = L[0] + 0\ns = x.sum()"),
+    ('view of held read after untraced write', "L = [x]", "v = x[2:]\nr = v * 1\nL[0][3] = 9\ns = v * 1"),
+    ('held list of view', "L = [x[2:]]", "x += 1\nr = L[0] + 0\nL[0][0] = -5\ns = x * 1"),
+    ('held update then traced read', "L = [x]", "x += 1\nL[0][0] = 100\nr = x * 2\nx *= 2\nq = L[0] + 0"),
+    ('held read at a break', "L = [x]", "r = x * 2\nL[0] += 1\nprint(r.sum())\ns = x * 2"),
+    ('held 2d rows swapped', "L = [m]", "m[0], m[1] = m[1].copy(), m[0].copy()\nr = L[0].sum(axis=1)"),
+    ('held update then error', "L = [x]", "x += 1\nr = L[0] + 0\nr = r + m"),
+    ('held update no other read', "L = [x]", "x += 1"),
+    ('held displayed earlier', "L = [x]\nx", "x += 1\nr = L[0] + 0"),
+    ('held by attribute of view', "obj.v = x[::2]", "x *= -1\nr = obj.v + 0"),
 ]
 
 ALL = (_cases(EXCEPTIONS) + _cases(DEFINITIONS) + _cases(CONTROL) + _cases(FPSTATE) + _cases(PROMOTION)
@@ -681,15 +702,6 @@ KNOWN: dict[str, str] = {
     "zip continued":
         "a zip left suspended keeps its last result tuple (traced array items) inside, where the binder "
         "cannot reach it: the cell is refused",
-    **{k: "the user's array, held by a list or an attribute too, is read there by plain NumPy after traced "
-          "code updated it in place (x += 1): fuselab writes the update back only after the run, so the "
-          "read is stale (or, written there, the trace's earlier read sees the later contents)"
-       for k in ("list read after traced update", "attribute read after traced update",
-                 "untraced write after traced read", "untraced setitem after traced read")},
-    "default arg input alias fused":
-        "a default argument (or list item, attribute, closure) holding the user's array is read by plain "
-        "NumPy after the cell updated that array in place by traced code (x += 1): the update is only "
-        "written back after the run, so the read is stale",
 }
 
 

@@ -342,3 +342,104 @@ def test_the_imaginary_part_of_a_real_array_is_read_only_zeros():
     assert not ns["v"].flags.writeable and ns["r"] == 0
     with pytest.raises(Exception, match="read-only"):
         run_cell(ns, "v = m.imag\nv[0, 0] = 1", backend="cpu", quiet=True, time=False)
+
+
+# -- arrays another object holds too (fuselab/trace/held.py) ---------------------------
+
+class _Holder:
+    pass
+
+
+def test_held_elsewhere_not_for_arrays_only_the_namespace_holds():
+    from fuselab.trace.held import held_elsewhere
+    x = np.arange(4.0)
+    assert held_elsewhere({"x": np.arange(3.0)}) == frozenset()   # the namespace only
+    assert held_elsewhere({"x": x}) == frozenset()                 # (and the caller's local)
+    assert held_elsewhere({"x": x, "y": x}) == frozenset()         # two names
+    assert held_elsewhere({"x": x, "v": x[1:], "t": x.T}) == frozenset()   # views in the namespace
+    assert held_elsewhere({"v": x[1:]}) == frozenset()             # a view whose base is no name
+    out = {1: x}
+    assert held_elsewhere({"x": x, "_1": x, "Out": out, "_": x}) == frozenset()   # IPython's history
+
+
+def test_held_elsewhere_for_arrays_other_objects_hold():
+    from fuselab.trace.held import held_elsewhere
+    x = np.arange(4.0)
+    lst = [x]
+    assert id(x) in held_elsewhere({"x": x})
+    del lst
+    obj = _Holder()
+    obj.a = x
+    assert id(x) in held_elsewhere({"x": x})
+    del obj
+
+    def f(v, w=x):
+        return v + w
+    assert id(x) in held_elsewhere({"x": x})
+    del f
+
+    def make(a):
+        return lambda: a
+    get = make(x)
+    assert id(x) in held_elsewhere({"x": x, "get": get})
+    del get
+    d = {"a": x[1:]}   # a view held elsewhere: its base's memory is held
+    held = held_elsewhere({"x": x})
+    assert id(x) in held
+    del d
+    assert held_elsewhere({"x": x}) == frozenset()
+
+
+def test_held_array_cells_without_holders_trace_as_before(monkeypatch):
+    import gc
+
+    def refuse(*a):
+        raise AssertionError("gc.get_referrers called")
+    ns = namespace()
+    monkeypatch.setattr(gc, "get_referrers", refuse)
+    tr = fuselab.trace_cell("x += 1\ny = x * 2", ns)
+    assert tr.binder.ctx.held is None and not tr.graph.breaks
+
+
+def test_held_array_update_written_at_once_and_restored_on_error():
+    x = np.arange(4.0)
+    ns = {"np": np, "x": x, "m": np.ones((2, 3))}
+    ns["L"] = [x]
+    with pytest.raises(TraceError):
+        run_cell(ns, "x += 1\nr = L[0] + 0\nr = r + m", backend="cpu", quiet=True, time=False)
+    np.testing.assert_array_equal(x, np.arange(4.0))   # no variable changed
+    assert "r" not in ns
+    run_cell(ns, "x += 1\nr = L[0] + 0", backend="cpu", quiet=True, time=False)
+    assert ns["x"] is x
+    np.testing.assert_array_equal(x, np.arange(4.0) + 1)
+    np.testing.assert_array_equal(ns["r"], np.arange(4.0) + 1)
+
+
+def test_held_array_untraced_write_after_traced_read():
+    x = np.arange(4.0)
+    ns = {"np": np, "x": x}
+    ns["L"] = [x]
+    run_cell(ns, "r = x * 2\nL[0][0] = 5\ns = x + 0\nL[0] += 1", backend="cpu", quiet=True, time=False)
+    np.testing.assert_array_equal(ns["r"], np.arange(4.0) * 2)
+    np.testing.assert_array_equal(ns["s"], [5, 1, 2, 3])
+    np.testing.assert_array_equal(x, [6, 2, 3, 4])
+
+
+def test_a_fused_cell_leaves_nothing_that_looks_like_another_holder():
+    """The session of a fused cell (kept by the explorer or -o) keeps its inputs for later
+    runs, and the trace's own objects (tracers, memories: reference cycles) outlive it
+    until the garbage collector runs: neither may make the next cell take the array for
+    one another object holds (a graph break at each in-place update)."""
+    from fuselab.cell import execute_cell
+    from fuselab.trace.held import held_elsewhere
+    ns = {"np": np, "x": np.ones(4, np.float32)}
+    first = execute_cell(ns, "y = x * 2", backend="cpu", quiet=True, time=False)
+    assert held_elsewhere(ns) == frozenset()
+    assert first.session.traced.inputs["x"] is ns["x"]        # kept for the session's runs
+    second = execute_cell(ns, "x += 1\nz = x * 3", backend="cpu", quiet=True, time=False).session
+    assert second.graph.breaks == () and list(ns["z"]) == [6.0] * 4
+    # and with another holder, the update is written through at once
+    ns["L"] = [ns["x"]]
+    third = execute_cell(ns, "x += 1\nr = L[0] + 0", backend="cpu", quiet=True, time=False).session
+    assert len(third.graph.breaks) == 1 and list(ns["r"]) == [3.0] * 4
+    assert first.session.execute()["y"].tolist() == [6.0] * 4   # a later run reads the array as it is

@@ -328,6 +328,10 @@ class Binder:
             return self._apply(namespace, bound)
         finally:
             self.release()
+            # obj refers to itself through its closure: a reference cycle that kept this
+            # binder, and the arrays it refers to, alive until the garbage collector ran
+            # (a later cell's trace took them for other holders of the arrays: held.py)
+            obj = bound = None  # noqa: F841
 
     def abandon(self) -> None:
         """The cell failed after tracing: containers that existed before the cell get

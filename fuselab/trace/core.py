@@ -154,6 +154,8 @@ class TraceContext:
         # object, its foreign.Kind): bound back as the user's object, results as its kind
         self.adopted: dict[int, tuple[Any, Any]] = {}
         self.aliases = aliases(self)                 # traced arrays that share memory
+        # the namespace's arrays another object holds too (held.Held), or None
+        self.held: Any = None
 
     # -- where are we in the user's code? ------------------------------------
     def user_frame(self) -> FrameType | None:
@@ -244,10 +246,25 @@ class TraceContext:
         self.input_objects[node] = arr
         # the graph computes in native byte order; the user's object is kept for binding
         self.inputs[name] = arr if arr.dtype == dt else arr.astype(dt)
+        if self.held is not None and self.held.holds(arr):   # (its contents as read are kept: held.py)
+            self.held.read(arr, node)
         return node
 
     def _input_value(self, node: int) -> Any:
         return self.inputs[self.builder.nodes[node].args["name"]]
+
+    def release(self) -> None:
+        """The cell is bound: drop the references to the notebook's arrays. The trace's
+        objects form reference cycles (tracers and their context) that only the garbage
+        collector frees, and until it runs a later cell's trace would take them for other
+        holders of those arrays (held.py: a graph break at each in-place update)."""
+        for t in self._tracer_by_id.values():
+            t._array = None
+        for d in (self.inputs, self.input_objects, self._input_by_id, self._tracer_by_id, self.evaluator.values,
+                  *(v for v in vars(self.aliases).values() if type(v) is dict)):   # (its memories)
+            d.clear()
+        self.__dict__.pop("_realrun_originals", None)
+        self.held = None
 
     def lazy(self, node: int) -> bool:
         """Is node's value a Dask array in plain Dask code (it depends on a Dask input)?"""
@@ -757,6 +774,9 @@ class InputTracer(Tracer):
     def _node(self) -> int:
         if object.__getattribute__(self, "_alias") == "pending":
             self._ctx.aliases.express(self)
+        held = self._ctx.held
+        if held is not None and held.copies and not held.busy:
+            held.before_read(self)   # (changed behind the trace's back: read again)
         cur = object.__getattribute__(self, "_cur")
         if cur is not None:
             return cur
@@ -788,6 +808,36 @@ class InputTracer(Tracer):
             return self._ctx.builder.aval(self._cur)
         arr = self._array
         return Aval(tuple(arr.shape), native(np.dtype(arr.dtype)))
+
+
+_NODE = Tracer.__dict__["_node"]   # the slot, under HeldView's property
+
+
+class HeldView(Tracer):
+    """A view of an array another object holds too (held.py): a read first checks that
+    code the trace does not see did not change that array's memory."""
+
+    __slots__ = ()
+
+    @property  # type: ignore[override]
+    def _node(self) -> int:
+        held = self._ctx.held
+        if held is not None and held.copies and not held.busy:
+            held.before_read(self)
+        return _NODE.__get__(self, Tracer)
+
+    @_node.setter
+    def _node(self, node: int) -> None:
+        _NODE.__set__(self, node)
+
+
+_SET_CLASS = object.__dict__["__class__"].__set__
+
+
+def watch_view(view: Tracer) -> None:
+    """`view` views an array another object holds: its reads are checked (HeldView)."""
+    if type(view) is Tracer:
+        _SET_CLASS(view, HeldView)
 
 
 def handed_out(t: Tracer, v: Any) -> None:
@@ -852,7 +902,7 @@ def stop_tracing(token: contextvars.Token) -> None:
 
 # Python's own messages name the type by this ("'numpy.ndarray' object is not callable"),
 # as they would for the array plain execution has there.
-Tracer.__name__ = InputTracer.__name__ = "numpy.ndarray"
+Tracer.__name__ = InputTracer.__name__ = HeldView.__name__ = "numpy.ndarray"
 
 
 def register_method(name: str, fn: Callable[..., Any]) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 from ..interp import eval_node
 from ..ir import Args, Node
 from ..ops import Aval, OpaqueFn
-from .core import InputTracer, TraceContext, Tracer, handed_out_alive
+from .core import InputTracer, TraceContext, Tracer, handed_out_alive, watch_view
 from .operands import RunForReal
 from .values import plain_values, writeable
 
@@ -39,6 +39,15 @@ def add_view(source: Tracer, view: Tracer) -> None:
     if source._views is None:
         source._views = []
     source._views.append(weakref.ref(view))
+    held = source._ctx.held
+    if held is not None and _held_root(source):
+        watch_view(view)   # (its reads check the memory first: held.py)
+
+
+def _held_root(t: Tracer) -> bool:
+    from .held import _root
+    root = _root(t)
+    return root is not None and root._ctx.held.holds(root._array)
 
 
 def update_in_place(ctx: TraceContext, t: Tracer, node: int, what: str, *, through: Tracer | None = None) -> None:
@@ -73,9 +82,15 @@ def update_in_place(ctx: TraceContext, t: Tracer, node: int, what: str, *, throu
         flags = getattr(t._array, "flags", None)
         if flags is not None and not getattr(flags, "writeable", True):  # CuPy's flags have no writeable
             raise ValueError("assignment destination is read-only")
+    held = ctx.held
+    written = held is not None and isinstance(t, InputTracer) and t._alias is None and held.holds(t._array)
+    if written:   # another object holds the array: written into it now, as NumPy does (held.py)
+        node = held.write(t, node, what)
     t._origin = None  # no longer a copy of anything: its value is its own
     ctx.versions[id(t)] = ctx.versions.get(id(t), 0) + 1
     t._node = node
+    if written:
+        object.__setattr__(t, "_input", node)   # (the array holds it: nothing to write back)
     for view, parent, chain in stale:  # parents come before their own views
         _refresh(ctx, view, parent, chain)
 

@@ -20,6 +20,8 @@ from .aliases import Aliases
 from .bind import Binder, find_holders, plan_bindings, scrub
 from .cellinfo import CellInfo, analyse
 from .core import Refused, TraceContext, Tracer, stop_tracing, traceable, tracing
+from . import held
+from .held import Held, held_elsewhere
 from .modules import tracing_namespace, untraced, with_globals
 from .realrun import restore_originals
 from .warn import CellWarnings, Origin
@@ -44,6 +46,12 @@ class TraceResult:
     # every name bound to an array: the results, and aliases, views and copies of the
     # user's arrays (bound without running anything)
     bound: tuple[str, ...] = ()
+    # what release() keeps of the binder
+    kept_break_values: dict[int, Any] = field(default_factory=dict, repr=False)
+    kept_displays: bool = field(default=False, repr=False)
+
+    def __post_init__(self) -> None:
+        held.own(self)
 
     @property
     def breaks(self):
@@ -52,7 +60,24 @@ class TraceResult:
     @property
     def displays(self) -> bool:
         """The cell's last line is an expression IPython would show (Out[n])."""
-        return bool(self.binder and self.binder.displays)
+        return bool(self.binder.displays) if self.binder is not None else self.kept_displays
+
+    def held_arrays(self) -> list[Any]:
+        """The notebook's arrays this result references once its cell is bound (held.own)."""
+        return [*self.inputs.values(), *self.kept_break_values.values()]
+
+    def release(self) -> None:
+        """The cell is bound: keep what a later run of its session needs (the values taken
+        at graph breaks) and drop the trace's own objects (tracers, the tracing namespace,
+        the aliases' memories). They hold the notebook's arrays, and a later cell's trace
+        would take them for other references the user has (held.py: a graph break at
+        each in-place update of such an array)."""
+        if self.binder is None:
+            return
+        self.kept_break_values = self.break_values()
+        self.kept_displays = self.binder.displays
+        ctx, self.binder, self.tracing_globals = self.binder.ctx, None, None
+        ctx.release()
 
     def bindings_for(self, namespace: dict[str, Any]) -> dict[str, Any]:
         """Plain bindings, with functions the cell defined re-bound to `namespace`."""
@@ -68,7 +93,7 @@ class TraceResult:
         a run that reads these instead of recomputing them computes what follows from
         exactly the values Python branched on."""
         if self.binder is None:
-            return {}
+            return self.kept_break_values
         ctx = self.binder.ctx
         values = ctx.evaluator.values
         return {i: values[t] for i, t in enumerate(self.trace_nodes)
@@ -133,8 +158,12 @@ def trace_cell(source: str, namespace: Mapping[str, Any], keep: Sequence[str] = 
     except SyntaxError as e:
         raise _syntax_error(e) from None
     code = _compile(info, origin)
+    # (before fuselab makes any object that refers to the namespace's arrays)
+    held_ids = held_elsewhere(namespace)
     ctx = TraceContext(source, namespace, origin=origin, fullgraph=fullgraph, truth_uses=info.truth_uses,
                        try_lines=info.try_lines, aliases=Aliases)
+    if held_ids:
+        ctx.held = Held(ctx, held_ids)
     ns = tracing_namespace(ctx, namespace)
     # NumPy's own warnings during the trace go through the notebook's registry, as plain
     ns["__warningregistry__"] = namespace.get("__warningregistry__", {})
@@ -144,6 +173,8 @@ def trace_cell(source: str, namespace: Mapping[str, Any], keep: Sequence[str] = 
     try:
         with ctx.warnings.deferring_plain(ctx.here):
             exec(code, ns)
+        if ctx.held is not None:
+            ctx.held.settle()   # (changed behind the trace's back after its last read)
     except (Refused, Exception) as e:
         error = user_error(e, origin, ctx.lines)
         traceback.clear_frames(e.__traceback__)
