@@ -145,6 +145,7 @@ class TraceContext:
         # steps): their warnings come from NumPy's file, whose line Python's registry shows once
         self.internal: set[int] = set()
         self._seq = 0
+        self.shared_asks = 0   # operations that gave an existing node (asked_again)
         self.versions: dict[int, int] = {}           # id(tracer) -> in-place updates so far
         self.warnings = CellWarnings(origin, namespace)
         self.evaluator = Evaluator(self.builder.nodes, self._input_value, self._fp_error, self.lazy)
@@ -316,6 +317,7 @@ class TraceContext:
     def asked_again(self, node: int) -> None:
         """An operation traced at the current line gave `node` again (the builder shares
         identical nodes): a place of its own for the node's warnings."""
+        self.shared_asks += 1   # (held._here: a loop's shared node is a new point of the program)
         if self.builder.nodes[node].op in ("input", "const"):
             return   # nothing to warn about; constants are shared often (no frame walk for them)
         custom = self._errstate()

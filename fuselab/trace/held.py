@@ -174,13 +174,30 @@ def held_elsewhere(namespace: Mapping[str, Any]) -> frozenset[int]:
 # During the trace
 # ---------------------------------------------------------------------------
 
-def _here(ctx: TraceContext) -> tuple[int, int, int]:
-    """Where the program is: nodes traced so far, and the innermost frame outside
-    fuselab (its position changes whenever any Python code runs there)."""
+def foreign_operand(ctx: TraceContext, arr: Any) -> None:
+    """A plain NumPy array the cell computes with that is none of the namespace's (the
+    cell reached it through `dd['w']`, `obj.w`, a call's result): something else holds
+    it by definition, and the cell may write it untraced after the trace read it
+    (`r = dd['w'] * x; dd['w'][:] = 5`: the deferred kernels would read the 5s). It is
+    judged held from its first traced read on: its contents as read are kept."""
+    if not _array(arr) or id(arr) in ctx._tracer_by_id or id(arr) in ctx._names_by_id:
+        return
+    if ctx.held is None:
+        ctx.held = Held(ctx, frozenset())
+    ctx.held.ids = ctx.held.ids | {id(arr)}
+
+
+def _here(ctx: TraceContext) -> tuple[int, int, int, int]:
+    """Where the program is: nodes traced so far, operations that gave an existing node,
+    and the innermost frame outside fuselab (its position changes whenever any Python
+    code runs there). The shared operations count because a loop's second pass may
+    trace nothing new (the builder shares `x.sum()` with the first pass's) while it
+    stands at the same instruction: `if i == 2: L[0][0] = 1` between the two reads
+    would go unseen."""
     f = sys._getframe(2)
     while f is not None and f.f_code.co_filename.startswith(_PACKAGE + os.sep):
         f = f.f_back
-    return (len(ctx.builder.nodes), id(f), f.f_lasti if f is not None else -1)
+    return (len(ctx.builder.nodes), ctx.shared_asks, id(f), f.f_lasti if f is not None else -1)
 
 
 def _same_bytes(a: Any, b: Any) -> bool:
@@ -226,7 +243,7 @@ class Held:
             if root is not None and object.__getattribute__(root, "_alias") is None:
                 self._check(root, here)
 
-    def _check(self, root: InputTracer, here: tuple[int, int, int]) -> None:
+    def _check(self, root: InputTracer, here: tuple[int, int, int, int]) -> None:
         c = self.copies[id(root._array)]
         if c[2] == here:
             return

@@ -138,6 +138,14 @@ def set_shape(ctx: TraceContext, x: Tracer, shape: Any) -> None:
     node = b.reshape(x._node, new, ctx.loc())
     ctx.versions[id(x)] = ctx.versions.get(id(x), 0) + 1
     if isinstance(x, InputTracer):
+        held = ctx.held
+        if held is not None and x._alias is None and held.holds(x._array):
+            # another object holds the array (`L = [m]`): NumPy's object takes the shape
+            # now, and `L[0].shape` says so (held.write gives it the shape, re-reads it)
+            node = held.write(x, node, "setting `.shape`")
+            x._node = node
+            object.__setattr__(x, "_input", node)
+            return
         new_shapes(ctx)[id(x._array)] = (x._array, new)
         x._node = node   # (an update: the object is written back, in its new shape)
         return
