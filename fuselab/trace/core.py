@@ -157,6 +157,8 @@ class TraceContext:
         self.aliases = aliases(self)                 # traced arrays that share memory
         # the namespace's arrays another object holds too (held.Held), or None
         self.held: Any = None
+        # held.foreign_operand for this trace (set by run.py; operands.operand calls it)
+        self.foreign_operand: Callable[[Any], None] | None = None
 
     # -- where are we in the user's code? ------------------------------------
     def user_frame(self) -> FrameType | None:
@@ -834,6 +836,18 @@ class HeldView(Tracer):
 
 
 _SET_CLASS = object.__dict__["__class__"].__set__
+
+
+def view_root(t: Tracer) -> "InputTracer | None":
+    """The input tracer whose array `t` is, or views (following its view origins)."""
+    for _ in range(64):
+        if isinstance(t, InputTracer) and object.__getattribute__(t, "_alias") is None:
+            return t
+        o = origin_of(t)
+        if o is None or o[0] != "view":
+            return None
+        t = o[1]
+    return None
 
 
 def watch_view(view: Tracer) -> None:

@@ -35,7 +35,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from . import core
-from .core import InputTracer, TraceContext, Tracer, is_cupy_array, native, origin_of
+from .core import InputTracer, TraceContext, Tracer, is_cupy_array, native, view_root
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _OPTIMIZED = inspect.CO_OPTIMIZED
@@ -228,7 +228,7 @@ class Held:
     def before_read(self, t: Tracer) -> None:
         """A traced read of `t`, a held array or a view of one: if code the trace does not
         see changed the array since it was read, the trace reads it again."""
-        root = _root(t)
+        root = view_root(t)
         if root is not None and id(root._array) in self.copies:
             self._check(root, _here(self.ctx))
 
@@ -325,13 +325,3 @@ class Held:
         return ctx.input_for(arr, t._name)
 
 
-def _root(t: Tracer) -> InputTracer | None:
-    """The input tracer whose array `t` is, or views (following its view origins)."""
-    for _ in range(64):
-        if isinstance(t, InputTracer) and object.__getattribute__(t, "_alias") is None:
-            return t
-        o = origin_of(t)
-        if o is None or o[0] != "view":
-            return None
-        t = o[1]
-    return None

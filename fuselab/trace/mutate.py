@@ -15,7 +15,7 @@ import numpy as np
 from ..interp import eval_node
 from ..ir import Args, Node
 from ..ops import Aval, OpaqueFn
-from .core import InputTracer, TraceContext, Tracer, handed_out_alive, watch_view
+from .core import InputTracer, TraceContext, Tracer, handed_out_alive, view_root, watch_view
 from .operands import RunForReal
 from .values import plain_values, writeable
 
@@ -45,8 +45,7 @@ def add_view(source: Tracer, view: Tracer) -> None:
 
 
 def _held_root(t: Tracer) -> bool:
-    from .held import _root
-    root = _root(t)
+    root = view_root(t)
     return root is not None and root._ctx.held.holds(root._array)
 
 

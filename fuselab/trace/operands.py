@@ -77,8 +77,8 @@ def operand(ctx: TraceContext, x: Any) -> int | Weak:
         raise RunForReal(x)
     if is_array(x):
         if traceable(x) and not (ctx.uses_cupy and not isinstance(x, ctx.array_type)):
-            from .held import foreign_operand
-            foreign_operand(ctx, x)   # (an array the cell got from a dict, a list, a call: held.py)
+            if ctx.foreign_operand is not None:
+                ctx.foreign_operand(x)   # (an array the cell got from a dict, a list, a call: held.py)
             return ctx.tracer_for(x)._node
         raise RunForReal(x)   # (a NumPy array meeting CuPy's: CuPy decides, as plain execution)
     if type(x) in (list, tuple):

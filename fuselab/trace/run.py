@@ -9,6 +9,7 @@ import inspect
 import linecache
 import traceback
 from dataclasses import dataclass, field
+from functools import partial
 from types import CodeType, FunctionType
 from typing import Any, Callable, Mapping, Sequence
 
@@ -164,6 +165,7 @@ def trace_cell(source: str, namespace: Mapping[str, Any], keep: Sequence[str] = 
                        try_lines=info.try_lines, aliases=Aliases)
     if held_ids:
         ctx.held = Held(ctx, held_ids)
+    ctx.foreign_operand = partial(held.foreign_operand, ctx)
     ns = tracing_namespace(ctx, namespace)
     # NumPy's own warnings during the trace go through the notebook's registry, as plain
     ns["__warningregistry__"] = namespace.get("__warningregistry__", {})
