@@ -390,3 +390,10 @@ def assert_as_plain(harness: "Harness", case: Case, setup: str, fuse_line: str =
     fused = harness.run(case, fuse=True, setup=setup, fuse_line=fuse_line)
     diffs = differences(case, plain, fused, reduction_rtol)
     assert not diffs, f"\n--- cell ---\n{case.cell}\n--- differences ---\n" + "\n".join(diffs)
+
+
+def params(cases, known: dict[str, str]) -> list:
+    """pytest params of `cases` by name, those in `known` strict xfails with its reason."""
+    import pytest
+    return [pytest.param(c, id=c.name, marks=pytest.mark.xfail(strict=True, reason=known[c.name]))
+            if c.name in known else pytest.param(c, id=c.name) for c in cases]

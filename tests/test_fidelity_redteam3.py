@@ -32,7 +32,7 @@ import pytest
 
 pytest.importorskip("IPython")
 
-from fidelity import Case, assert_as_plain  # noqa: E402
+from fidelity import Case, assert_as_plain, params  # noqa: E402
 from fidelity_corpus import SETUP  # noqa: E402
 from test_fidelity_realrun import LayoutHarness  # noqa: E402
 
@@ -705,11 +705,6 @@ KNOWN: dict[str, str] = {
 }
 
 
-def _marked(cases):
-    return [pytest.param(c, id=c.name, marks=pytest.mark.xfail(strict=True, reason=KNOWN[c.name]))
-            if c.name in KNOWN else pytest.param(c, id=c.name) for c in cases]
-
-
-@pytest.mark.parametrize("case", _marked(ALL))
+@pytest.mark.parametrize("case", params(ALL, KNOWN))
 def test_cell_as_plain_execution(harness, case):
     assert_as_plain(harness, case, SETUP)

@@ -105,10 +105,10 @@ def _source_literal(src: str) -> str:
     return repr(src)
 
 
-def break_lines(g: Graph) -> list[str]:
-    """Each graph break of the cell in a line: what Python read, and where."""
-    return [f"line {b.loc.line}: {b.loc.text.strip()} ({b.reason})" if b.loc is not None else b.reason
-            for b in g.breaks]
+def break_lines(g: Graph, reasons: bool = True) -> list[str]:
+    """Each graph break of the cell in a line: where, and (`reasons`) what Python read."""
+    return [f"line {b.loc.line}: {b.loc.text.strip()}" + (f" ({b.reason})" if reasons else "")
+            if b.loc is not None else b.reason for b in g.breaks]
 
 
 def export_python(session: Any, allow_breaks: bool = False) -> str:
@@ -127,8 +127,7 @@ def export_python(session: Any, allow_breaks: bool = False) -> str:
     if breaks and not allow_breaks:
         # Python's decisions and the values it read at a break are baked into the trace:
         # a file run on other inputs would silently follow the traced data's path.
-        where = "; ".join(f"line {b.loc.line}: {b.loc.text.strip()}" if b.loc is not None else b.reason
-                          for b in g.breaks)
+        where = "; ".join(break_lines(g, reasons=False))
         raise ExportError(f"the cell has graph breaks ({where}): Python read values of the traced data there and "
                           "went on with them, so those values and the branches taken are compiled into the "
                           "kernels and the file would give wrong results for other inputs. To export, compute "

@@ -415,7 +415,11 @@ class TraceContext:
         if expr.startswith("print(") and expr.endswith(")"):  # the printed value, not the call
             expr, use = expr[len("print("):-1], use or "print"
         what = f"`{expr}`" if expr else "a traced array"
-        reason = f"Python needs the value of {what} here ({use or why})"
+        return self.break_for(node, f"Python needs the value of {what} here ({use or why})", hint)
+
+    def break_for(self, node: int, reason: str, hint: str = "") -> Any:
+        """A graph break at `node` for `reason` (or a refusal, with --fullgraph): its value,
+        computed now as NumPy would, and what ran so far warns now."""
         self.graph_break(node, reason, hint)
         value = self.evaluator.value(node)
         self._taken_by_python(node)

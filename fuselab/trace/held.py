@@ -303,12 +303,8 @@ class Held:
         reason = (f"{what} changes an array that another object (a list, an attribute, a default "
                   "argument...) holds too: NumPy's array changes here, so the new value is computed "
                   "and written into it")
-        ctx.graph_break(node, reason, "copy the array first (x = x.copy()) if the other reference "
-                        "need not see the update, or drop --fullgraph")
-        value = ctx.evaluator.value(node)
-        ctx._taken_by_python(node)
-        ctx._compute_small()
-        ctx.warnings.flush()
+        value = ctx.break_for(node, reason, "copy the array first (x = x.copy()) if the other reference "
+                              "need not see the update, or drop --fullgraph")
         _originals(ctx).setdefault(id(arr), (arr, arr.copy()))
         if id(arr) in self.copies:
             self._keep_as_read(arr)

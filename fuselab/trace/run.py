@@ -22,7 +22,6 @@ from .bind import Binder, find_holders, plan_bindings, scrub
 from .cellinfo import CellInfo, analyse
 from .core import Refused, TraceContext, Tracer, stop_tracing, traceable, tracing
 from . import held
-from .held import Held, held_elsewhere
 from .modules import tracing_namespace, untraced, with_globals
 from .realrun import restore_originals
 from .warn import CellWarnings, Origin
@@ -160,11 +159,11 @@ def trace_cell(source: str, namespace: Mapping[str, Any], keep: Sequence[str] = 
         raise _syntax_error(e) from None
     code = _compile(info, origin)
     # (before fuselab makes any object that refers to the namespace's arrays)
-    held_ids = held_elsewhere(namespace)
+    held_ids = held.held_elsewhere(namespace)
     ctx = TraceContext(source, namespace, origin=origin, fullgraph=fullgraph, truth_uses=info.truth_uses,
                        try_lines=info.try_lines, aliases=Aliases)
     if held_ids:
-        ctx.held = Held(ctx, held_ids)
+        ctx.held = held.Held(ctx, held_ids)
     ctx.foreign_operand = partial(held.foreign_operand, ctx)
     ns = tracing_namespace(ctx, namespace)
     # NumPy's own warnings during the trace go through the notebook's registry, as plain
