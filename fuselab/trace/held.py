@@ -42,8 +42,10 @@ _OPTIMIZED = inspect.CO_OPTIMIZED
 
 
 def _array(v: Any) -> bool:
-    """A NumPy array this applies to. (CuPy's are left as they were: not decided here.)"""
-    return type(v) is np.ndarray and not core.is_cupy_array(v)
+    """A NumPy or CuPy array this applies to (the exact classes: a subclass's machinery
+    may hold references of its own, which would count as another holder)."""
+    t = type(v)
+    return t is np.ndarray or (t.__name__ == "ndarray" and core.is_cupy_array(v))
 
 
 # ---------------------------------------------------------------------------
@@ -175,7 +177,7 @@ def held_elsewhere(namespace: Mapping[str, Any]) -> frozenset[int]:
 # ---------------------------------------------------------------------------
 
 def foreign_operand(ctx: TraceContext, arr: Any) -> None:
-    """A plain NumPy array the cell computes with that is none of the namespace's (the
+    """A plain NumPy (or CuPy) array the cell computes with that is none of the namespace's (the
     cell reached it through `dd['w']`, `obj.w`, a call's result): something else holds
     it by definition, and the cell may write it untraced after the trace read it
     (`r = dd['w'] * x; dd['w'][:] = 5`: the deferred kernels would read the 5s). It is
@@ -316,6 +318,8 @@ class Held:
                                  "gave it a shape its memory cannot take in place", "copy it first "
                                  "(x = x.copy()), or run this cell without %%fuse") from None
             ctx.__dict__.setdefault("_new_shapes", {})[id(arr)] = (arr, tuple(value.shape))
+        if is_cupy_array(arr) and isinstance(value, np.ndarray):   # (a value NumPy computed: a host scalar)
+            value = sys.modules["cupy"].asarray(value)
         arr[...] = value
         ctx._input_by_id.pop(id(arr), None)
         return ctx.input_for(arr, t._name)
