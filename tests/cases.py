@@ -115,11 +115,14 @@ def transposed_reduction_cases(seed=12) -> list[Case]:
 
 # (input shape, transpose, a slice of the view or None): the transpose path's tiles,
 # whole and cut at the edges (sizes no multiple of 32), of 2-, 3- and 4-D arrays; narrow
-# tiles (8 x 128, 16 x 64) where the input's contiguous axis is short
+# tiles (8 x 128, 16 x 64) where the input's contiguous axis is short, and (64 x 16,
+# 256 x 4) where the output's last axis is
 TRANSPOSED_POINTWISE = [((70, 45), (1, 0), None), ((33, 100), (1, 0), ((1, 0), (1, 1), (99, 33))),
                         ((5, 40, 37), (0, 2, 1), None), ((40, 9, 37), (2, 1, 0), None),
                         ((3, 36, 4, 33), (0, 3, 2, 1), None), ((300, 8), (1, 0), None),
-                        ((150, 13), (1, 0), None), ((4, 140, 11), (0, 2, 1), None)]
+                        ((150, 13), (1, 0), None), ((4, 140, 11), (0, 2, 1), None),
+                        ((14, 300), (1, 0), None), ((3, 530), (1, 0), None), ((5, 9, 70), (0, 2, 1), None),
+                        ((14, 100), (1, 0), ((3, 1), (1, 1), (94, 13)))]
 
 
 def transposed_pointwise_cases(seed=13) -> list[Case]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import types
 import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -50,16 +51,17 @@ def fake(monkeypatch):
             warnings.warn("All-NaN slice encountered", RuntimeWarning)
         return res
     cp.nanmax = nanmax
-    marked: list[np.ndarray] = []
+    # (weak: a list holding the arrays would be another holder of them, trace/held.py)
+    marked: list[weakref.ref] = []
     monkeypatch.setitem(sys.modules, "cupy", cp)
-    monkeypatch.setattr(core, "is_cupy_array", lambda a: any(a is m for m in marked))
+    monkeypatch.setattr(core, "is_cupy_array", lambda a: any(a is m() for m in marked))
     cp.marked = marked
     return cp
 
 
 def _ns(cp, **arrays):
     ns = {"np": cp, **arrays}
-    cp.marked.extend(arrays.values())
+    cp.marked.extend(weakref.ref(a) for a in arrays.values())
     return ns
 
 

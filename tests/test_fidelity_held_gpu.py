@@ -15,6 +15,8 @@ from test_fidelity_held import ALL  # noqa: E402
 
 # (cells whose plain CuPy run differs from NumPy's in a way no trace can follow: none yet)
 KNOWN: dict[str, str] = {}
+# set-ups CuPy cannot run (it has no matrix class)
+CUPY_CELLS = [c for c in ALL if "asmatrix" not in c.setup]
 
 
 @pytest.fixture(scope="module")
@@ -23,11 +25,11 @@ def harness():
 
 
 def test_the_cells_are_the_held_ones():
-    assert len(ALL) >= 250 and all(c.cell for c in ALL)
+    assert len(CUPY_CELLS) >= 250 and len(ALL) - len(CUPY_CELLS) <= 2
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("case", params(ALL, KNOWN))
+@pytest.mark.parametrize("case", params(CUPY_CELLS, KNOWN))
 def test_held_cupy_array_cell_as_plain_cupy(harness, case):
     from fuselab.runtime.verify import RTOL
     assert_as_plain(harness, case, CUPY_SETUP, FUSE_LINE.replace(" --backend cpu", ""), RTOL)
@@ -49,7 +51,7 @@ def test_cupy_arrays_only_the_namespace_holds_are_not_held():
     ns = {"cp": cp, "x": cp.arange(4.0), "m": cp.ones((2, 4)), "v": None}
     ns["v"] = ns["m"][0]
     assert held_elsewhere(ns) == frozenset()
-    first = execute_cell(ns, "y = x * 2\nm[1] = y", quiet=True, time=False)
+    first = execute_cell(ns, "y = x * 2\nm[1] = y", keep=("y",), quiet=True, time=False)
     ns["sess"] = first.session
     second = fuselab.trace_cell("y += 1\nx += 1\nm *= 2\nz = y * x", ns)
     assert second.graph.breaks == () and second.binder.ctx.held is None

@@ -10,7 +10,7 @@ import numpy as np
 from ..ops import UFUNC_OPS, Aval, ShapeError
 # their handlers register themselves when imported
 from . import elementwise as _where_clip_round, opaque as _opaque_rules, reductions as _reductions  # noqa: F401
-from .core import InputTracer, TraceContext, Tracer, register_method, traceable
+from .core import InputTracer, TraceContext, Tracer, is_cupy_array, register_method, traceable
 from .creation import astype, copy_of
 from .mutate import PART_VIEWS, update_for_real, update_in_place
 from .operands import RunForReal, copy_as, node_of, wrap
@@ -437,6 +437,11 @@ class _CupyConversion:
         return get
 
 
+# CuPy's comparison ufuncs, which ndarray.__richcmp__ calls through C functions typed to
+# return a cupy.ndarray
+_CUPY_TYPED_COMPARISONS = frozenset({"less", "less_equal", "equal", "not_equal", "greater", "greater_equal"})
+
+
 class _CupyUfuncOverride:
     """`__cupy_override_elementwise_kernel__`, in a CuPy cell only: a CuPy ufunc given a
     tracer hands the call to it (cupy/_core/_kernel.pyx, ufunc.__call__), and the call is
@@ -453,7 +458,15 @@ class _CupyUfuncOverride:
         def override(ufunc: Any, *args: Any, **kwargs: Any) -> Any:
             name = str(getattr(ufunc, "__name__", "") or getattr(ufunc, "name", ""))
             name = name[len("cupy_"):] if name.startswith("cupy_") else name
-            return dispatch_ufunc(obj._ctx, ufunc, "__call__", args, kwargs, name)
+            out = dispatch_ufunc(obj._ctx, ufunc, "__call__", args, kwargs, name)
+            if name in _CUPY_TYPED_COMPARISONS and args and not isinstance(args[0], Tracer) and \
+                    is_cupy_array(args[0]) and isinstance(out, Tracer):
+                # `cupy_array == x` (an array reached through a list, an attribute...):
+                # cupy.ndarray.__richcmp__ takes the tracer for a cupy.ndarray and returns
+                # the ufunc's result through a C function typed to return one, which a
+                # tracer is not (TypeError): its value, computed now (a graph break)
+                return out._value(f"a comparison ({name}) of a CuPy array with a traced one")
+            return out
         return override
 
 

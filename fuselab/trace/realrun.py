@@ -78,8 +78,11 @@ def restore_originals(ctx: TraceContext) -> None:
     """The cell failed: the user's arrays that real runs (or the user's writes into the
     views they returned) may have changed get their contents back ("no variable changed")."""
     for arr, before in _originals(ctx).values():
-        if arr.shape != before.shape:   # (`a.resize(...)` ran for real on it)
-            arr.resize(before.shape, refcheck=False)
+        if arr.shape != before.shape:   # (`a.resize(...)` ran for real on it, or `a.shape = ...`)
+            if isinstance(arr, np.ndarray):
+                arr.resize(before.shape, refcheck=False)
+            else:   # (a CuPy array has no resize: only `.shape = ...` of a contiguous one reaches here)
+                arr.shape = before.shape
         arr[...] = before
     for arr, flag in ctx.__dict__.get("_flag_originals", {}).values():   # (`x.flags.writeable = False`)
         arr.flags.writeable = flag

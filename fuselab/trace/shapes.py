@@ -12,7 +12,7 @@ import numpy as np
 from ..codegen.index import strides as c_strides
 from ..ops import Args, Aval, OpaqueFn, ShapeError, broadcast_shapes, normalize_axes
 from ..ir import Node
-from .core import InputTracer, TraceContext, Tracer, is_array, mentions_tracer
+from .core import InputTracer, TraceContext, Tracer, is_array, is_cupy_array, mentions_tracer
 from .layout import Layout, k_order, strides_in, strides_order, value_layout
 from .mutate import PART_VIEWS, add_view, is_part_view, update_in_place
 from .opaque import Slot, data_dependent, fill
@@ -126,7 +126,7 @@ def set_shape(ctx: TraceContext, x: Tracer, shape: Any) -> None:
     if isinstance(x, InputTracer):
         arr = x._array
         m = ctx.aliases._of.get(id(arr))
-        ok = type(arr) is np.ndarray and arr.flags.c_contiguous and x._alias is None and \
+        ok = (type(arr) is np.ndarray or is_cupy_array(arr)) and arr.flags.c_contiguous and x._alias is None and \
             (m is None or not m.shared)
     else:
         ok = not x._temp_view and layout is not None and c_order
