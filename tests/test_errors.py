@@ -38,6 +38,13 @@ def test_explore_of_a_function_that_returns_no_array():
     assert "returned float" in _clean(e.value)
 
 
+def test_explore_of_a_list_says_lists_are_not_traced():
+    with pytest.raises(FuselabError) as e:
+        fuselab.explore(lambda x: np.exp(x), [1.0, 2.0], quiet=True, time=False, backend="cpu")
+    text = _clean(e.value)
+    assert "returned ndarray" in text and "x are Python lists or tuples" in text and "np.asarray" in text
+
+
 def test_explore_runs_and_gives_numpys_results():
     s = fuselab.explore(lambda a, b: (np.tanh(a) * b, a.sum()), np.ones(4), np.arange(4.0), quiet=True,
                         time=False, backend="cpu")

@@ -232,9 +232,13 @@ def trace_function(fn: Callable[..., Any], *arrays: Any, names: Sequence[str] | 
         stop_tracing(token)
     outs = result if isinstance(result, (tuple, list)) else (result,)
     if not outs or not all(isinstance(o, Tracer) for o in outs):
+        untraced = [n for n, a in zip(names, arrays) if isinstance(a, (list, tuple))]
+        why = (f"; its argument(s) {', '.join(untraced)} are Python lists or tuples, which fuselab "
+               "does not trace (only NumPy/CuPy arrays are)") if untraced else ""
         raise TraceError(f"{getattr(fn, '__name__', 'the function')} returned {type(result).__name__}, "
-                         "not arrays computed from its arguments", None,
-                         "return the array (or a tuple of arrays) to fuse and run")
+                         f"not arrays computed from its arguments{why}", None,
+                         "pass arrays (np.asarray(...)) and return the array (or a tuple of arrays) to fuse and run"
+                         if untraced else "return the array (or a tuple of arrays) to fuse and run")
     out_names = ["out"] if not isinstance(result, (tuple, list)) else [f"out{i}" for i in range(len(outs))]
     ns = dict(zip(out_names, outs))
     return _result(ctx, analyse(""), namespace, {}, ns, tuple(out_names))
