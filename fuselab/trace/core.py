@@ -581,6 +581,8 @@ class Tracer:
         return self._ctx.array_type
 
     def __len__(self) -> int:
+        if self._scalar:   # a NumPy scalar's own error, not a 0-d array's
+            raise TypeError(f"object of type '{_type_name(self)}' has no len()")
         if not self.aval.shape:
             raise TypeError("len() of unsized object")
         return self.aval.shape[0]
@@ -641,6 +643,8 @@ class Tracer:
         return self._value(".tolist()").tolist()
 
     def __iter__(self):
+        if self._scalar:
+            raise TypeError(f"'{_type_name(self)}' object is not iterable")
         if not self.aval.shape:
             raise TypeError("iteration over a 0-d array")
         n = self.aval.shape[0]

@@ -3,6 +3,7 @@ is x itself, `x.copy()` / `np.array(x)` / `x.astype(x.dtype)` are new arrays, `n
 a generator node the planner can fuse."""
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,20 @@ from .shapes import broadcast_to, layout_of
 
 
 def _shape_arg(shape: Any) -> tuple[int, ...]:
-    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    try:   # (NumPy takes integers only: np.zeros('3'), np.ones(2.5) are its TypeErrors)
+        dims = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else \
+            tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise RunForReal(shape) from None
+    if any(d < 0 for d in dims):
+        raise RunForReal(shape)   # NumPy's "negative dimensions are not allowed", at the user's line
+    return dims
+
+
+def _order_arg(order: Any) -> None:
+    """np.zeros / ones / empty / full take order 'C' or 'F' (None: 'C'); else NumPy's error."""
+    if order not in (None, "C", "F", "c", "f"):
+        raise RunForReal(order)
 
 
 def _dtype(dtype: Any, default: Any) -> np.dtype:
@@ -28,6 +42,7 @@ def _dtype(dtype: Any, default: Any) -> np.dtype:
 
 def _filled(value: int):
     def h(ctx, shape, dtype=float, order="C", *, like=None, device=None):
+        _order_arg(order)
         return wrap(ctx, ctx.builder.full(_shape_arg(shape), value, _dtype(dtype, float), ctx.loc()))
     return h
 
@@ -39,6 +54,7 @@ handles("ones")(_filled(1))
 
 @handles("full")
 def full(ctx, shape, fill_value, dtype=None, order="C", *, like=None, device=None):
+    _order_arg(order)
     if isinstance(fill_value, Tracer) or is_array(fill_value):
         v = astype(ctx, fill_value, dtype) if dtype is not None else fill_value
         return copy_of(ctx, broadcast_to(ctx, v, _shape_arg(shape)), "C")
@@ -107,6 +123,7 @@ def copy_of(ctx: TraceContext, x: Any, order: str = "K") -> Tracer:
     """A new array with x's values: bound as a real copy of whatever x is bound to
     (so byte order, layout and memory stay NumPy's), or as the run's value, laid out
     as NumPy's copy in that order is."""
+    order = checked_order(order)
     if isinstance(x, Tracer):
         t = copy_as(ctx, x, x._node, lambda a: a.copy(order=order), x._scalar)
     else:
@@ -114,9 +131,20 @@ def copy_of(ctx: TraceContext, x: Any, order: str = "K") -> Tracer:
     return ordered_as(ctx, t, x, order)
 
 
+def checked_order(order: Any) -> Any:
+    """An `order=` argument as NumPy reads it (any case; None as given), or NumPy's error
+    at the user's line (not when the plan binds the copy)."""
+    if isinstance(order, str) and order.upper() in ("C", "F", "A", "K"):
+        return order.upper()
+    if order is None:
+        return order
+    raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+
+
 def ordered_as(ctx: TraceContext, t: Any, x: Any, order: str | None) -> Any:
     """`t`, a new array made from x's values, laid out as NumPy lays out a copy of x in
     `order` (np.copy, astype, *_like: 'K' by default, x's own order of axes)."""
+    order = checked_order(order)
     if isinstance(t, Tracer) and not t._scalar and t.ndim > 1 and order is not None:
         t._order = copy_order(t.ndim, layout_of(ctx, x) if t.shape == getattr(x, "shape", None) else None, order)
     return t
@@ -168,6 +196,7 @@ def array(ctx, obj, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, l
 
 @handles("asarray", "asanyarray")
 def asarray(ctx, a, dtype=None, order=None, *, copy=None, device=None, like=None):
+    order = checked_order(order)
     if not isinstance(a, Tracer):
         raise RunForReal(a)
     if not copy and (order in ("C", "F") or (copy is False and dtype is not None and np.dtype(dtype) != a.dtype)):

@@ -4,6 +4,7 @@ its three operands; Python integers outside an integer dtype dropped as NumPy dr
 `round` (numpy's PyArray_Round: multiply, rint, divide; integers round via float64)."""
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -91,7 +92,7 @@ def _round(ctx: TraceContext, x: Any, decimals: int, out: Any):
     b, loc = ctx.builder, ctx.loc()
     n = node_of(ctx, x)
     dt = b.aval(n).dtype
-    decimals = int(decimals)
+    decimals = operator.index(decimals)   # (x.round(1.5): NumPy's TypeError)
     if dt.kind == "c" or (dt.kind == "b" and decimals != 0):
         raise RunForReal(x)  # complex: the library; bool: NumPy's casting error
     if ctx.uses_cupy and dt == np.float16 and decimals != 0:

@@ -2,6 +2,7 @@
 `core.Tracer` from here (the core never imports this layer)."""
 from __future__ import annotations
 
+import dis
 import operator
 from typing import Any, Callable
 
@@ -11,7 +12,7 @@ from ..ops import UFUNC_OPS, Aval, ShapeError
 # their handlers register themselves when imported
 from . import elementwise as _where_clip_round, opaque as _opaque_rules, reductions as _reductions  # noqa: F401
 from .core import InputTracer, TraceContext, Tracer, is_cupy_array, register_method, traceable
-from .creation import astype, copy_of
+from .creation import astype, checked_order, copy_of
 from .mutate import PART_VIEWS, update_for_real, update_in_place
 from .operands import RunForReal, copy_as, node_of, wrap
 from .realrun import run_for_real
@@ -155,7 +156,9 @@ def _view(self: Tracer, *args: Any, **kwargs: Any) -> Any:
 
 
 def _flatten(self: Tracer, order: str = "C") -> Any:
-    t = call_function(self._ctx, "reshape", np.reshape, (self, -1), {})
+    # (the values in the order asked: `m.flatten('F')` is column by column)
+    order = checked_order(order)
+    t = call_function(self._ctx, "ravel", np.ravel, (self,), {"order": order})
     if not isinstance(t, Tracer):
         return t
     return copy_as(self._ctx, self, t._node, lambda a: a.flatten(order))
@@ -243,6 +246,9 @@ def _sort(self: Tracer, axis: int = -1, kind: Any = None, order: Any = None, *, 
     """a.sort() sorts in place: the tracer takes the sorted values."""
     # only what the user gave: cupy.sort takes neither order nor stable
     given = {k: v for k, v in (("kind", kind), ("order", order), ("stable", stable)) if v is not None}
+    if axis is None:   # (np.sort's flattening, not a.sort's: NumPy's TypeError for the in-place sort)
+        update_for_real(self._ctx, self, "a.sort()", lambda arr: arr.sort(axis, **given))
+        return
     new = call_function(self._ctx, "sort", np.sort, (self, axis), given)
     if not isinstance(new, Tracer):
         raise RunForReal(new)
@@ -252,9 +258,15 @@ def _sort(self: Tracer, axis: int = -1, kind: Any = None, order: Any = None, *, 
 def _fill(self: Tracer, value: Any) -> None:
     ctx = self._ctx
     b, loc = ctx.builder, ctx.loc()
-    if ctx.builder.aval(node_of(ctx, value)).shape:
-        raise ValueError("Input object to FillWithScalar is not a scalar")
-    v = value_into(ctx, value, self.aval.dtype, "fill")   # NumPy's conversion errors (np.nan into ints)
+    try:
+        shape = ctx.builder.aval(node_of(ctx, value)).shape
+        if shape:   # NumPy's own error, in its words ("setting an array element with a sequence.")
+            np.zeros(1, self.aval.dtype).fill(np.zeros(shape, self.aval.dtype))
+            raise ValueError("Input object to FillWithScalar is not a scalar")
+        v = value_into(ctx, value, self.aval.dtype, "fill")   # NumPy's conversion errors (np.nan into ints)
+    except RunForReal:   # (a value fuselab does not take, x.fill('a'): NumPy fills, or raises its error)
+        update_for_real(ctx, self, "a.fill()", lambda arr: arr.fill(plain_values(ctx, value)))
+        return
     node = b.broadcast_to(v, self.shape, loc)
     update_in_place(ctx, self, node, "a.fill()")
 
@@ -293,8 +305,7 @@ def _install() -> None:
     register_method("__matmul__", lambda self, o: call_function(self._ctx, "matmul", np.matmul, (self, o), {}))
     register_method("__rmatmul__", lambda self, o: call_function(self._ctx, "matmul", np.matmul, (o, self), {}))
     register_method("__imatmul__", _imatmul)
-    register_method("__getitem__", lambda self, key: _guard(self, lambda: getitem(self._ctx, self, key),
-                                                            lambda a: a[plain_values(self._ctx, key)]))
+    register_method("__getitem__", _getitem)
     register_method("__setitem__", lambda self, key, value: _setitem(self, key, value))
     register_method("__delitem__", _delitem)
     register_method("__copy__", lambda self: copy_of(self._ctx, self, "K"))
@@ -335,6 +346,15 @@ def _guard(self: Tracer, traced: Any, real: Any) -> Any:
         return run_for_real(self._ctx, "indexing", real, (self,), {})
 
 
+def _getitem(self: Tracer, key: Any) -> Any:
+    if not self._scalar:
+        return _guard(self, lambda: getitem(self._ctx, self, key), lambda a: a[plain_values(self._ctx, key)])
+    try:   # a NumPy scalar indexes itself as a 0-d array, and words any failure so
+        return _guard(self, lambda: getitem(self._ctx, self, key), lambda a: a[plain_values(self._ctx, key)])
+    except Exception:
+        raise IndexError("invalid index to scalar variable.") from None
+
+
 def _setitem(self: Tracer, key: Any, value: Any) -> None:
     ctx = self._ctx
     try:
@@ -352,7 +372,26 @@ def _delitem(self: Tracer, key: Any) -> None:
 
 
 def _array_ufunc(self: Tracer, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-    return dispatch_ufunc(self._ctx, ufunc, method, inputs, kwargs)
+    out = dispatch_ufunc(self._ctx, ufunc, method, inputs, kwargs)
+    if method == "__call__" and not kwargs and isinstance(out, Tracer) and out._scalar and \
+            any(isinstance(a, np.generic) for a in inputs) and _all_scalars(inputs) and _operator_here(self._ctx):
+        # `np.uint8(0) - s` of a traced scalar s: NumPy's scalar operator hands the call to
+        # the ufunc, but it is scalar math all the same, whose warnings say "scalar
+        # subtract" and whose integer overflow warns
+        self._ctx.labels.setdefault(out._node, f"scalar {ufunc.__name__}")
+    return out
+
+
+_OPERATOR_OPS = frozenset(dis.opmap[n] for n in ("BINARY_OP", "COMPARE_OP", "UNARY_NEGATIVE", "UNARY_INVERT",
+                                                 "UNARY_POSITIVE") if n in dis.opmap)
+
+
+def _operator_here(ctx: TraceContext) -> bool:
+    """Is the user's code at a Python operator (`a - b`), not a call (`np.subtract(a, b)`)?"""
+    f = ctx.user_frame()
+    if f is None or f.f_lasti < 0:
+        return False
+    return f.f_code.co_code[f.f_lasti] in _OPERATOR_OPS
 
 
 def _base(self: Tracer) -> Any:

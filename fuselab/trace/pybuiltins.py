@@ -11,8 +11,11 @@ answers as it would for the array plain execution has there (`type`: the tracer'
 from __future__ import annotations
 
 import builtins
+import os
+import sys
 from typing import Any, Mapping
 
+from .active import active
 from .core import InputTracer, Tracer, buffer_of
 
 
@@ -70,16 +73,45 @@ def _id(obj: Any) -> int:
 _id.__name__ = _id.__qualname__ = "id"
 _id.__doc__ = id.__doc__
 
+
+def _print(*args: Any, **kwargs: Any) -> None:
+    """`print`: the warnings of the lines above come first, as in plain execution, where
+    they showed as those lines ran. Those waiting are given now, with those of the small
+    values not computed yet (core.TraceContext._compute_small: they cost nothing)."""
+    ctx = active()
+    if ctx is not None and not ctx.uses_cupy and not _called_back(ctx):
+        ctx._compute_small()
+        ctx.warnings.flush()
+    builtins.print(*args, **kwargs)
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_RUNNERS = frozenset({"trace_cell", "trace_function"})   # (run.py: where the cell's code runs)
+
+
+def _called_back(ctx: Any) -> bool:
+    """Is the cell's code running here as a call from fuselab's own (np.seterrcall's
+    function, given a warning while it is being given): then nothing is flushed. The
+    first of fuselab's frames above is the one running the cell, or one calling back."""
+    f = sys._getframe(2)
+    while f is not None and not f.f_code.co_filename.startswith(_PACKAGE):
+        f = f.f_back
+    return f is not None and f.f_code.co_name not in _RUNNERS
+
+
+for _k in ("__name__", "__qualname__", "__doc__"):
+    setattr(_print, _k, getattr(builtins.print, _k))
+
 TYPE = _Type(type)
 MEMORYVIEW = _MemoryView(memoryview)
-_STAND_INS: dict[int, Any] = {id(TYPE): type, id(MEMORYVIEW): memoryview, id(_id): id}
+_STAND_INS: dict[int, Any] = {id(TYPE): type, id(MEMORYVIEW): memoryview, id(_id): id, id(_print): print}
 
 
 def traced_builtins(namespace: Mapping[str, Any]) -> dict[str, Any]:
     """The builtins a traced cell runs with: the namespace's, with the stand-ins."""
     base = namespace.get("__builtins__", builtins)
     names = dict(vars(base)) if not isinstance(base, dict) else dict(base)
-    names.update(type=TYPE, memoryview=MEMORYVIEW, id=_id)
+    names.update(type=TYPE, memoryview=MEMORYVIEW, id=_id, print=_print)
     return names
 
 

@@ -150,6 +150,8 @@ def _var_node(ctx, x, axis, dtype, keepdims, ddof, function: str) -> int:
     degrees of freedom, CuPy's variance is NaN (its factor 1 / max(count - ddof, 0) is
     infinite, and NaN comes back) where NumPy's division by zero gives inf: a CuPy cell
     gets CuPy's."""
+    if not isinstance(ddof, (int, np.integer)) and not float(ddof).is_integer():
+        raise RunForReal(ddof)   # (ddof=0.5: NumPy divides by count - 0.5)
     b, loc = ctx.builder, ctx.loc()
     n, a, count = _counted(ctx, x, axis)
     if ddof >= count:

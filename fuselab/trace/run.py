@@ -149,6 +149,35 @@ def _kept_nodes(graph_nodes: Sequence[Any], outputs: Sequence[tuple[str, int]]) 
     return tuple(sorted(live))
 
 
+# nodes that never warn: computing them for their warnings would be wasted
+_SILENT_OPS = frozenset({"input", "const"})
+
+
+def _compute_dead(ctx: TraceContext, kept: Sequence[int]) -> None:
+    """Compute, for their NumPy warnings only, the nodes the graph drops: a value the
+    cell overwrote, deleted or never bound (`y = (x / 0).shape`, a loop's earlier `t =
+    np.log(row)`, a fused-away name read only for its type). Plain execution computed
+    them, and warned ("divide by zero encountered in divide"); their warnings take their
+    place in program order (warn.CellWarnings sorts by it). CuPy gives no floating-point
+    warnings and Dask values are lazy: nothing to do there."""
+    if ctx.uses_cupy or ctx.uses_dask:
+        return
+    live, ev, nodes = set(kept), ctx.evaluator, ctx.builder.nodes
+    # a node whose computation raised at its line (np.errstate(all='raise')) never got a
+    # value in plain execution either, nor did what was computed from it
+    failed = {i for i in ctx.fp_errors if not ev.has(i)}
+    for i, n in enumerate(nodes):
+        if i in failed or any(j in failed for j in n.inputs):
+            failed.add(i)
+        elif i not in live and n.op not in _SILENT_OPS and not ev.has(i) and n.inputs:
+            try:
+                ev.value(i)
+            except Exception:   # (an error the cell caught at its line: LinAlgError of inv)
+                failed.add(i)
+                continue
+            ctx.for_warnings.add(i)
+
+
 def trace_cell(source: str, namespace: Mapping[str, Any], keep: Sequence[str] = (), *,
                fullgraph: bool = False, origin: Origin = Origin()) -> TraceResult:
     """Trace `source` against `namespace` (never modified) and return the graph plus the
@@ -197,12 +226,14 @@ def _result(ctx: TraceContext, info: CellInfo, namespace: Mapping[str, Any], ini
     outputs = [(name, binder.tracers[tid]._node) for tid, name in binder.outputs.items()]
     results = tuple(k for k in bound if k in {name for name, _ in outputs})
     graph = ctx.builder.build(outputs)
+    kept = _kept_nodes(ctx.builder.nodes, outputs)
+    _compute_dead(ctx, kept)
     used = set(graph.input_names())
     inputs = {k: v for k, v in ctx.inputs.items() if k in used}
     plain = {k: untraced(v, ctx) for k, v in binder.names.items() if not isinstance(v, Tracer)}
     module = "dask" if ctx.uses_dask else "cupy" if ctx.uses_cupy else "numpy"
     return TraceResult(graph, inputs, plain, results, fused, module, binder,
-                       ctx.warnings, _kept_nodes(ctx.builder.nodes, outputs), ns, bound)
+                       ctx.warnings, kept, ns, bound)
 
 
 def trace_function(fn: Callable[..., Any], *arrays: Any, names: Sequence[str] | None = None) -> TraceResult:

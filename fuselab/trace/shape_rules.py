@@ -269,13 +269,27 @@ for _name, _kind in (("fft", "c"), ("ifft", "c"), ("rfft", "rfft"), ("irfft", "i
 
 
 @rule("fft.fftshift", "fft.ifftshift", "tril", "triu", keeps_dtype=True)
-@rule("roll", keeps_dtype=True,   # (without an axis: a roll of the ravelled array, reshaped)
-      temp_view=lambda a, shift, axis=None: axis is None)
 def _same(a: Aval, *args: Any, **kw: Any) -> Aval:
     return Aval(a.shape, a.dtype)
 
 
-def _sorted_shape(a: Aval, axis: Any) -> tuple[int, ...]:
+@rule("roll", keeps_dtype=True,   # (without an axis: a roll of the ravelled array, reshaped)
+      temp_view=lambda a, shift, axis=None: axis is None)
+def _roll(a: Aval, shift: Any, axis: Any = None) -> Aval:
+    if axis is not None:
+        normalize_axes(axis, a.ndim)   # (out of bounds, repeated: NumPy's call decides, at its line)
+    return Aval(a.shape, a.dtype)
+
+
+def _sort_kind(kind: Any) -> None:
+    """NumPy's sort kinds ('quicksort', 'mergesort', 'heapsort', 'stable', by their first
+    letter); another is NumPy's ValueError, at its line."""
+    if kind is not None and not (isinstance(kind, str) and kind[:1].lower() in ("q", "m", "h", "s")):
+        raise RunForReal(kind)
+
+
+def _sorted_shape(a: Aval, axis: Any, kind: Any = None) -> tuple[int, ...]:
+    _sort_kind(kind)
     if axis is None:
         return (a.size,)
     if a.ndim == 0:
@@ -286,21 +300,34 @@ def _sorted_shape(a: Aval, axis: Any) -> tuple[int, ...]:
 
 @rule("sort", keeps_dtype=True)
 def _sort(a: Aval, axis: Any = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> Aval:
-    return Aval(_sorted_shape(a, axis), a.dtype)
+    if order is not None:
+        raise RunForReal(order)   # fields of a structured array (else NumPy's ValueError, at its line)
+    return Aval(_sorted_shape(a, axis, kind), a.dtype)
 
 
 @rule("argsort")
 def _argsort(a: Aval, axis: Any = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> Aval:
-    return Aval(_sorted_shape(a, axis), np.dtype(np.intp))
+    return Aval(_sorted_shape(a, axis, kind), np.dtype(np.intp))
 
 
 @rule("partition", keeps_dtype=True)
 def _partition(a: Aval, kth: Any, axis: Any = -1, kind: str = "introselect", order: Any = None) -> Aval:
+    _check_kth(a, kth, axis)
     return Aval(_sorted_shape(a, axis), a.dtype)
+
+
+def _check_kth(a: Aval, kth: Any, axis: Any) -> None:
+    """kth within the partitioned axis, as NumPy requires ("kth(=10) out of bounds (8)",
+    raised by its call at the user's line)."""
+    n = a.size if axis is None else a.shape[normalize_axes(axis, a.ndim)[0]] if a.ndim else 0
+    ks = np.asarray(kth)
+    if ks.dtype.kind not in "iu" or (ks.size and not ((ks >= -n) & (ks < n)).all()):
+        raise RunForReal(kth)
 
 
 @rule("argpartition")
 def _argpartition(a: Aval, kth: Any, axis: Any = -1, kind: str = "introselect", order: Any = None) -> Aval:
+    _check_kth(a, kth, axis)
     return Aval(_sorted_shape(a, axis), np.dtype(np.intp))
 
 
@@ -327,6 +354,8 @@ def _concatenate(arrays: Sequence[Aval], axis: Any = 0, out: Any = None, *, dtyp
     if out is not None or not arrays:
         raise RunForReal(out)
     dt = np.dtype(dtype) if dtype is not None else np.result_type(*(a.dtype for a in arrays))
+    if not all(np.can_cast(a.dtype, dt, casting) for a in arrays):
+        raise RunForReal(casting)   # (dtype=np.int8 of floats: NumPy's casting error, at its line)
     if axis is None:
         return Aval((sum(a.size for a in arrays),), dt)
     nd = arrays[0].ndim
@@ -395,8 +424,8 @@ def _cumulative(a: Aval, axis: Any = None, dtype: Any = None, out: Any = None, *
 
 @rule("diff")
 def _diff(a: Aval, n: int = 1, axis: int = -1, **kw: Any) -> Aval:
-    if kw or not a.ndim:
-        raise RunForReal(kw)
+    if kw or not a.ndim or not isinstance(n, (int, np.integer)) or n < 0:
+        raise RunForReal(kw)   # (n=-1: NumPy's ValueError, at its line)
     ax = normalize_axes(axis, a.ndim)[0]
     shape = list(a.shape)
     shape[ax] = max(shape[ax] - int(n), 0)
@@ -404,7 +433,7 @@ def _diff(a: Aval, n: int = 1, axis: int = -1, **kw: Any) -> Aval:
     return Aval(tuple(shape), dt)
 
 
-@rule("take", keeps_dtype=True, scalar=True)
+@rule("take", keeps_dtype=True, scalar=True, fallible=True)   # (traced indices out of bounds)
 def _take(a: Aval, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Aval:
     if not isinstance(indices, Aval):  # indices known now (a list): NumPy's bounds checked now
         idx = np.asarray(indices)
@@ -445,8 +474,9 @@ def _tile(a: Aval, reps: Any) -> Aval:
 
 @rule("trace", scalar=True)
 def _trace(a: Aval, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> Aval:
-    if a.ndim < 2 or out is not None:
-        raise RunForReal(a)
+    if a.ndim < 2 or out is not None or not all(-a.ndim <= x < a.ndim for x in (axis1, axis2)) or \
+            axis1 % a.ndim == axis2 % a.ndim:
+        raise RunForReal(a)   # (axes out of bounds or the same: NumPy's error, at its line)
     ax = {axis1 % a.ndim, axis2 % a.ndim}
     return Aval(tuple(d for i, d in enumerate(a.shape) if i not in ax), reduce_dtype("sum", a.dtype, dtype))
 
@@ -465,6 +495,8 @@ def _median(a: Aval, axis: Any = None, out: Any = None, overwrite_input: bool = 
 
 @rule("searchsorted", scalar=True)
 def _searchsorted(a: Aval, v: Any, side: str = "left", sorter: Any = None) -> Aval:
+    if a.ndim != 1 or side not in ("left", "right"):
+        raise RunForReal(side)   # NumPy's own error ("object too deep", "search side must be...")
     return Aval(v.shape if isinstance(v, Aval) else np.shape(v), np.dtype(np.intp))   # v: an array, a list or a scalar
 
 

@@ -54,7 +54,7 @@ def complex_part(ctx: TraceContext, x: Tracer, part: str) -> Tracer:
 
 
 def _resolve_shape(size: int, shape: Sequence[int]) -> tuple[int, ...]:
-    shape = [int(d) for d in shape]
+    shape = [operator.index(d) for d in shape]   # (x.reshape(8.0), 'a': NumPy's TypeError)
     if shape.count(-1) > 1:
         raise ShapeError("can only specify one unknown dimension")
     if -1 in shape:
@@ -112,9 +112,14 @@ def set_shape(ctx: TraceContext, x: Tracer, shape: Any) -> None:
     array (its object takes the shape when the cell's bindings are made); one whose views
     are in use is refused (clear error)."""
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-    new = _resolve_shape(x.aval.size, [operator.index(d) for d in shape])
-    if math.prod(new) != x.aval.size:
-        raise ValueError(f"cannot reshape array of size {x.aval.size} into shape {shape}")
+    try:
+        new = _resolve_shape(x.aval.size, [operator.index(d) for d in shape])
+        if math.prod(new) != x.aval.size:
+            raise ShapeError(shape)
+    except ShapeError:
+        # NumPy's own error and words ("into shape (3,newaxis)"), from an array of no memory
+        np.broadcast_to(np.empty((), np.bool_), x.aval.shape).reshape(shape)
+        raise
     if x._scalar:
         raise AttributeError("attribute 'shape' of 'numpy.generic' objects is not writable")
     layout = _layout(ctx, x)
@@ -343,10 +348,12 @@ def swapaxes(ctx, x, axis1, axis2):
 @handles("moveaxis")
 def moveaxis(ctx, x, source, destination):
     nd = ctx.builder.aval(node_of(ctx, x)).ndim
-    src = [int(s) % nd for s in ((source,) if isinstance(source, int) else source)]
-    dst = [int(d) % nd for d in ((destination,) if isinstance(destination, int) else destination)]
-    if len(src) != len(dst):
-        raise RunForReal(source)
+    src = [int(s) for s in ((source,) if isinstance(source, (int, np.integer)) else source)]
+    dst = [int(d) for d in ((destination,) if isinstance(destination, (int, np.integer)) else destination)]
+    if len(src) != len(dst) or not all(-nd <= a < nd for a in src + dst) or \
+            len({a % nd for a in src}) != len(src) or len({a % nd for a in dst}) != len(dst):
+        raise RunForReal(source)   # axes out of bounds or repeated: NumPy's AxisError / ValueError
+    src, dst = [a % nd for a in src], [a % nd for a in dst]
     order = [n for n in range(nd) if n not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -472,8 +479,8 @@ def _expand(key: tuple, ndim: int) -> tuple:
 
 
 def _consumes(k: Any) -> int:
-    if k is None or k is Ellipsis:
-        return 0
+    if k is None or k is Ellipsis or isinstance(k, (bool, np.bool_)):
+        return 0   # (a scalar boolean is a 0-d mask: a new axis of length 1 or 0, `a0[True]`)
     if isinstance(k, (Tracer, np.ndarray)) and np.dtype(k.dtype) == np.bool_:
         return max(k.ndim, 1) if k.ndim else 0
     return 1
@@ -612,12 +619,18 @@ def _check_bounds(ctx: TraceContext, shape: tuple[int, ...], key: tuple) -> None
     for k in _expand(key, len(shape)):
         if k is None:
             continue
+        arr = None
         if isinstance(k, (np.ndarray, list)) and not isinstance(k, Tracer):
             arr = np.asarray(k)
+        elif isinstance(k, Tracer) and k.aval.size and k.aval.dtype.kind in "iu" and ctx.in_try():
+            # traced indices inside a `try`: NumPy's IndexError must be raised at this
+            # line, where the cell can catch it (not when the plan runs): their values now
+            arr = np.asarray(k._value("the bounds of an index array, inside a `try`"))
+        if arr is not None:
             if arr.size and arr.dtype.kind in "iu":
-                for v in (arr.min(), arr.max()):
-                    if not -shape[dim] <= v < shape[dim]:
-                        raise IndexError(out_of_bounds(ctx, v, dim, shape[dim]))
+                bad = np.flatnonzero((arr < -shape[dim]) | (arr >= shape[dim]))
+                if bad.size:   # (NumPy names the first, in the index array's order)
+                    raise IndexError(out_of_bounds(ctx, arr.flat[bad[0]], dim, shape[dim]))
         dim += 1
 
 
@@ -651,7 +664,10 @@ def _advanced_getitem(ctx: TraceContext, x: Tracer, key: tuple) -> Any:
         return a[fill(tuple(slots), idx)]
 
     node = b.opaque(OpaqueFn("getitem", call), [x._node, *nodes], Aval(shape, x.aval.dtype), (), ctx.loc())
-    return wrap(ctx, node, dtype=x.dtype)  # a copy of the elements, in x's byte order
+    # a copy of the elements, in x's byte order; a 0-d result (`x[np.array(2)]`) is a
+    # NumPy scalar, as NumPy returns one there (not with an Ellipsis: `x[np.array(2), ...]`)
+    scalar = not ctx.uses_cupy and not any(k is Ellipsis for k in key)
+    return wrap(ctx, node, dtype=x.dtype, scalar=scalar)
 
 
 def value_into(ctx: TraceContext, value: Any, dt: np.dtype, how: str) -> int:
@@ -721,6 +737,12 @@ def setitem(ctx: TraceContext, x: Tracer, key: Any, value: Any) -> None:
         elif any(isinstance(k, (Tracer, np.ndarray)) and np.dtype(k.dtype) == np.bool_ for k in key) and vshape:
             raise RunForReal(key)  # the value must match a data-dependent count
         nodes, slots = _index_arrays(ctx, key)
+        if target is None and not any(_is_mask(k) for k in key):
+            # the value broadcasts to the indexed elements' shape, or NumPy's "shape
+            # mismatch" ValueError at this line (not when the plan runs)
+            got = advanced_shape(x.shape, tuple(slots), [b.aval(n) for n in nodes])
+            if broadcast_shapes(vshape, got) != got:
+                raise RunForReal(value)
 
         def call(xp, a, val, *idx):
             out = a.copy()

@@ -45,12 +45,16 @@ def _call(ctx: TraceContext, opname: str, args: Sequence[Any], kwargs: Mapping[s
         if len(out) != 1:
             raise RunForReal(out)
         out = out[0]
+    if where is not True and (out is None or not ctx.uses_cupy):
+        # NumPy computes only where the mask is True: the elements it skips give no
+        # floating-point warnings (np.sqrt(x, out=o, where=x > 0)); without out= they are
+        # NumPy's uninitialised memory. Plain NumPy runs it. (CuPy gives no warnings: a
+        # masked update of a traced out= stays in the graph.)
+        raise RunForReal(where)
     if out is not None:
         if not isinstance(out, Tracer):
             raise RunForReal(out)  # writing into an untraced object: plain NumPy does it
         return inplace(ctx, out, opname, args, dtype, where)
-    if where is not True:
-        raise RunForReal(where)  # where= without out= leaves NumPy's uninitialised memory
     return k_ordered(ctx, wrap(ctx, elementwise(ctx, opname, args, dtype, operator), scalar=True), args)
 
 
@@ -92,8 +96,13 @@ def elementwise(ctx: TraceContext, opname: str, args: Sequence[Any], dtype: Any 
     try:
         node = b.elemwise(opname, nodes, loc)
     except ValueError as e:
-        if ctx.uses_cupy and str(e).startswith("Integers to negative integer powers"):
-            raise RunForReal(ops) from None  # NumPy raises; CuPy computes: let CuPy run it
+        if str(e).startswith("Integers to negative integer powers"):
+            # NumPy raises; CuPy computes: let CuPy run it. NumPy's own words where the
+            # cell catches it (the graph's adds a hint for an error shown to the user)
+            if ctx.uses_cupy:
+                raise RunForReal(ops) from None
+            if ctx.in_try():
+                raise ValueError("Integers to negative integer powers are not allowed.") from None
         raise
     if b.aval(node).dtype != loop[-1]:
         node = ufunc_cast(ctx, node, loop[-1], xp_name)
