@@ -206,3 +206,37 @@ def test_no_bound_where_the_interval_crosses_a_domain_edge():
     import fuzz.__main__ as cli
     program = cli.build_program(cli.Spec(9797029811, cli._target("elem:row:less_equal:int64")), None)
     assert "** np.float64(0.001)" not in program.source
+
+
+def test_structural_targets_build_the_same_cell_for_a_seed():
+    """Every structural scenario (generator.STRUCTS: reductions over any axes, views,
+    broadcasts, stencils, two-pass cells, 0-d inputs, dtype= accumulators...) builds a
+    cell, the same one for the same seed."""
+    from fuzz.generator import STRUCTS
+    for k, s in enumerate(STRUCTS):
+        t = Target("struct", s, "", ("float32", "int16", "uint8", "float16", "bool")[k % 5])
+        a, b = generate(5000 + k, t), generate(5000 + k, t)
+        assert a.source and a.source == b.source
+        assert all((a.inputs[n] == b.inputs[n]).all() or a.inputs[n].dtype.kind == "f" for n in a.inputs)
+
+
+def test_emulator_arrays_lie_next_to_guard_pages():
+    """The fuzzer's emulator arrays end (or begin) at a page no access is allowed to: a
+    load beyond an array stops the process, as a GPU faults (illegal address), instead of
+    reading zeroed slack; the slack a vector may read holds NaN."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    code = ("import sys, ctypes, numpy as np; sys.path[:0] = [{t!r}, {r!r}]\n"
+            "from fuzz.harness import _guarded_empty\n"
+            "a = _guarded_empty((5,), np.float32); b = _guarded_empty((5,), np.float32)\n"
+            "assert a.ctypes.data % 16 == 0 and b.ctypes.data % 16 == 0\n"
+            "assert np.isnan(np.frombuffer((ctypes.c_float * 3).from_address(a.ctypes.data + 20), np.float32)).all()\n"
+            "print('ok', flush=True)\n"
+            "ctypes.c_float.from_address({addr}).value\n")
+    here = Path(__file__).resolve().parent
+    for addr in ("a.ctypes.data + 32", "b.ctypes.data - 4"):
+        r = subprocess.run([sys.executable, "-c", code.format(t=str(here), r=str(here.parent), addr=addr)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.stdout.strip() == "ok", r.stderr
+        assert r.returncode == -11, (addr, r.returncode, r.stderr)

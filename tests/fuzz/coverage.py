@@ -229,6 +229,10 @@ def features_of(graph: Graph, plan: Plan, codes, inputs: dict[str, np.ndarray]) 
             pos = ("all" if len(axes) == nd else "trailing" if axes[-1] == nd - 1 else
                    "leading" if axes[0] == 0 else "middle")
             out.add(f"reduce over {pos} axes of {nd}-D")
+            if len(axes) > 1 and axes[-1] - axes[0] != len(axes) - 1:
+                out.add("reduce over non-adjacent axes")
+            if src.kind is Kind.INJECTIVE:
+                out.add("reduction of a view")
             if n.args["keepdims"] and any(i in graph.nodes[u].inputs for u in graph.users[i] if u in kern.nodes):
                 out.add("keepdims broadcast back")
             if any(src.shape[a] == 1 for a in axes):
@@ -253,6 +257,8 @@ def features_of(graph: Graph, plan: Plan, codes, inputs: dict[str, np.ndarray]) 
                 out.add("float16 arithmetic")
             if 0 in n.shape:
                 out.add("size 0")
+    if any(v is not None and v.ndim == 0 for v in vals.values()):
+        out.add("0-d input")
     for v in vals.values():
         if v is not None and v.dtype == np.float16 and v.size and (np.abs(v.astype(np.float32)) > 60000).any():
             out.add("float16 near its overflow edge")

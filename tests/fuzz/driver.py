@@ -25,7 +25,8 @@ import numpy as np
 from support.processes import plain_main
 
 from .coverage import Coverage, reachable
-from .generator import Program, Target, generate
+from .data import DTYPES
+from .generator import STRUCTS, Program, Target, generate
 
 HERE = Path(__file__).resolve().parent
 
@@ -175,12 +176,20 @@ class Pool:
 
 
 def choose_targets(cov: Coverage, rng: np.random.Generator, n: int, universe: set) -> list[Target | None]:
-    """Mostly the least-hit reachable cells; a quarter unsteered."""
+    """Mostly the least-hit reachable cells; a fifth structural scenarios (generator.STRUCTS:
+    reductions over any axes, views, broadcasts, stencils, two-pass cells...), least-run
+    first; a sixth unsteered."""
     least = min((cov.cells[c] for c in universe), default=0)
     pool = sorted(c for c in universe if cov.cells[c] <= least + 1)
     out: list[Target | None] = []
     for _ in range(n):
-        if rng.random() < 0.25 or not pool:
+        r = rng.random()
+        if r < 0.2:
+            runs = [cov.features[f"scenario: {s}"] for s in STRUCTS]
+            fewest = [s for s, k in zip(STRUCTS, runs) if k <= min(runs) + 2]
+            scenario = fewest[int(rng.integers(len(fewest)))]
+            out.append(Target("struct", scenario, "", DTYPES[int(rng.integers(len(DTYPES)))].name))
+        elif r < 0.37 or not pool:
             out.append(None)
         else:
             c = pool[int(rng.integers(len(pool)))]

@@ -449,9 +449,10 @@ def _order_safe(op: str, xa: np.ndarray, axes: tuple[int, ...], acc: np.dtype) -
     return bool((up < np.log2(float(fi.max)) - 4).all() and (down > np.log2(float(fi.tiny)) + 4).all())
 
 
-def mean(b: CellBuilder, x: Value) -> Value | None:
-    axes, kw = _axes_kw(b.rng, x.arr.ndim)
-    kd = bool(b.rng.random() < 0.4)
+def mean(b: CellBuilder, x: Value, axes_kw: tuple[Any, str] | None = None,
+         keepdims: bool | None = None) -> Value | None:
+    axes, kw = axes_kw if axes_kw is not None else _axes_kw(b.rng, x.arr.ndim)
+    kd = bool(b.rng.random() < 0.4) if keepdims is None else keepdims
     kwtext = ", ".join(k for k in (kw, "keepdims=True" if kd else "") if k)
     expr = f"{x.name}.mean({kwtext})" if b.rng.random() < 0.5 else f"np.mean({x.name}{', ' + kwtext if kwtext else ''})"
     out = b.run(expr)
@@ -680,11 +681,378 @@ def _cast_target(b: CellBuilder, t: Target, sm: int) -> None:
             binary(b, "subtract", c, r)
 
 
+# ---------------------------------------------------------------------------
+# Structural targets: cell shapes the coverage matrix does not tell apart (reductions over
+# any axes of 3-D/4-D arrays, keepdims results used again, views and broadcasts along
+# each axis, stencils in 1-3 dimensions, two-pass normalisations, 0-d inputs, empty and
+# size-1 axes, sizes around powers of two). Target("struct", scenario, "", dtype);
+# the driver draws them beside the matrix's cells.
+# ---------------------------------------------------------------------------
+
+STRUCTS = ("axes", "normalize", "argties", "views", "broadcast", "stencil-nd", "twopass", "scalar",
+           "degenerate", "chain", "dtype-arg", "creation", "misc")
+# sizes around powers of two, warp and block multiples
+_EDGE_SIZES = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
+               511, 512, 513, 1023, 1024, 1025, 2047, 2048, 2049)
+_STRUCT_ELEMS = 6000     # the emulator runs every thread of every plan
+
+
+def _edge_shape(rng: np.random.Generator, nd: int, zero: float = 0.0, limit: int = _STRUCT_ELEMS) -> tuple[int, ...]:
+    if limit == _STRUCT_ELEMS and rng.random() < 0.1:
+        limit = 30000   # now and then big enough for split layouts and slabs of rows
+    w = np.array([1.0 / (1 + k / 6) for k in range(len(_EDGE_SIZES))])
+    shape = [int(rng.choice(_EDGE_SIZES, p=w / w.sum())) for _ in range(nd)]
+    while math.prod(shape) > limit:   # shrink the largest extent to a smaller edge size
+        k = int(np.argmax(shape))
+        shape[k] = max([s for s in _EDGE_SIZES if s < shape[k]] or [1])
+        if rng.random() < 0.3:
+            shape[k] = max(1, shape[k] // 2)
+    if zero and rng.random() < zero:
+        shape[int(rng.integers(nd))] = 0
+    return tuple(shape)
+
+
+def _axes_text(rng: np.random.Generator, axes: tuple[int, ...], nd: int, arg: bool = False) -> str:
+    """`axis=` for normalised `axes`, sometimes with negative axes or as a tuple of one
+    (never for argmax/argmin: `arg`)."""
+    names = [a - nd if rng.random() < 0.3 else a for a in axes]
+    if len(names) == 1 and (arg or rng.random() < 0.85):
+        return f"axis={names[0]}"
+    return f"axis=({', '.join(map(str, names))}{',' if len(names) == 1 else ''})"
+
+
+def _some_axes(rng: np.random.Generator, nd: int, single: bool = False) -> tuple[int, ...]:
+    if single or nd == 1 or rng.random() < 0.55:
+        return (int(rng.integers(nd)),)
+    k = int(rng.integers(2, nd + 1))
+    return tuple(sorted(int(a) for a in rng.choice(nd, size=k, replace=False)))
+
+
+def _set_input(b: CellBuilder, x: Value, arr: np.ndarray) -> Value:
+    b.inputs[x.name] = b.env[x.name] = arr
+    v = Value(x.name, arr, None)
+    b.values[x.name] = v
+    return v
+
+
+def _any_reduce(b: CellBuilder, x: Value, axes: tuple[int, ...], kd: bool, op: str | None = None) -> Value | None:
+    rng = b.rng
+    nd = x.arr.ndim
+    op = op or str(rng.choice(["sum", "prod", "max", "min", "argmax", "argmin", "any", "all", "mean", "var", "std"]))
+    if op.startswith("arg"):
+        axes = axes[:1]
+    akw = (axes, _axes_text(rng, axes, nd, op.startswith("arg")))
+    if op == "mean":
+        return mean(b, x, akw, kd)
+    if op in ("var", "std"):
+        return variance(b, x, akw, kd, std=op == "std")
+    if op == "prod" and x.dtype.kind == "f" and x.name in b.inputs:
+        x = _near_one(b, x)
+    return reduce(b, op, x, akw, kd)
+
+
+def _consume(b: CellBuilder, x: Value, r: Value | None) -> Value | None:
+    """Use a reduction's result again: broadcast back against its input (keepdims), or
+    combined with a value of its own shape, or reduced again."""
+    if r is None:
+        return None
+    rng = b.rng
+    k = rng.random()
+    if r.arr.ndim == x.arr.ndim and k < 0.6:
+        return binary(b, str(rng.choice(["subtract", "add", "true_divide", "multiply", "maximum", "less"])), x, r)
+    if k < 0.8 and r.arr.ndim:
+        return reduce(b, str(rng.choice(["sum", "max", "min", "argmax"])), r,
+                      ((r.arr.ndim - 1,), "axis=-1") if rng.random() < 0.5 else ((0,), "axis=0"))
+    return binary(b, str(rng.choice(["add", "multiply"])), r, None, _scalar_literal(rng, r))
+
+
+def _struct_target(b: CellBuilder, t: Target, sm: int) -> None:
+    rng = b.rng
+    dt = np.dtype(t.dtype)
+    s = t.where
+    if s in ("dtype-arg", "creation", "misc"):
+        return _struct_more(b, t, sm)
+    if s == "axes":   # any reduction over any axes of 2-D..4-D, its result used again
+        nd = int(rng.integers(2, 5))
+        x = b.input(dt, _edge_shape(rng, nd), edges=rng.random() < 0.5)
+        axes = _some_axes(rng, nd)
+        kd = bool(rng.random() < 0.6)
+        r = _any_reduce(b, x, axes, kd)
+        if rng.random() < 0.4:   # a sibling over the same axes
+            _any_reduce(b, x, axes, kd)
+        _consume(b, x, r)
+    elif s == "normalize":   # layernorm / softmax / logsumexp along any one axis
+        nd = int(rng.integers(1, 4))
+        fdt = dt if dt.kind == "f" and dt != np.float16 else np.dtype(rng.choice([np.float32, np.float64]))
+        x = b.input(fdt, _edge_shape(rng, nd), edges=False)
+        a = int(rng.integers(nd))
+        akw = ((a,), _axes_text(rng, (a,), nd))
+        if rng.random() < 0.5:
+            m = mean(b, x, akw, True)
+            sd = variance(b, x, akw, True, std=True)
+            c = binary(b, "subtract", x, m) if m is not None else None
+            if c is not None and sd is not None:
+                binary(b, "true_divide", c, sd)
+        else:
+            m = reduce(b, "max", x, akw, True)
+            c = binary(b, "subtract", x, m) if m is not None else None
+            e = unary(b, "exp", c) if c is not None else None
+            if e is not None:
+                z = reduce(b, "sum", e, akw, True)
+                if z is not None:
+                    binary(b, "true_divide", e, z)
+    elif s == "argties":   # argmax/argmin with NaNs, infinities and ties, beside max/min
+        nd = int(rng.integers(1, 4))
+        shape = _edge_shape(rng, nd, limit=3000)
+        x = b.input(dt, shape)
+        if dt.kind == "f":
+            pool = np.array([0.0, 1.0, -1.0, 2.0, np.nan, np.inf, -np.inf, -0.0])
+            p = np.array([3, 3, 3, 1, rng.random(), rng.random(), rng.random(), 1.0])
+            arr = rng.choice(pool, size=shape, p=p / p.sum()).astype(dt)
+        elif dt.kind == "b":
+            arr = rng.random(shape) < rng.random()
+        else:
+            info = np.iinfo(dt)
+            arr = rng.choice(np.array([0, 1, 2, info.min, info.max], dtype=object), size=shape).astype(dt)
+        x = _set_input(b, x, arr)
+        a = int(rng.integers(nd))
+        kd = bool(rng.random() < 0.4)
+        akw = ((a,), _axes_text(rng, (a,), nd, True))
+        reduce(b, str(rng.choice(["argmax", "argmin"])), x, akw, kd)
+        if rng.random() < 0.6:
+            m = reduce(b, str(rng.choice(["max", "min"])), x, akw, True)
+            if m is not None:
+                binary(b, "equal", x, m)
+        if rng.random() < 0.5 and nd > 1:
+            reduce(b, str(rng.choice(["argmax", "argmin"])), x, None, False)
+    elif s == "views":   # views of an input reduced along each axis and used again
+        nd = int(rng.integers(2, 5))
+        x = b.input(dt, _edge_shape(rng, nd), edges=rng.random() < 0.5)
+        v = x
+        for _ in range(int(rng.integers(1, 3))):
+            k = int(rng.integers(v.arr.ndim))
+            perm = [int(i) for i in rng.permutation(v.arr.ndim)]
+            ix = [":"] * v.arr.ndim
+            ix[k] = str(rng.choice(["::-1", "1:", "::2", "1::2", ":-1", "::-3", "2:-1"]))
+            forms = [f"{v.name}.transpose({', '.join(map(str, perm))})", f"{v.name}[{', '.join(ix)}]",
+                     f"np.swapaxes({v.name}, {k}, -1)", f"{v.name}.T", f"np.moveaxis({v.name}, 0, -1)"]
+            w = view(b, v, str(rng.choice(forms)))
+            if w is None or w.arr.size == 0:
+                break
+            v = w
+        if v is not x:
+            nd = v.arr.ndim
+            axes = _some_axes(rng, nd)
+            r = _any_reduce(b, v, axes, bool(rng.random() < 0.6))
+            _consume(b, v, r)
+    elif s == "broadcast":   # a binary op broadcasting along each axis, then a reduction
+        nd = int(rng.integers(2, 5))
+        shape = _edge_shape(rng, nd)
+        x = b.input(dt, shape, edges=rng.random() < 0.5)
+        k = int(rng.integers(nd))
+        small = tuple(1 if i == k or rng.random() < 0.2 else d for i, d in enumerate(shape))
+        if rng.random() < 0.3:
+            small = small[int(rng.integers(1, nd)):]
+        y = b.input(DTYPES[int(rng.integers(len(DTYPES)))] if rng.random() < 0.3 else dt, small)
+        op = str(rng.choice(["add", "subtract", "multiply", "maximum", "minimum", "greater", "true_divide"]))
+        e = binary(b, op, x, y) if rng.random() < 0.5 else binary(b, op, y, x)
+        if e is not None:
+            r = _any_reduce(b, e, _some_axes(rng, e.arr.ndim), bool(rng.random() < 0.6))
+            _consume(b, e, r)
+    elif s == "stencil-nd":   # shifted windows along one or more axes of 1-D..3-D
+        nd = int(rng.integers(1, 4))
+        shape = tuple(max(d, 4) for d in _edge_shape(rng, nd, limit=4000))
+        x = b.input(dt, shape, edges=rng.random() < 0.5)
+        acc = None
+        for _ in range(int(rng.integers(2, 5))):
+            ix = []
+            for d in range(nd):
+                lo = int(rng.integers(0, 3))
+                hi = 2 - lo
+                ix.append(f"{lo}:{-hi if hi else ''}")
+            w = view(b, x, f"{x.name}[{', '.join(ix)}]")
+            if w is None:
+                continue
+            acc = w if acc is None else (binary(b, str(rng.choice(["add", "subtract", "maximum", "multiply"])), acc, w)
+                                         or acc)
+        if acc is not None and rng.random() < 0.4:
+            _any_reduce(b, acc, _some_axes(rng, acc.arr.ndim), bool(rng.random() < 0.5),
+                        str(rng.choice(["sum", "max", "argmin"])))
+    elif s == "twopass":   # a full reduction broadcast back: x / x.sum(), x - x.mean(), ...
+        nd = int(rng.integers(1, 4))
+        x = b.input(dt, _edge_shape(rng, nd), edges=rng.random() < 0.3)
+        kd = bool(rng.random() < 0.5)
+        op = str(rng.choice(["sum", "max", "min", "mean", "std", "prod"]))
+        akw = (tuple(range(nd)), "") if rng.random() < 0.6 else (tuple(range(nd)), f"axis={tuple(range(nd))}")
+        if op == "mean":
+            r = mean(b, x, akw, kd)
+        elif op == "std":
+            r = variance(b, x, akw, kd, std=True)
+        else:
+            src = x if op != "max" or rng.random() < 0.5 else unary(b, "absolute", x)
+            if op == "prod" and x.dtype.kind == "f":
+                src = _near_one(b, x)
+            r = reduce(b, op, src, akw, kd) if src is not None else None
+        if r is not None:
+            e = binary(b, str(rng.choice(["true_divide", "subtract", "multiply"])), x, r)
+            if e is not None and rng.random() < 0.5:
+                reduce(b, "sum", e, (tuple(range(nd)), ""), False)
+    elif s == "scalar":   # 0-d inputs against arrays and reductions
+        nd = int(rng.integers(1, 4))
+        x = b.input(dt, _edge_shape(rng, nd, limit=3000), edges=rng.random() < 0.5)
+        z = b.input(DTYPES[int(rng.integers(len(DTYPES)))] if rng.random() < 0.5 else dt, ())
+        e = binary(b, str(rng.choice(["add", "multiply", "maximum", "subtract", "less", "power"])), x, z) \
+            if rng.random() < 0.5 else binary(b, str(rng.choice(["add", "minimum", "true_divide"])), z, x)
+        r = _any_reduce(b, e if e is not None else x, _some_axes(rng, nd), bool(rng.random() < 0.5))
+        if r is not None:
+            binary(b, "add", r, z)
+        if rng.random() < 0.3:
+            _any_reduce(b, z, (), False, str(rng.choice(["sum", "max", "argmax"])))
+    elif s == "degenerate":   # empty and size-1 axes reduced, kept and broadcast back
+        nd = int(rng.integers(1, 4))
+        shape = list(_edge_shape(rng, nd, limit=2000))
+        for k in range(nd):
+            if rng.random() < 0.4:
+                shape[k] = int(rng.choice([0, 1, 1]))
+        x = b.input(dt, tuple(shape), edges=rng.random() < 0.5)
+        axes = _some_axes(rng, nd)
+        r = _any_reduce(b, x, axes, bool(rng.random() < 0.6))
+        _consume(b, x, r)
+    else:   # "chain": a reduction of a reduction, and values of both used again
+        nd = int(rng.integers(2, 5))
+        x = b.input(dt, _edge_shape(rng, nd), edges=rng.random() < 0.5)
+        r = _any_reduce(b, x, _some_axes(rng, nd), bool(rng.random() < 0.5),
+                        str(rng.choice(["sum", "max", "min", "mean", "any"])))
+        if r is not None and r.arr.ndim:
+            r2 = _any_reduce(b, r, _some_axes(rng, r.arr.ndim), bool(rng.random() < 0.5))
+            if r2 is not None:
+                binary(b, str(rng.choice(["add", "subtract", "maximum"])), r, r2)
+
+
+def reduce_dtype(b: CellBuilder, op: str, x: Value, axes: tuple[int, ...], kd: bool, to: np.dtype) -> Value | None:
+    """sum / prod / mean / var / std with dtype=: the accumulator (and for sum and prod
+    the result) of `to`, whatever the input's dtype."""
+    rng = b.rng
+    if not x.exact or x.arr.size == 0 and op in ("mean", "var", "std"):
+        return None
+    if x.dtype.kind == "f" and (to.kind != "f" or to.itemsize < x.dtype.itemsize):
+        return None   # float to integer accumulators: x86's conversions (CAST_RANGE), not here
+    if op in ("mean", "var", "std") and to.kind != "f":
+        return None
+    if to == np.float16 and op != "sum":
+        return None
+    nd = x.arr.ndim
+    kws = [k for k in (_axes_text(rng, axes, nd) if nd else "", f"dtype={NP_NAMES[to]}",
+                       "keepdims=True" if kd else "") if k]
+    kwtext = ", ".join(kws)
+    expr = f"{x.name}.{op}({kwtext})" if rng.random() < 0.5 else f"np.{op}({x.name}, {kwtext})"
+    out = b.run(expr)
+    if out is None:
+        return None
+    o = np.asarray(out)
+    axes_t = axes if nd else ()
+    n = math.prod(x.shape[a] for a in axes_t) if nd else 1
+    if to.kind != "f":
+        return b.bind(expr, out, None)          # integer arithmetic wraps the same way
+    acc = np.dtype(np.float32) if to == np.float16 else to
+    xc = f64(x.arr.astype(acc))                 # each element rounded to the accumulator first
+    u = unit_roundoff(acc)
+    if op in ("sum", "mean"):
+        if not _order_safe("sum", xc, axes_t, acc):
+            return None
+        with np.errstate(all="ignore"):
+            bnd = 2 * max(n - 1, 0) * u * np.sum(np.abs(xc), axis=axes_t, keepdims=kd)
+        if op == "mean":
+            bnd = bnd / max(n, 1)
+        substitute = None
+        if to == np.float16:
+            b.deviations.add(F16_SUM)
+            with np.errstate(all="ignore"):
+                substitute = np.sum(x.arr.astype(np.float32), axis=axes_t, keepdims=kd).astype(np.float16)
+            bnd = bnd + ulp(substitute, np.float16)
+        return b.bind(expr, out, bnd + 2 * ulp(o, o.dtype), approx=True, substitute=substitute)
+    if op == "prod":
+        if not _order_safe("prod", xc, axes_t, acc):
+            return None
+        return b.bind(expr, out, 2 * max(n - 1, 0) * u * np.abs(f64(o)) + ulp(o, o.dtype), approx=True)
+    if not _order_safe("sum", xc * xc, axes_t, acc):
+        return None
+    with np.errstate(all="ignore"):
+        m = np.mean(xc, axis=axes_t, keepdims=True)
+        S = np.sum((xc - m) ** 2, axis=axes_t, keepdims=kd)
+        A = np.sum(np.abs(xc), axis=axes_t, keepdims=kd)
+        ddof = 0
+        bv = (2 * (n + 4) * u * S + 2 * n * u * u * A * A) / max(n - ddof, 1)
+        if op == "std":
+            v = S / max(n, 1)
+            bound = np.minimum(bv / (2 * np.sqrt(v)), np.sqrt(bv)) + 2 * ulp(o, o.dtype)
+        else:
+            bound = bv + 2 * ulp(o, o.dtype)
+    return b.bind(expr, out, bound, approx=True)
+
+
+def _struct_more(b: CellBuilder, t: Target, sm: int) -> None:
+    rng = b.rng
+    dt = np.dtype(t.dtype)
+    s = t.where
+    if s == "dtype-arg":   # reductions with dtype=: accumulators other than the default
+        nd = int(rng.integers(1, 4))
+        x = b.input(dt, _edge_shape(rng, nd, limit=3000), edges=rng.random() < 0.5)
+        op = str(rng.choice(["sum", "sum", "prod", "mean", "var", "std"]))
+        if op == "prod" and dt.kind == "f":
+            x = _near_one(b, x)
+        to = DTYPES[int(rng.integers(len(DTYPES)))]
+        r = reduce_dtype(b, op, x, _some_axes(rng, nd), bool(rng.random() < 0.5), to)
+        _consume(b, x, r)
+    elif s == "creation":   # np.arange / zeros / ones / full(_like) fused with inputs
+        nd = int(rng.integers(1, 4))
+        shape = _edge_shape(rng, nd, limit=3000)
+        x = b.input(dt, shape, edges=rng.random() < 0.5)
+        k = int(rng.random() * nd)
+        n = shape[-1]
+        forms = [f"np.arange({n})", f"np.arange({n}, dtype={NP_NAMES[dt]})",
+                 f"np.arange(1, {2 * n + 1}, 2)", f"np.arange({n}.0)", f"np.arange({n} - 1, -1, -1)",
+                 f"np.ones_like({x.name})", f"np.zeros({shape})", f"np.full({shape}, 3, dtype={NP_NAMES[dt]})",
+                 f"np.full_like({x.name}, 2)", f"np.ones({shape[k:]}, dtype={NP_NAMES[dt]})",
+                 f"np.arange({n}, dtype=np.float32) * 0.5"]
+        g = None
+        expr = str(rng.choice(forms))
+        out = b.run(expr)
+        if out is not None:
+            g = b.bind(expr, out, None if np.asarray(out).dtype.kind != "f" or "0.5" not in expr else None)
+        if g is not None:
+            e = binary(b, str(rng.choice(["add", "multiply", "subtract", "maximum", "less"])), x, g)
+            if e is not None and rng.random() < 0.6:
+                _consume(b, e, _any_reduce(b, e, _some_axes(rng, e.arr.ndim), bool(rng.random() < 0.5)))
+    else:   # "misc": clip, flip, count_nonzero, round to decimals, norms, atleast_nd
+        nd = int(rng.integers(1, 4))
+        x = b.input(dt, _edge_shape(rng, nd, limit=3000), edges=rng.random() < 0.5)
+        a = int(rng.integers(nd))
+        forms = [f"np.clip({x.name}, 0, 5)", f"np.clip({x.name}, -1, None)", f"{x.name}.clip(max=3)",
+                 f"np.flip({x.name}, {a})", f"np.flip({x.name})", f"np.count_nonzero({x.name}, axis={a})",
+                 f"np.count_nonzero({x.name})", f"np.atleast_3d({x.name})", f"np.fliplr(np.atleast_2d({x.name}))",
+                 f"np.flipud({x.name})", f"np.abs({x.name}).max(axis={a}, keepdims=True)"]
+        expr = str(rng.choice(forms))
+        out = b.run(expr)
+        v = None
+        if out is not None and x.exact:
+            v = b.bind(expr, out, None, zero_sign=x.any_zero_sign or "clip" in expr)
+        if v is not None and v.arr.ndim:
+            r = _any_reduce(b, v, _some_axes(rng, v.arr.ndim), bool(rng.random() < 0.5))
+            _consume(b, v, r)
+
+
 def options_for(rng: np.random.Generator, target: Target | None, real_sm: int | None) -> CodegenOptions:
     """Codegen options of a program: the emulator's small devices (or the GPU's own SM
     count), and a forced row tier when the target is one."""
     sm = real_sm if real_sm is not None else int(rng.choice([1, 2, 4]))
     tier = "auto"
+    if target is not None and target.kind == "struct":
+        # every row tier (rows along strided axes too: "staged"), pointwise blocks of any size
+        tier = str(rng.choice(["auto", "auto", "warp", "block", "smem", "looped", "thread", "slab", "slab-smem",
+                               "staged"]))
+        block = int(rng.choice([32, 64, 96, 128, 160, 256, 256, 384, 512, 1024]))
+        return CodegenOptions(sm_count=sm, row_tier=tier, block_size=block)
     if target is not None and target.where == "row/strided":
         # in registers when short, or re-read; or a block per slab, re-read or in shared memory
         tier = str(rng.choice(["auto", "thread", "slab", "slab-smem"]))
@@ -708,6 +1076,8 @@ def generate(seed: int, target: Target | None = None, real_sm: int | None = None
         _elem_target(b, target, sm)
     elif target is not None and target.kind == "cast":
         _cast_target(b, target, sm)
+    elif target is not None and target.kind == "struct":
+        _struct_target(b, target, sm)
     if not b.inputs:
         nd = int(rng.integers(0, 5))
         sizes, weights = [0, 1, 2, 3, 5, 7, 16, 33, 64], [0.3, 2, 1, 1, 1, 1, 1, 1, 0.5]

@@ -9,7 +9,10 @@ round) for all the kernels of a batch.
 """
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import mmap
+import sys
 import traceback
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
@@ -121,6 +124,8 @@ def prepare(program: Program) -> Prepared:
             if isinstance(code, KernelCode):
                 out.cells += cells_of(plan.graph, kern.nodes, code)
         out.features |= features_of(plan.graph, plan, codes, program.inputs)
+    if program.target is not None and program.target.kind == "struct":
+        out.features.add(f"scenario: {program.target.where}")
     return prep
 
 
@@ -181,10 +186,55 @@ def nvrtc_check(preps: Sequence[Prepared]) -> None:
             p.outcome.failures.append(f"{label} plan, NVRTC: {type(e).__name__}: {e}")
 
 
+_PAGE = mmap.PAGESIZE
+_guards = {"n": 0}
+
+
+def _guarded_empty(shape, dtype) -> np.ndarray:
+    """An array of the emulator's (inputs, outputs, intermediates, scratch) next to a
+    page no access is allowed to: its data ends where the page begins (every other
+    array), or begins where it ends. A GPU faults on loads outside an allocation
+    (the GPU fuzzer's illegal addresses); the emulator's arrays had zeroed slack around
+    them, where such loads read zeros, the value a sum wants. Now a load or store more
+    than the 16 bytes of a vector beyond either end stops the process (SIGSEGV): the
+    driver reports the program as one that crashed its worker; the slack within reach
+    of a vector holds all-ones bytes (NaN, -1). Data stays 16-byte aligned."""
+    dt = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    if n == 0:
+        return np.zeros(shape, dt)
+    n16 = -(-n // 16) * 16
+    data_pages = -(-n16 // _PAGE)
+    mm = mmap.mmap(-1, (data_pages + 1) * _PAGE)
+    mm.write(b"\xff" * len(mm))   # slack a vector may read but no result may use: NaN, -1
+    base = ctypes.addressof(ctypes.c_char.from_buffer(mm))
+    _guards["n"] += 1
+    if _guards["n"] % 2:   # the guard after the data (loads past the end)
+        guard, offset = base + data_pages * _PAGE, data_pages * _PAGE - n16
+    else:                  # the guard before it (loads before the start: reversed views)
+        guard, offset = base, _PAGE
+    if _LIBC.mprotect(ctypes.c_void_p(guard), ctypes.c_size_t(_PAGE), 0) != 0:
+        raise OSError(ctypes.get_errno(), "mprotect failed")
+    return np.frombuffer(mm, np.uint8, n, offset).view(dt).reshape(shape)
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def guard_emulator_memory() -> None:
+    """Every array the emulator allocates from now on in this process has a guard page
+    (_guarded_empty)."""
+    import cuda_host
+    if sys.platform.startswith("linux"):
+        cuda_host._aligned_empty = _guarded_empty
+
+
 def run_emulated(preps: Sequence[Prepared]) -> None:
     """All plans of all programs on the CPU emulator, one build for the batch, and
-    through NVRTC (the compiler the GPU runs use)."""
+    through NVRTC (the compiler the GPU runs use). The emulator's arrays lie next to
+    guard pages (guard_emulator_memory): out-of-bounds accesses crash the worker."""
     from cuda_host import HostRunner
+    guard_emulator_memory()
     nvrtc_check(preps)
     try:
         runner = HostRunner([], generated=[(plan, codes) for p in preps for _, plan, codes in p.plans])
