@@ -289,6 +289,27 @@ def test_an_array_of_no_name_read_then_written_untraced_keeps_its_contents_as_re
     assert ns["r"].tolist() == [0, 1, 2, 3] and ns["s"].tolist() == [0, 5, 10, 15]
 
 
+_W = None
+
+
+def _reads_then_writes_a_global(x):
+    r = _W * x
+    _W[:] = 5   # untraced: plain NumPy on the module's array
+    return r
+
+
+def test_explore_keeps_a_global_array_as_read():
+    """fuselab.explore's function reads a module-level array, then writes it untraced:
+    its result is computed from the contents as read (the plan ran with the 5s)."""
+    import numpy as np
+
+    import fuselab
+    global _W
+    _W = np.ones(4)
+    s = fuselab.explore(_reads_then_writes_a_global, np.arange(4.0), backend="cpu", quiet=True, time=False)
+    assert s.outputs["out"].tolist() == [0, 1, 2, 3] and _W.tolist() == [5, 5, 5, 5]
+
+
 def test_shape_set_on_a_held_array_is_the_arrays_at_once():
     import numpy as np
     m = np.arange(6.0)

@@ -250,10 +250,15 @@ def trace_function(fn: Callable[..., Any], *arrays: Any, names: Sequence[str] | 
     origin = Origin(filename, 0)
     namespace = dict(zip(names, arrays))
     ctx = TraceContext("", namespace, origin=origin, code_files=frozenset({filename}), aliases=Aliases)
+    # an array the function reads from its globals, a closure or a container and then
+    # writes untraced (`r = W * x; W[:] = 5`): its contents as read are kept (held.py)
+    ctx.foreign_operand = partial(held.foreign_operand, ctx)
     args = [ctx.tracer_for(a, n) if traceable(a) else a for a, n in zip(arrays, names)]
     token = tracing(ctx)
     try:
         result = fn(*args)
+        if ctx.held is not None:
+            ctx.held.settle()   # (changed behind the trace's back after its last read)
     except Refused as e:
         raise e.error from None
     except Exception as e:
