@@ -74,6 +74,11 @@ def _set_aside_registries() -> dict[int, tuple[dict, Any]]:
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 
+def in_fuselab(filename: str) -> bool:
+    """Whether `filename` is one of fuselab's own source files (a frame of fuselab's)."""
+    return filename.startswith(_PACKAGE + os.sep)
+
+
 def library_line(w: warnings.WarningMessage) -> tuple[str, int] | tuple[()]:
     """Where plain execution shows a warning a library gave while fuselab ran it: () when
     Python attributed it to fuselab's own frame, which called the library in the user's

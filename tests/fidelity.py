@@ -392,6 +392,11 @@ def assert_as_plain(harness: "Harness", case: Case, setup: str, fuse_line: str =
     assert not diffs, f"\n--- cell ---\n{case.cell}\n--- differences ---\n" + "\n".join(diffs)
 
 
+def named_cases(cells, **kw) -> list[Case]:
+    """Cases from (name, cell) pairs, each with the same other fields `kw`."""
+    return [Case(name=n, cell=c, **kw) for n, c in cells]
+
+
 def params(cases, known: dict[str, str]) -> list:
     """pytest params of `cases` by name, those in `known` strict xfails with its reason."""
     import pytest

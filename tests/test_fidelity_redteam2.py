@@ -45,7 +45,7 @@ import pytest
 
 pytest.importorskip("IPython")
 
-from fidelity import Case, assert_as_plain  # noqa: E402
+from fidelity import Case, assert_as_plain, named_cases  # noqa: E402
 from fidelity_corpus import SETUP  # noqa: E402
 from test_fidelity_realrun import LayoutHarness  # noqa: E402
 
@@ -53,10 +53,6 @@ from test_fidelity_realrun import LayoutHarness  # noqa: E402
 @pytest.fixture(scope="module")
 def harness():
     return LayoutHarness()
-
-
-def _cases(cells):
-    return [Case(name=n, cell=c) for n, c in cells]
 
 
 # -- regressions: the classes of difference fixed in this round -------------------
@@ -293,7 +289,7 @@ CONJUGATE_AND_DEL = [
     ('del try', 'try:\n    del m[0]\nexcept ValueError as err:\n    msg = str(err)'),
 ]
 
-REGRESSIONS = _cases(VIEWS_OF_REAL_RUNS + WRITEABLE_FLAG + OUT_OF_LIBRARY_CALLS + LIST_INDICES + SHAPE_IN_PLACE +
+REGRESSIONS = named_cases(VIEWS_OF_REAL_RUNS + WRITEABLE_FLAG + OUT_OF_LIBRARY_CALLS + LIST_INDICES + SHAPE_IN_PLACE +
                      FILLED_NEW_ARRAYS + OBJECT_ARRAYS + SLICES_OF_COMPUTED_BOUNDS + DIVMOD_AND_SEQUENCES +
                      ORDER_AND_COPY_FALSE + IMPORTS_IN_THE_CELL + CONJUGATE_AND_DEL)
 
@@ -368,7 +364,7 @@ def test_resize_with_refcheck_of_a_cell_array(harness):
 # a new axis taken of an array the cell computed is bound with the stride of a copy, not
 # NumPy's 0 (`.strides` only: values, sharing and contiguity are NumPy's), and a view
 # `b0[...]` of a 0-d array the cell made owns its memory
-KNOWN_LAYOUT = _cases([
+KNOWN_LAYOUT = named_cases([
     # (sq is updated in the trace, not yet in memory: the real run views a copy of it)
     ("diagonal of an array updated before", "np.fill_diagonal(sq, 0)\nd2 = sq.diagonal()\nr = d2.sum()"),
     ("new axis of a computed array", "r = x * 2\ns = r[None]"),
@@ -386,7 +382,7 @@ def test_known_layout_difference(harness, case):
 
 # -- a broad adversarial corpus (all as plain execution) -----------------------------
 
-CORPUS = _cases([
+CORPUS = named_cases([
     ('aug slice bcast', 'm[1:3] += x[:6]\ny = m.sum(axis=0)'),
     ('aug col bcast', 'm[:, :2] *= np.array([2.0, 3.0])\ny = m * 1'),
     ('aug rowvec bcast', 'w = m[:, None, :]\nw -= m.mean(axis=0)\nr = m.copy()'),

@@ -32,7 +32,7 @@ import pytest
 
 pytest.importorskip("IPython")
 
-from fidelity import Case, assert_as_plain, params  # noqa: E402
+from fidelity import Case, assert_as_plain, named_cases, params  # noqa: E402
 from fidelity_corpus import SETUP  # noqa: E402
 from test_fidelity_realrun import LayoutHarness  # noqa: E402
 
@@ -40,10 +40,6 @@ from test_fidelity_realrun import LayoutHarness  # noqa: E402
 @pytest.fixture(scope="module")
 def harness():
     return LayoutHarness()
-
-
-def _cases(cells, **kw):
-    return [Case(name=n, cell=c, **kw) for n, c in cells]
 
 
 # -- exceptions part-way, try / except / else / finally ------------------------------
@@ -679,9 +675,9 @@ STALE = [
     ('held by attribute of view', "obj.v = x[::2]", "x *= -1\nr = obj.v + 0"),
 ]
 
-ALL = (_cases(EXCEPTIONS) + _cases(DEFINITIONS) + _cases(CONTROL) + _cases(FPSTATE) + _cases(PROMOTION)
-       + _cases(VIEWS) + _cases(DTYPES) + _cases(SCALARS) + _cases(PRINTING) + _cases(CONTAINERS)
-       + _cases(RANDOM)
+ALL = (named_cases(EXCEPTIONS) + named_cases(DEFINITIONS) + named_cases(CONTROL) + named_cases(FPSTATE) + named_cases(PROMOTION)
+       + named_cases(VIEWS) + named_cases(DTYPES) + named_cases(SCALARS) + named_cases(PRINTING) + named_cases(CONTAINERS)
+       + named_cases(RANDOM)
        + [Case(name=n, before=bf, cell=c, fuse_which=w) for n, bf, c, w in SEQUENCES]
        + [Case(name=f"twice: {n}", before=(c,), cell=c) for n, c in TWICE]
        + [Case(name=n, setup=st, cell=c) for n, st, c in STALE])

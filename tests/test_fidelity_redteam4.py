@@ -75,7 +75,7 @@ import pytest
 
 pytest.importorskip("IPython")
 
-from fidelity import Case, assert_as_plain, params  # noqa: E402
+from fidelity import Case, assert_as_plain, named_cases, params  # noqa: E402
 from fidelity_corpus import SETUP  # noqa: E402
 from test_fidelity_realrun import LayoutHarness  # noqa: E402
 
@@ -84,9 +84,6 @@ from test_fidelity_realrun import LayoutHarness  # noqa: E402
 def harness():
     return LayoutHarness()
 
-
-def _cases(cells, **kw):
-    return [Case(name=n, cell=c, **kw) for n, c in cells]
 
 # -- control flow driven by array values ----------------------------------------------
 
@@ -1160,12 +1157,12 @@ TOLERANT = [
     ('linalg norms', "r = np.linalg.norm(m)\ns = np.linalg.norm(m, axis=1)\nt = np.linalg.norm(x, ord=1)\nq = np.linalg.norm(sq, 'fro')"),
 ]
 
-ALL = (_cases(CONTROL) + _cases(SCALARS) + _cases(API) + _cases(DISPLAY) + _cases(ERRORS) + _cases(PYTHON)
-       + _cases(FOUND) + _cases(PRINTS) + _cases(CAUGHT) + _cases(SCALAR_ITEMS)
-       + _cases(FLATTEN) + _cases(MUTATE) + _cases(ODD)
+ALL = (named_cases(CONTROL) + named_cases(SCALARS) + named_cases(API) + named_cases(DISPLAY) + named_cases(ERRORS) + named_cases(PYTHON)
+       + named_cases(FOUND) + named_cases(PRINTS) + named_cases(CAUGHT) + named_cases(SCALAR_ITEMS)
+       + named_cases(FLATTEN) + named_cases(MUTATE) + named_cases(ODD)
        + [Case(name=n, setup=st, cell=c) for n, st, c in FOUND_SETUP]
        + [Case(name=n, before=bf, cell=c, fuse_which=w) for n, bf, c, w in SEQUENCES]
-       + _cases(TOLERANT, tol="NumPy's 2-norm of a whole array is a BLAS dot; fuselab sums pairwise"))
+       + named_cases(TOLERANT, tol="NumPy's 2-norm of a whole array is a BLAS dot; fuselab sums pairwise"))
 
 # differences found and not fixed in this round (strict: a fix makes them pass, and fails here)
 KNOWN: dict[str, str] = {

@@ -27,17 +27,16 @@ Cells whose arrays nobody else holds are traced exactly as before."""
 from __future__ import annotations
 
 import inspect
-import os
 import sys
 import weakref
 from typing import Any, Mapping
 
 import numpy as np
 
+from ..recording import in_fuselab
 from . import core
 from .core import InputTracer, TraceContext, Tracer, is_cupy_array, native, view_root
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _OPTIMIZED = inspect.CO_OPTIMIZED
 
 
@@ -131,7 +130,7 @@ def _frame_references(suspects: dict[int, Any], start: Any) -> dict[int, int]:
     f = start
     while f is not None:
         code = f.f_code
-        if code.co_flags & _OPTIMIZED and not code.co_filename.startswith(_PACKAGE + os.sep):
+        if code.co_flags & _OPTIMIZED and not in_fuselab(code.co_filename):
             loc = f.f_locals
             cells = set(code.co_cellvars) | set(code.co_freevars)
             for name in code.co_varnames:
@@ -197,7 +196,7 @@ def _here(ctx: TraceContext) -> tuple[int, int, int, int]:
     stands at the same instruction: `if i == 2: L[0][0] = 1` between the two reads
     would go unseen."""
     f = sys._getframe(2)
-    while f is not None and f.f_code.co_filename.startswith(_PACKAGE + os.sep):
+    while f is not None and in_fuselab(f.f_code.co_filename):
         f = f.f_back
     return (len(ctx.builder.nodes), ctx.shared_asks, id(f), f.f_lasti if f is not None else -1)
 

@@ -347,10 +347,12 @@ def _guard(self: Tracer, traced: Any, real: Any) -> Any:
 
 
 def _getitem(self: Tracer, key: Any) -> Any:
+    def index() -> Any:
+        return _guard(self, lambda: getitem(self._ctx, self, key), lambda a: a[plain_values(self._ctx, key)])
     if not self._scalar:
-        return _guard(self, lambda: getitem(self._ctx, self, key), lambda a: a[plain_values(self._ctx, key)])
+        return index()
     try:   # a NumPy scalar indexes itself as a 0-d array, and words any failure so
-        return _guard(self, lambda: getitem(self._ctx, self, key), lambda a: a[plain_values(self._ctx, key)])
+        return index()
     except Exception:
         raise IndexError("invalid index to scalar variable.") from None
 

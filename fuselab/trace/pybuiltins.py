@@ -11,10 +11,10 @@ answers as it would for the array plain execution has there (`type`: the tracer'
 from __future__ import annotations
 
 import builtins
-import os
 import sys
 from typing import Any, Mapping
 
+from ..recording import in_fuselab
 from .active import active
 from .core import InputTracer, Tracer, buffer_of
 
@@ -85,7 +85,6 @@ def _print(*args: Any, **kwargs: Any) -> None:
     builtins.print(*args, **kwargs)
 
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _RUNNERS = frozenset({"trace_cell", "trace_function"})   # (run.py: where the cell's code runs)
 
 
@@ -94,7 +93,7 @@ def _called_back(ctx: Any) -> bool:
     function, given a warning while it is being given): then nothing is flushed. The
     first of fuselab's frames above is the one running the cell, or one calling back."""
     f = sys._getframe(2)
-    while f is not None and not f.f_code.co_filename.startswith(_PACKAGE):
+    while f is not None and not in_fuselab(f.f_code.co_filename):
         f = f.f_back
     return f is not None and f.f_code.co_name not in _RUNNERS
 
