@@ -69,7 +69,7 @@ CELLS = [
     ("rng shuffle", "a = np.arange(10.0)", "rng.shuffle(a)\nr = a[:3]\n"),
     ("rng shuffle computed", "a = np.arange(10.0)", "b = a * 2\nrng.shuffle(b)\nr = b + 1\n"),
     ("rng random out", "o = np.empty(3)", "rng.random(out=o)\nr = o * 2\n"),
-    ("rng standard_normal out computed", "o = np.empty(3)", "o *= 0\nrng.standard_normal(out=o)\nr = o + 1\n"),
+    ("rng standard_normal out computed", "o = np.full(3, 5.0)", "o *= 0\nrng.standard_normal(out=o)\nr = o + 1\n"),
     ("rng permuted out", "a = np.arange(10.0)", "rng.permuted(a, out=a)\nr = a.sum()\n"),
     ("randomstate shuffle", "a = np.arange(10.0)\nrs = np.random.RandomState(3)", "rs.shuffle(a)\nr = a + 0\n"),
     ("cell generator shuffle", "a = np.arange(10.0)",
