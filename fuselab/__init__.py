@@ -28,8 +28,8 @@ def trace_cell(source: str, namespace: dict, keep=(), *, fullgraph: bool = False
     """Trace a cell's source against a namespace; returns a TraceResult (graph, inputs...).
     The namespace is not changed. (Named trace_cell because `fuselab.trace` is the
     tracing package.)"""
-    from .trace import trace_cell as _trace_cell
-    return _trace_cell(source, namespace, keep, fullgraph=fullgraph)
+    from .cell import trace_source
+    return trace_source(source, namespace, keep, fullgraph=fullgraph)
 
 
 def explore(fn, *arrays, plan: str = "auto", backend: str = "auto", repeats: int = 20,
@@ -37,14 +37,37 @@ def explore(fn, *arrays, plan: str = "auto", backend: str = "auto", repeats: int
     """Open the explorer for `fn(*arrays)` outside the magic: the same trace, plan, run,
     check, timing and view as a %%fuse cell. Returns the Session."""
     from .cell import run_traced
+    from .errors import Interrupted
     from .trace import trace_function
-    traced = trace_function(fn, *arrays)
+    _check_call(fn, arrays)
+    try:
+        traced = trace_function(fn, *arrays)
+    except KeyboardInterrupt:   # (as a cell's: what was interrupted, not a traceback through the tracer)
+        raise Interrupted(f"tracing {getattr(fn, '__name__', 'the function')}") from None
     try:
         return run_traced(traced, strategy=plan, backend=backend, repeats=repeats, time=time, static=static,
                           quiet=quiet)
     finally:
         if traced.warnings is not None:
             traced.warnings.flush()
+
+
+def _check_call(fn, arrays: tuple) -> None:
+    """A call explore() would make that does not fit the function's signature is the
+    caller's mistake, said as such (the trace said "fix the error in <lambda>")."""
+    import inspect
+
+    from .errors import TraceError
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):   # (not callable: the trace says so; a builtin: no signature to check)
+        return
+    try:
+        sig.bind(*arrays)
+    except TypeError as e:
+        name = getattr(fn, "__name__", "fn")
+        raise TraceError(f"fuselab.explore({name}, {len(arrays)} array(s)): {e}", None,
+                         f"pass the arrays {name}{sig} takes after it: fuselab.explore({name}, x, ...)") from None
 
 
 __all__ = ["Graph", "GraphBuilder", "Node", "Kind", "verify", "trace_cell", "explore", "__version__"]

@@ -89,13 +89,15 @@ class FuseMagics(Magics):
               help="fusion plan: auto (cost-model optimum), unfused (one kernel per op), max (largest legal kernels)")
     @argument("--static", action="store_true", default=None,
               help="plain HTML/SVG output (renders on GitHub and nbviewer) instead of widgets")
-    @argument("-q", "--quiet", action="store_true", help="show nothing; just run the cell")
+    @argument("-q", "--quiet", action="store_true",
+              help="show no summary or explorer; just run the cell (a failed result check still warns)")
     @argument("-o", dest="output", metavar="VAR", default=None,
-              help="store the session object (graph, plan, kernels, outputs, timings) in VAR")
+              help="store the session object (graph, plan, kernels, outputs, timings) in VAR, "
+                   "a name the cell neither reads nor binds")
     @argument("--keep", metavar="NAMES", action="append", nargs="+", default=[],
               help="also bind these intermediates (comma- or space-separated; may repeat)")
     @argument("-n", dest="repeats", type=int, default=None, metavar="REPEATS",
-              help="timed repeats on the GPU")
+              help="timed repeats (GPU or Numba backend)")
     @argument("--no-time", dest="no_time", action="store_true", help="run without timing")
     @argument("--fp16", choices=_CHOICES["fp16"], default=None,
               help="float16 math: numpy (results equal NumPy) or fast (fp32 inside kernels)")
@@ -206,6 +208,11 @@ def _check_output_name(name: str | None, cell: str) -> None:
     bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     if name in bound:
         raise _usage(f"-o {name}: the cell itself binds {name!r}; choose another name for the session")
+    # the session would replace what the cell reads (`-o x` over `y = x * 2` lost the array x)
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    if name in read:
+        raise _usage(f"-o {name}: the cell reads {name!r}, and the session object would replace it; "
+                     "choose another name for the session")
 
 
 def _is_ipython_line(text: str) -> bool:
@@ -220,6 +227,9 @@ def _check_python_only(cell: str) -> None:
     except SyntaxError as e:
         lines = cell.splitlines()
         text = lines[e.lineno - 1].strip() if e.lineno and 0 < e.lineno <= len(lines) else ""
+        if text.startswith("%%"):   # (%%time, %%capture... wrap a %%fuse cell from above it)
+            raise _usage(f"line {e.lineno}: `{text}` is a cell magic, and a %%fuse cell holds Python only; "
+                         f"put `{text}` on the first line, above `%%fuse ...`, to apply both") from None
         if _is_ipython_line(text):
             raise _usage(f"line {e.lineno}: `{text}` is IPython syntax, and a %%fuse cell holds Python only; "
                          "run it in a cell of its own") from None

@@ -7,12 +7,13 @@ recomputes what a plan change invalidates. Widgets never compute: they call `cho
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import BackendError, FuselabError
+from .errors import BackendError, FuselabError, OptionError
 from .ir import Graph
 from .plan import Plan, PlanError, make_plan, unfused_plan
 from .runtime.verify import Check  # plain data; importing it loads no CuPy
@@ -21,11 +22,36 @@ from .trace.held import own as own_arrays
 
 BACKENDS = ("auto", "cuda", "cpu", "numba")  # on Dask inputs every choice is the Dask path ("dask")
 STRATEGIES = ("auto", "unfused", "max")
+FP16_CHOICES = ("numpy", "fast")
 
 
 def _on_host(values: Mapping[Any, Any]) -> dict[Any, Any]:
     """NumPy copies of CuPy arrays (the CPU backends' inputs), other values as they are."""
     return {k: v.get() if hasattr(v, "get") else v for k, v in values.items()}
+
+
+def check_options(*, repeats: Any = 20, fp16: Any = "numpy") -> None:
+    """Options run_cell and explore take, checked before anything runs (the magic's
+    parser checks its flags): a bad value failed late, as a StatisticsError of the timer
+    or a ValueError of code generation, after the cell had run."""
+    if isinstance(repeats, bool) or not isinstance(repeats, numbers.Integral) or repeats < 1:   # (np.int64 too)
+        raise OptionError(f"repeats={repeats!r}: the number of timed repeats must be a positive integer",
+                          None, "pass repeats=20 (the default) or another positive number; -n 20 in %%fuse")
+    if fp16 not in FP16_CHOICES:
+        raise OptionError(f"fp16={fp16!r}: there is no such float16 mode", None,
+                          f"choose one of {', '.join(repr(c) for c in FP16_CHOICES)} (--fp16 in %%fuse)")
+
+
+def _target_text(target: Any) -> str:
+    """A fuse/split target as the listing and the drawing name it (the explorer's message
+    said "split ('k', 0)" after a click on a kernel's split button)."""
+    if isinstance(target, tuple) and len(target) == 2 and target[0] == "k":
+        return f"k{target[1]}"
+    if isinstance(target, tuple) and len(target) == 2 and all(isinstance(t, numbers.Integral) for t in target):
+        return f"%{target[0]} → %{target[1]}"
+    if isinstance(target, numbers.Integral) and not isinstance(target, bool):
+        return f"%{target}"
+    return str(target)
 
 
 class PlanChoiceError(FuselabError, PlanError):
@@ -138,6 +164,7 @@ class Session:
         if strategy not in STRATEGIES:   # (the planner's bare ValueError said nothing of what to do)
             raise PlanChoiceError(f"plan={strategy!r}: there is no such plan", "no such plan",
                                   f"choose one of {', '.join(repr(s) for s in STRATEGIES)}")
+        check_options(repeats=repeats)
         self.traced = traced
         self.graph: Graph = traced.graph
         self.requested_backend = backend
@@ -152,6 +179,7 @@ class Session:
         own_arrays(self)   # (its outputs are the arrays the cell bound: not another holder of them)
         self.check: Check | None = None
         self.measurement: Any = None
+        self.timing_error: str | None = None   # why the magic's timing failed (the results stand)
         self.dask_run: Any = None           # Dask path: how each kernel ran (fuselab.dask.execute.DaskRun)
         self._listeners: list[Callable[["Session"], None]] = []
 
@@ -228,6 +256,13 @@ class Session:
             plan = chunkable(plan)
         return plan
 
+    @property
+    def plan_label(self) -> str:
+        """"auto plan", or "auto plan with your changes" once fuse/split (a click, a
+        toggle) constrain it: the strategy alone named a plan the user had changed by hand."""
+        changed = self.plan.constraints.active
+        return f"{self.plan.strategy} plan" + (" with your changes" if changed else "")
+
     # -- choosing ---------------------------------------------------------------
     def on_change(self, callback: Callable[["Session"], None]) -> None:
         self._listeners.append(callback)
@@ -259,6 +294,8 @@ class Session:
 
     def _apply(self, verb: str, targets: Sequence[Any]) -> Plan:
         try:
+            if not targets and verb == "split":   # (it re-planned as it was, an undo step named "split ")
+                raise ValueError("name what to split: an op, a kernel or an edge")
             new = getattr(self.plan, verb)(*targets)
         except FuselabError:
             raise
@@ -271,7 +308,7 @@ class Session:
             raise PlanChoiceError(f"{call}: {e}", str(e),
                                   "the plan is as it was; targets are node ids (3), kernels (('k', 0)) "
                                   "or edges ((2, 5)) of session.plan, see session.explain()") from None
-        return self._set(new, f"{verb} {', '.join(map(str, targets))}")
+        return self._set(new, f"{verb} {', '.join(map(_target_text, targets))}")
 
     def undo(self) -> Plan:
         if len(self.history) > 1:
@@ -347,6 +384,9 @@ class Session:
     def measure(self, repeats: int | None = None, progress: Callable[[str], None] | None = None):
         """Time plan, unfused and eager runs on the GPU (CUDA backend); on Dask inputs, the
         fused plan's `.compute()` against the cell as plain Dask, on the current scheduler."""
+        if repeats is not None:
+            check_options(repeats=repeats)   # (0 failed in the timer's median, after the runs)
+        self.timing_error = None
         if self.backend == "dask":
             from .dask.session import measure
             self.measurement = measure(self, repeats)

@@ -87,6 +87,11 @@ def numbers_html(session: Any) -> str:
     if measured:
         lines.append(f"<span class='fuselab-legend'>GB/s: the cost model's bytes over the measured time; "
                      f"% {esc(bandwidth_label(p))}.</span>")
+        fractions = [c.bytes_total / t / copy_bw for c, t in zip(rep.kernels, per_kernel) if t]
+        if any(f > 1 for f in fractions):   # (427% of copy bandwidth read as an error without this)
+            cache = "the CPU's caches" if session.backend == "numba" else "the GPU's L2 cache"
+            lines.append(f"<span class='fuselab-legend'>Above 100%: the arrays fit in {cache}, faster than "
+                         "the memory the copy bandwidth was measured on.</span>")
     lines.append(check_line(session))
     return ("<div class='fuselab-numbers'><table class='fuselab-table'>" + "".join(rows) + "</table>"
             + "".join(f"<div>{x}</div>" for x in lines if x) + dask_html(session) + boundaries_html(session)
@@ -101,7 +106,7 @@ def measured_line(session: Any, m: Any) -> str:
             return "<b>Measured</b>: not yet — press <i>Run on GPU</i>."
         if session.backend == "numba":
             return "<b>Measured (CPU)</b>: not yet — press <i>Run on CPU</i>."
-        return "<b>Measured</b>: nothing (no GPU here; every time above is a prediction)."
+        return f"<b>Measured</b>: nothing ({esc(unmeasured_reason(session))}; every time above is a prediction)."
     t = m.plan.median_s
     label = measured_label(session)
     label = label[:1].upper() + label[1:]   # (not str.capitalize(): it gave "Measured (cpu)")
@@ -117,6 +122,17 @@ def measured_line(session: Any, m: Any) -> str:
              + (f" (unfused {fmt_bytes(m.unfused_peak_bytes)})" if m.unfused_peak_bytes else "") + ".")
     text += "".join(f" <span class='fuselab-legend'>{esc(n)}.</span>" for n in m.notes)
     return text
+
+
+def unmeasured_reason(session: Any) -> str:
+    """Why a session on the NumPy backend has no measurement, true on every machine: "no
+    GPU here" was said on a GPU machine too, where the user had asked for --backend cpu."""
+    from ..numba_backend import available as numba_available   # (no warm-up: nothing will compile)
+    from ..runtime.device import cuda_available
+    if cuda_available()[0]:
+        return "the cpu backend (NumPy, kernel by kernel) times nothing; --backend cuda measures on this GPU"
+    numba = "; --backend numba measures on the CPU" if numba_available()[0] else ""
+    return f"no GPU here, and the cpu backend (NumPy, kernel by kernel) times nothing{numba}"
 
 
 def check_line(session: Any) -> str:

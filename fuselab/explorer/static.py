@@ -13,7 +13,7 @@ def header_html(session: Any) -> str:
     g, plan = session.graph, session.plan
     n_ops = sum(1 for n in g.nodes if n.op not in ("input", "const"))
     parts = [f"<b>fuselab</b> · {n_ops} ops → <b>{len(plan.kernels)} kernel(s)</b> "
-             f"({esc(plan.strategy)} plan; unfused: {len(session.unfused.kernels)}) · backend "
+             f"({esc(session.plan_label)}; unfused: {len(session.unfused.kernels)}) · backend "
              f"<b>{esc(session.backend)}</b>"]
     if session.backend_note:
         parts.append(f"<span class='fuselab-predicted'>{esc(session.backend_note)}</span>")
@@ -27,6 +27,9 @@ def header_html(session: Any) -> str:
         parts.append(f"<span class='fuselab-legend'>{esc(note)}</span>")
     for b in g.breaks:
         parts.append(f"<span class='fuselab-break'>{esc(graph_mod.break_text(b))}</span>")
+    if getattr(session, "timing_error", None):   # (the magic's timing failed; the results were bound)
+        parts.append(f"<span class='fuselab-refused'>timing failed, the results are bound: "
+                     f"{esc(session.timing_error)}</span>")
     return "<div class='fuselab-header'>" + "<br>".join(parts) + "</div>"
 
 

@@ -192,6 +192,8 @@ class Explorer:
         self.run_button.disabled = True
         try:
             s.measure(progress=self._progress)
+        except KeyboardInterrupt:   # (the stop button while timing: a button's handler has no traceback to show)
+            self._say_refused("timing interrupted: nothing was measured; press the button again to time the plan")
         except Exception as e:  # shown in the explorer, the plan stays as it is
             self._say_refused(f"measurement failed: {e}")
         finally:
@@ -271,7 +273,8 @@ class Explorer:
         s = self.session
         self.header.value = header_html(s)
         for strategy, b in self.preset_buttons.items():
-            b.button_style = "info" if s.plan.strategy == strategy else ""
+            # (a plan changed by hand is no longer the preset it started from)
+            b.button_style = "info" if s.plan.strategy == strategy and not s.plan.constraints.active else ""
         self.undo_button.disabled = len(s.history) <= 1
         # Dask sessions are timed too (run() and session.measure take them): the button was
         # disabled there, with a "no GPU here" tooltip, although the panel said "not yet".
@@ -283,7 +286,8 @@ class Explorer:
             self.run_button.description = "Time with Dask"
             self.run_button.tooltip = "compute the results on the current Dask scheduler, fused against plain Dask"
         elif s.backend != "cuda":
-            self.run_button.tooltip = f"no GPU here: {s.backend_note}"
+            from .numbers import unmeasured_reason
+            self.run_button.tooltip = f"not timed: {unmeasured_reason(s)}"
         if not s.graph.outputs:
             self.run_button.tooltip = f"nothing to time: {NOTHING_TO_RUN}"
         self._set_message(f"<span class='fuselab-legend'>{esc(s.message)}</span>" if s.message else "")
