@@ -39,7 +39,8 @@ def namespace(chunks=((23, 17))):
             "b": da.from_array(B, chunks=25),            # column blocks of 25 against x's 17
             "col": da.from_array(COL, chunks=(40, 1)),
             "ints": da.from_array(INTS, chunks=(30, 35)),
-            "xs": da.from_array(X, chunks=((10, 0, 50, 30), (35, 35)))}   # an empty block
+            "xs": da.from_array(X, chunks=((10, 0, 50, 30), (35, 35))),   # an empty block
+            "x3": da.from_array(X[:2, :5].reshape(2, 1, 5), chunks=(1, 1, 5))}   # blocks of one row
 
 
 def check(cell, ns=None, numpy_names=(), **options):
@@ -99,6 +100,12 @@ CELLS = {
     "rebinding in place": "z = x\nz += 1\nw = z * 2",
     "dask methods": "c = (x + 1).chunks\nr = (x * 2).rechunk((45, 70))\ny = r + 1\nn = x.npartitions\n"
                     "p = (x - 1).persist()",
+    # NumPy's conversions compute a Dask array into a NumPy one; copies stay lazy
+    "conversions": "a = np.asarray(x)\nb = np.array(x * 2, dtype=np.float64)\nc = np.copy(x)\nd = x.copy()\n"
+                   "e = (x + 1).flatten()\nf = np.ascontiguousarray(x.T)\ng = np.asarray(x).sum()\n"
+                   "h = np.asarray(x, dtype=np.int8) + 1\nk = x.ravel() * 2",
+    "0-d beside blocks": "s = x.sum()\nt = s > 0\ny = np.where(t, s, x)",
+    "one-row blocks": "m = x3.max(axis=2, keepdims=True)\ny = np.exp(x3 - m)\na = x3.argmin(axis=2)",
 }
 
 

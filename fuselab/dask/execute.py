@@ -313,8 +313,12 @@ def _take(blocks: Any, space: tuple, k: int, target: tuple, xp: Any, dtype: np.d
 
 
 def _unwrap(k: int, block: Any) -> Any:
+    # Axes of the space the value has not come as lists of blocks: a row kernel's reduced
+    # axis (one block: whole rows), or axes a smaller value broadcast over (`t = s > 0` of
+    # a 0-d `s` beside `y = where(t, s, x)`), along which every block computed the same
+    # values: any one of them is the value.
     while isinstance(block, list):
-        (block,) = block
+        block = block[0]
     return block[k]
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..ir import Graph, GraphBuilder, Node
 from ..ops import Kind, reduce_rule
+from ..plan import make_plan
 from ..plan.kernels import make_kernel
 from ..plan.model import Plan, Template
 from .layout import Layout, unit_reshape_map
@@ -163,7 +164,13 @@ class _Programs:
         members = [i for i, n in enumerate(g.nodes) if n.op != "input"]
         template = spec.template if spec.template is not Template.REDUCTION or any(n for n, _ in names) \
             else Template.POINTWISE
-        plan = Plan(g, (make_kernel(g, members, template),) if members else (), "block")
+        kernel = make_kernel(g, members, template) if members else None
+        if kernel is not None and kernel.space is None:
+            # a block can be what the whole array is not: one row of a row kernel (chunks of
+            # one row), an empty reduced axis. Its program is planned as any graph is.
+            plan = make_plan(g, "auto")
+        else:
+            plan = Plan(g, (kernel,) if kernel is not None else (), "block")
         self._cache[key] = (plan, names)
         if len(self._cache) > self.limit:
             self._cache.popitem(last=False)

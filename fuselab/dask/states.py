@@ -10,6 +10,8 @@ receive nested lists of states, one level per reduced axis, as Dask gives them.
 """
 from __future__ import annotations
 
+import math
+
 import sys
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -122,8 +124,10 @@ def _fold_arg(p: Partial, st: State, axes: tuple[int, ...], xp: Any) -> State:
     keep = [k for k in range(v.ndim) if k not in axes]
     order = keep + list(axes)
     shape = [v.shape[k] for k in keep]
-    vv = xp.transpose(v, order).reshape(shape + [-1])
-    ii = xp.transpose(i, order).reshape(shape + [-1])
+    # (the number of states spelled out: reshape cannot infer a -1 beside a 0-length axis)
+    n = math.prod(v.shape[k] for k in axes)
+    vv = xp.transpose(v, order).reshape(shape + [n])
+    ii = xp.transpose(i, order).reshape(shape + [n])
     best = vv.max(axis=-1, keepdims=True) if p.op == "argmax" else vv.min(axis=-1, keepdims=True)
     if vv.dtype.kind == "f":
         nan = xp.isnan(vv)

@@ -28,7 +28,7 @@ from ..errors import TraceError
 from ..interp import eval_node
 from .cellinfo import LAST_VALUE, CellInfo
 from ..dask.xp import is_dask_array
-from .core import InputTracer, TraceContext, Tracer, is_cupy_array, origin_of
+from .core import InputTracer, TraceContext, Tracer, dask_lazy, is_cupy_array, origin_of
 from .foreign import Adopted
 from .layout import with_order
 from .modules import untraced, with_globals
@@ -219,6 +219,8 @@ class Binder:
             return None  # the source changed in place after: t keeps its own value
         if o[0] == "copy":   # of the user's array, or of a view of it (`be[1:].copy()` keeps '>f4')
             src = o[1]
+            if dask_lazy(self.ctx, src):
+                return None   # a Dask array has no layout to copy as NumPy would (nor copy(order=))
             return src if isinstance(src, InputTracer) or id(src) in self.tracers or \
                 self._derivable_from(src) is not None else None
         if len(o) > 3:  # a view updated in place: its view ops are recorded

@@ -846,10 +846,19 @@ class HeldView(Tracer):
 _SET_CLASS = object.__dict__["__class__"].__set__
 
 
+def dask_lazy(ctx: TraceContext, x: Any) -> bool:
+    """Is `x` a value plain code holds as a lazy Dask array (a tracer depending on one)?
+    NumPy's conversions compute such a value into a NumPy array, and Dask's own methods
+    take none of NumPy's order= arguments: those calls run as plain Dask does."""
+    return isinstance(x, Tracer) and ctx.uses_dask and ctx.lazy(x._node)
+
+
 def view_root(t: Tracer) -> "InputTracer | None":
     """The input tracer whose array `t` is, or views (following its view origins)."""
     for _ in range(64):
-        if isinstance(t, InputTracer) and object.__getattribute__(t, "_alias") is None:
+        # (by type: isinstance() would ask a view for its __class__, which in a Dask cell
+        # reads its node, whose held-array check comes back here, without end)
+        if issubclass(type(t), InputTracer) and object.__getattribute__(t, "_alias") is None:
             return t
         o = origin_of(t)
         if o is None or o[0] != "view":

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..ops import SUPPORTED_DTYPES
-from .core import InputTracer, TraceContext, Tracer, is_array, native
+from .core import InputTracer, TraceContext, Tracer, dask_lazy, is_array, native
 from .operands import RunForReal, convert_scalar, copy_as, node_of, wrap
 from .registry import handles
 from .layout import copy_order
@@ -174,12 +174,14 @@ def astype(ctx: TraceContext, x: Any, dtype: Any, order: str = "K", casting: str
 
 @handles("copy")
 def np_copy(ctx, a, order="K", subok=False):
+    if dask_lazy(ctx, a):
+        raise RunForReal(a)
     return copy_of(ctx, a, order)
 
 
 @handles("array")
 def array(ctx, obj, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
-    if ndmin or not isinstance(obj, Tracer):
+    if ndmin or not isinstance(obj, Tracer) or dask_lazy(ctx, obj):
         raise RunForReal(obj)
     if not copy and (order in ("C", "F") or (dtype is not None and np.dtype(dtype) != obj.dtype)):
         # a copy only where the array is not laid out so (or NumPy's error for copy=False):
@@ -197,7 +199,7 @@ def array(ctx, obj, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, l
 @handles("asarray", "asanyarray")
 def asarray(ctx, a, dtype=None, order=None, *, copy=None, device=None, like=None):
     order = checked_order(order)
-    if not isinstance(a, Tracer):
+    if not isinstance(a, Tracer) or dask_lazy(ctx, a):
         raise RunForReal(a)
     if not copy and (order in ("C", "F") or (copy is False and dtype is not None and np.dtype(dtype) != a.dtype)):
         raise RunForReal(order)   # (as np.array with copy=None/False: NumPy decides)
@@ -212,7 +214,7 @@ def asarray(ctx, a, dtype=None, order=None, *, copy=None, device=None, like=None
 
 @handles("ascontiguousarray")
 def ascontiguousarray(ctx, a, dtype=None, *, like=None):
-    if not isinstance(a, Tracer):
+    if not isinstance(a, Tracer) or dask_lazy(ctx, a):
         raise RunForReal(a)
     if dtype is not None and np.dtype(dtype) != a.dtype:
         return astype(ctx, a, dtype, "C")

@@ -11,7 +11,7 @@ import numpy as np
 from ..ops import UFUNC_OPS, Aval, ShapeError
 # their handlers register themselves when imported
 from . import elementwise as _where_clip_round, opaque as _opaque_rules, reductions as _reductions  # noqa: F401
-from .core import InputTracer, TraceContext, Tracer, is_cupy_array, register_method, traceable
+from .core import InputTracer, TraceContext, Tracer, dask_lazy, is_cupy_array, register_method, traceable
 from .creation import astype, checked_order, copy_of
 from .mutate import PART_VIEWS, update_for_real, update_in_place
 from .operands import RunForReal, copy_as, node_of, wrap
@@ -155,17 +155,25 @@ def _view(self: Tracer, *args: Any, **kwargs: Any) -> Any:
     return view_of(self._ctx, self, self._node)
 
 
-def _flatten(self: Tracer, order: str = "C") -> Any:
+_C_ORDER = type("_COrder", (str,), {})("C")   # x.copy()'s and x.flatten()'s default, told from an order given
+
+
+def _flatten(self: Tracer, order: str = _C_ORDER) -> Any:
+    if order is not _C_ORDER and dask_lazy(self._ctx, self):   # Dask's flatten() takes no order
+        return run_for_real(self._ctx, ".flatten()", lambda a, *r: a.flatten(*r), (self, order), {})
     # (the values in the order asked: `m.flatten('F')` is column by column)
-    order = checked_order(order)
+    order = checked_order(str(order) if order is _C_ORDER else order)
     t = call_function(self._ctx, "ravel", np.ravel, (self,), {"order": order})
     if not isinstance(t, Tracer):
         return t
     return copy_as(self._ctx, self, t._node, lambda a: a.flatten(order))
 
 
-def _copy_method(self: Tracer, order: str = "C") -> Tracer:
-    return copy_of(self._ctx, self, order)
+def _copy_method(self: Tracer, order: str = _C_ORDER) -> Tracer:
+    ctx = self._ctx
+    if order is not _C_ORDER and dask_lazy(ctx, self):   # Dask's copy() takes no order: its TypeError
+        return run_for_real(ctx, ".copy()", lambda a, **k: a.copy(**k), (self,), {"order": order})
+    return copy_of(ctx, self, str(order) if order is _C_ORDER else order)
 
 
 def _astype(self: Tracer, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,

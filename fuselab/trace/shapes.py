@@ -12,7 +12,7 @@ import numpy as np
 from ..codegen.index import strides as c_strides
 from ..ops import Args, Aval, OpaqueFn, ShapeError, broadcast_shapes, normalize_axes
 from ..ir import Node
-from .core import InputTracer, TraceContext, Tracer, is_array, is_cupy_array, mentions_tracer
+from .core import InputTracer, TraceContext, Tracer, dask_lazy, is_array, is_cupy_array, mentions_tracer
 from .layout import Layout, k_order, strides_in, strides_order, value_layout
 from .mutate import PART_VIEWS, add_view, is_part_view, update_in_place
 from .opaque import Slot, data_dependent, fill
@@ -75,7 +75,7 @@ def reshape(ctx, x, *shape, newshape=None, order="C", copy=None, **kw):
         shape = (kw.pop("shape"),)
     if newshape is not None:
         shape = (newshape,)
-    if order not in ("C", "F", "A") or kw:
+    if order not in ("C", "F", "A") or kw or (order != "C" and dask_lazy(ctx, x)):
         raise RunForReal(order)
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
@@ -180,6 +180,8 @@ def ravel(ctx, x, order="C"):
     """A view where NumPy's ravel views (an array contiguous in the order asked: C, F;
     'A' and 'K' as the one it is contiguous in), else a copy: NumPy's ravel copies where
     a reshape could still view (`x[::-1].ravel()` is a new array, `x[::-1].reshape(-1)` a view)."""
+    if order != "C" and dask_lazy(ctx, x):
+        raise RunForReal(order)
     layout = _layout(ctx, x) if isinstance(x, Tracer) and not x._scalar else None
     if order in ("A", "K") and layout is not None:
         if _contiguous(layout, "C"):
