@@ -50,10 +50,10 @@ Problems these tests found (each fixed, each test failed before its fix):
   explorer's message after a split button said "split ('k', 0)" (session._target_text);
   `session.split()` naming nothing added an undo step (Session._apply).
 
-Left as a strict xfail (fuselab/trace, another owner): a KeyboardInterrupt or SystemExit
-raised by the cell's code after a traced in-place update of an array another object holds
-(written at once, held.py) leaves that array changed: trace.run.trace_cell restores
-originals only on Exception, not BaseException.
+- A KeyboardInterrupt or SystemExit raised by the cell's code after a traced in-place
+  update of an array another object holds (written at once, held.py) left that array
+  changed: trace.run.trace_cell restored originals only on Exception; now on any
+  BaseException, which it then raises as it is.
 """
 from __future__ import annotations
 
@@ -223,9 +223,6 @@ def test_keyboard_interrupt_in_the_cell_names_the_line_and_changes_nothing(ip, c
     assert_unchanged(ip.user_ns, snap)
 
 
-@pytest.mark.xfail(strict=True, reason="trace.run.trace_cell restores arrays a real run changed (held.py) only "
-                                       "on Exception; a BaseException (KeyboardInterrupt, SystemExit) skips "
-                                       "scrub/restore_originals")
 @pytest.mark.parametrize("stop", ["raise KeyboardInterrupt", "raise SystemExit(3)"])
 def test_an_interrupt_after_an_update_of_a_held_array_restores_it(ip, stop):
     ip.run_cell("L = [x]", store_history=False)

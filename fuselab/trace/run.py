@@ -199,7 +199,7 @@ def trace_cell(source: str, namespace: Mapping[str, Any], keep: Sequence[str] = 
     ns["__warningregistry__"] = namespace.get("__warningregistry__", {})
     initial = dict(ns)
     token = tracing(ctx)
-    error: TraceError | None = None
+    error: BaseException | None = None
     try:
         with ctx.warnings.deferring_plain(ctx.here):
             exec(code, ns)
@@ -209,6 +209,8 @@ def trace_cell(source: str, namespace: Mapping[str, Any], keep: Sequence[str] = 
         error = user_error(e, origin, ctx.lines)
         traceback.clear_frames(e.__traceback__)
         del e
+    except BaseException as e:   # KeyboardInterrupt, SystemExit: undone as an error is, then raised as they are
+        error = e
     finally:
         stop_tracing(token)
     if error is not None:
