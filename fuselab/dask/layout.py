@@ -14,8 +14,10 @@ the same label indices.
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from ..ir import Graph, Node
 from ..ops import Kind
@@ -204,6 +206,8 @@ def _space(graph: Graph, kern: Kernel, body: tuple[int, ...], lab: Mapping[int, 
     for i in full[1:]:
         for a, b in zip(ref, lab[i]):
             uf.union(a, b)
+    if kern.template is Template.REDUCTION:
+        _line_up_reduction_values(graph, stored, full, reduces[0], lab, uf)
     if kern.template is Template.ROW:  # per-row results line up with the rows of F
         k = graph.nodes[reduces[0]].args["axes"][0]
         rows = ref[:k] + ref[k + 1:]
@@ -214,3 +218,30 @@ def _space(graph: Graph, kern: Kernel, body: tuple[int, ...], lab: Mapping[int, 
             for a, b in zip(rows, mine):
                 uf.union(a, b)
     return ref
+
+
+def _line_up_reduction_values(graph: Graph, stored: Sequence[int], full: Sequence[int], red: int,
+                              lab: Mapping[int, Labels], uf: _Labels) -> None:
+    """A reduction kernel's stored values other than the reduced input's shape share its
+    blocks too: one of the reduced input's size with unit axes added or dropped (`x[:, None]`
+    is a view Dask computes, so it has labels of its own) lines up axis by axis with it, and
+    one of the result's shape (keepdims or not) with its kept axes."""
+    ref, shape = lab[full[0]], graph.nodes[full[0]].shape
+    axes = graph.nodes[red].args["axes"]
+    kept = [a for k, a in enumerate(ref) if k not in axes]
+    result = tuple(d for k, d in enumerate(shape) if k not in axes)
+    result_keep = tuple(1 if k in axes else d for k, d in enumerate(shape))
+    for i in stored:
+        if i in full:
+            continue
+        mine = graph.nodes[i].shape
+        if mine == result:
+            pairs = list(zip(kept, lab[i]))
+        elif mine == result_keep:
+            pairs = [(a, b) for k, (a, b) in enumerate(zip(ref, lab[i])) if k not in axes]
+        elif math.prod(mine) == math.prod(shape) and (m := unit_reshape_map(shape, (), mine)) is not None:
+            pairs = [(a, lab[i][src]) for a, src in zip(ref, m) if src is not None]
+        else:
+            continue
+        for a, b in pairs:
+            uf.union(a, b)
