@@ -225,15 +225,18 @@ def _line_up_reduction_values(graph: Graph, stored: Sequence[int], full: Sequenc
     """A reduction kernel's stored values other than the reduced input's shape share its
     blocks too: one of the reduced input's size with unit axes added or dropped (`x[:, None]`
     is a view Dask computes, so it has labels of its own) lines up axis by axis with it, and
-    one of the result's shape (keepdims or not) with its kept axes."""
+    one of the result's shape (keepdims or not) with its kept axes, and one broadcast
+    against either (`np.where(m, m.astype(int), x.prod(axis=2))` with `m` of the last
+    axis only) along its trailing axes, as NumPy aligns it."""
     ref, shape = lab[full[0]], graph.nodes[full[0]].shape
     axes = graph.nodes[red].args["axes"]
     kept = [a for k, a in enumerate(ref) if k not in axes]
     result = tuple(d for k, d in enumerate(shape) if k not in axes)
     result_keep = tuple(1 if k in axes else d for k, d in enumerate(shape))
+    space = {uf.find(a) for a in ref if a is not None}
     for i in stored:
-        if i in full:
-            continue
+        if i in full or all(uf.find(b) in space for b in lab[i] if b is not None):
+            continue   # (lined up already: through the ops that read it with the input)
         mine = graph.nodes[i].shape
         if mine == result:
             pairs = list(zip(kept, lab[i]))
@@ -241,7 +244,16 @@ def _line_up_reduction_values(graph: Graph, stored: Sequence[int], full: Sequenc
             pairs = [(a, b) for k, (a, b) in enumerate(zip(ref, lab[i])) if k not in axes]
         elif math.prod(mine) == math.prod(shape) and (m := unit_reshape_map(shape, (), mine)) is not None:
             pairs = [(a, lab[i][src]) for a, src in zip(ref, m) if src is not None]
+        elif _broadcasts(mine, shape):    # a value of smaller operands, as NumPy aligns it: trailing axes
+            pairs = [(a, b) for a, b, d in zip(ref[::-1], lab[i][::-1], mine[::-1]) if d != 1]
+        elif _broadcasts(mine, result):
+            pairs = [(a, b) for a, b, d in zip(kept[::-1], lab[i][::-1], mine[::-1]) if d != 1]
         else:
             continue
         for a, b in pairs:
             uf.union(a, b)
+
+
+def _broadcasts(small: tuple[int, ...], big: tuple[int, ...]) -> bool:
+    """`small` broadcasts against `big` without growing it (NumPy's trailing alignment)."""
+    return len(small) <= len(big) and all(d in (1, b) for d, b in zip(small[::-1], big[::-1]))
