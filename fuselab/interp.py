@@ -219,15 +219,18 @@ def run_graph(graph: Graph, inputs: Mapping[str, Any], xp: ModuleType = np,
     return {name: env[i] for name, i in graph.outputs}
 
 
-def _donor(graph: Graph, kern: Any, i: int, local: Mapping[int, Any], last_use: Mapping[int, int]) -> Any:
+def _donor(graph: Graph, kern: Any, i: int, local: Mapping[int, Any], last_use: Mapping[int, int],
+           known: Mapping[int, Any]) -> Any:
     """A value this kernel computed, read for the last time by node i, whose memory i's
-    element-wise result may take: not stored, not an input, not viewed by another node."""
+    element-wise result may take: not stored, not an input, not viewed by another node,
+    not a value given (`known`: one object that every kernel computing that node takes,
+    and that another kernel may have stored as its output)."""
     n = graph.nodes[i]
     if n.kind is not Kind.ELEMWISE or n.op in ("where", "astype"):
         return None
     for j in n.inputs:
         v = local[j]
-        if last_use.get(j) == i and j not in kern.outputs and j not in kern.inputs and \
+        if last_use.get(j) == i and j not in kern.outputs and j not in kern.inputs and j not in known and \
                 isinstance(v, np.ndarray) and v.ndim and v.base is None and v.flags.writeable and \
                 graph.nodes[j].op not in ("const", "full", "input") and \
                 not any(graph.nodes[u].kind is Kind.INJECTIVE for u in graph.users[j]):
@@ -264,7 +267,7 @@ def run_plan(plan, inputs: Mapping[str, Any], xp: ModuleType = np,
                     local[i] = known[i]
                     continue
                 try:
-                    local[i] = evaluate_node(xp, i, n, vals, on_fp_error, _donor(graph, kern, i, local, last_use))
+                    local[i] = evaluate_node(xp, i, n, vals, on_fp_error, _donor(graph, kern, i, local, last_use, known))
                 except Exception as e:
                     e.fuselab_node = i  # type: ignore[attr-defined]  (the cell's line, for the error)
                     raise

@@ -225,17 +225,33 @@ class Binder:
                 self._derivable_from(src) is not None else None
         if len(o) > 3:  # a view updated in place: its view ops are recorded
             src = o[1]
-            ok = isinstance(src, InputTracer) or id(src) in self.tracers or self._derivable_from(src) is not None
+            ok = isinstance(src, InputTracer) or id(src) in self.tracers or self._derivable_from(src) is not None \
+                or self._new_array(src)
             return src if ok else None
         a: Tracer | None = o[1]
+        root: Tracer | None = None
         while a is not None:  # a view of a view ... of the user's array, or of a bound one
             if (isinstance(a, InputTracer) or id(a) in self.tracers) and \
                     self._view_chain(t._node, a._node) is not None:
                 return a
+            root = a
             ao = a._origin
             a = ao[1] if ao is not None and ao[0] == "view" and self.ctx.versions.get(id(ao[1]), 0) == ao[2] \
                 else None
+        # a view of a new array no name keeps (`flipped = (x * 2)[:, ::-1]`, `xn` fused
+        # away): in NumPy a view of that array (its strides, `.base`, a broadcast's
+        # read-only flag). The array is bound as its base and the view taken of it, as on
+        # the NumPy backend, whose interpreter makes that view: a kernel backend would
+        # otherwise write a new C-ordered array of its own
+        if root is not None and self._new_array(root) and self._view_chain(t._node, root._node) is not None:
+            return root
         return None
+
+    def _new_array(self, t: Tracer) -> bool:
+        """t is an array the cell made (no view, no copy of another), which its views can
+        be taken of once it is bound."""
+        return t._origin is None and not t._scalar and not isinstance(t, InputTracer) \
+            and not dask_lazy(self.ctx, t)
 
     def _view_chain(self, node: int, base: int) -> list[int] | None:
         nodes = self.ctx.builder.nodes

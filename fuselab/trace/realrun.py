@@ -22,10 +22,11 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..dask.xp import is_dask_array
+from ..interp import eval_node
 from ..recording import library_line, recorded
 from .aliases import aliasable, owner_of, view_steps
-from .core import InputTracer, TraceContext, Tracer, handed_out, is_cupy_array
-from .mutate import add_view, update_in_place
+from .core import InputTracer, TraceContext, Tracer, handed_out, handed_out_alive, is_cupy_array, view_root
+from .mutate import add_view, update_in_place, view_ops
 from .values import plain_values, tracer_nodes, writeable  # noqa: F401  (re-exported)
 
 
@@ -39,6 +40,7 @@ class _Passed:
     array: Any      # the object the function got
     before: Any     # its contents before the call
     live: bool      # `array` is the user's own object (the tracer's input, unchanged so far)
+    derived: bool = False   # a view taken of another tracer's passed array: its writes are that one's
 
 
 def _live_array(ctx: TraceContext, t: Tracer) -> Any:
@@ -109,6 +111,58 @@ class _RealCall:
     def __init__(self, ctx: TraceContext) -> None:
         self.ctx = ctx
         self.passed: dict[int, _Passed] = {}   # id(tracer) -> what its array was
+        self.roots: dict[int, tuple[Tracer, tuple]] = {}   # id(view tracer) -> (its root, the view ops)
+
+    def share(self, *values: Any) -> None:
+        """Before the call: the user's arrays that `values` are (or view) get the contents
+        the trace gave them (`_materialize`); and tracers among `values` that are views of
+        one same array (`top = M[0]` and `M`, or `M[0]` and `M[:, -1]`) are given as views
+        of one object, so that a function that asks about memory (`np.shares_memory(top,
+        M)`) or writes through one sees it in the other, as in NumPy; each alone is given
+        as before."""
+        found: list[Tracer] = []
+        _collect(values, found)
+        for t in found:
+            root = view_root(t)
+            if root is not None:
+                self._materialize(root)
+        by_root: dict[int, list[tuple[Tracer, Tracer, tuple]]] = {}
+        for t in {id(t): t for t in found}.values():
+            root, chain = _view_root(self.ctx, t)
+            if root is not None:
+                by_root.setdefault(id(root), []).append((t, root, chain))
+        for group in by_root.values():
+            if len({id(t) for t, _, _ in group}) < 2:
+                continue
+            for t, root, chain in group:
+                if t is not root:
+                    self.roots[id(t)] = (root, chain)
+
+    def _materialize(self, t: InputTracer) -> None:
+        """The user's array that the trace updated in place (`M += 1`), not yet in its
+        memory, gets the traced contents now, and t reads it again (as it is): the function
+        then gets the user's own array (or views of it), so that the views it returns are
+        views of the user's array (`np.diag(M)`, `np.split(M, 2)`, whose writes show in M)
+        as in NumPy, not of a private copy. The contents before are kept: the trace's
+        earlier reads keep them, and a cell that fails gets them back."""
+        ctx = self.ctx
+        arr = t._array
+        if ctx.uses_dask or _live_array(ctx, t) is not None or not isinstance(arr, np.ndarray) \
+                or not arr.flags.writeable or handed_out_alive(t) or id(t) in self.passed:
+            return
+        v = ctx.evaluator.value(t._node)
+        if getattr(v, "shape", None) != arr.shape or v.dtype != arr.dtype:
+            return   # (`x.shape = ...`, another byte order: the private copy, as before)
+        _originals(ctx).setdefault(id(arr), (arr, arr.copy()))
+        before = arr.copy()
+        arr[...] = v
+        # (the input node the trace read the array by so far reads its contents before)
+        old = ctx._input_by_id.pop(id(arr), None)
+        if old is not None:
+            ctx.inputs[ctx.builder.nodes[old].args["name"]] = before
+            if ctx.evaluator.has(old):
+                ctx.evaluator.set(old, before)
+        update_in_place(ctx, t, ctx.input_for(arr, t._name), "a real run's argument")
 
     def give(self, value: Any) -> Any:
         """`value` with each tracer replaced by the array object plain execution has there
@@ -126,6 +180,13 @@ class _RealCall:
         if p is not None:
             return p.array
         ctx = self.ctx
+        if id(t) in self.roots and not t._scalar:
+            root, chain = self.roots[id(t)]
+            arr = self._array(root)
+            for n in chain:
+                arr = eval_node(_xp(arr), n, [arr])
+            self.passed[id(t)] = _Passed(t, arr, arr, False, derived=True)
+            return arr
         v = ctx.evaluator.value(t._node)
         if t._scalar:
             return v[()]
@@ -135,7 +196,8 @@ class _RealCall:
         if live is not None:
             arr, before = live, live.copy()
             _originals(ctx).setdefault(id(arr), (arr, before))
-        elif (user := _view_of_user_array(ctx, v)) is not None and v.dtype == t.dtype:
+        elif (user := _view_of_user_array(ctx, v)) is not None and v.dtype == t.dtype and \
+                _views_user_array(t, user):
             # a view of the user's array (`a[1:]`): that view, as NumPy gives it (shares_memory)
             _originals(ctx).setdefault(id(user), (user, user.copy()))
             arr, before = v, v.copy()
@@ -153,6 +215,8 @@ class _RealCall:
         ctx = self.ctx
         for p in self.passed.values():
             t = p.tracer
+            if p.derived:
+                continue   # (a write through it changed its root's array: updated there)
             if not _same_bytes(p.before, p.array):
                 if p.live:
                     update_in_place(ctx, t, _reread(ctx, t, p.before), what)
@@ -197,11 +261,45 @@ class _RealCall:
         return back(out)
 
 
+def _collect(value: Any, out: list[Tracer]) -> None:
+    if isinstance(value, Tracer):
+        out.append(value)
+    elif type(value) in (list, tuple):
+        for v in value:
+            _collect(v, out)
+    elif type(value) is dict:
+        for v in value.values():
+            _collect(v, out)
+
+
+def _view_root(ctx: TraceContext, t: Tracer) -> tuple[Tracer | None, tuple]:
+    """The array t is a view of (through views, each still current) and the view ops
+    that make t of it; (None, ()) where a step is not one the graph expresses."""
+    chain: tuple = ()
+    while t._origin is not None and t._origin[0] == "view" and ctx.versions.get(id(t._origin[1]), 0) == t._origin[2]:
+        base = t._origin[1]
+        ops = view_ops(ctx, t, base)
+        if ops is None:
+            return None, ()
+        chain = tuple(ops) + chain
+        t = base
+    return t, chain
+
+
 def itself_or(ctx: TraceContext, t: Tracer) -> Tracer:
     """The InputTracer of the array object t's array is (see `itself`), else t."""
     ref = itself(ctx).get(id(t))
     owner = ref() if ref is not None else None
     return owner if owner is not None else t
+
+
+def _views_user_array(t: Tracer, user: Any) -> bool:
+    """Is t, in the cell's meaning, a view of the user's array `user`? Its value may
+    view that array where NumPy's does not: a copy of an input (`a = M.copy()`) is the
+    input's node in the graph, so `a[2]`'s value views M; a write through it (`np.add.at(a[2],
+    ...)`) must go to a private copy, not into the user's M."""
+    root = view_root(t)
+    return root is not None and root._array is user
 
 
 def _view_of_user_array(ctx: TraceContext, v: Any) -> Any:
@@ -259,6 +357,7 @@ def run_for_real(ctx: TraceContext, name: str, fn: Callable[..., Any], args: Seq
         lib = "Dask" if ctx.uses_dask else "CuPy" if ctx.uses_cupy else "NumPy"  # (Dask's methods run on the fused plan's lazy value)
         ctx.need(nodes[0], why or f"`{name}` runs as plain {lib} here: fuselab does not trace it")
     call = _RealCall(ctx)
+    call.share(args, kwargs)
     plain_args, plain_kwargs = call.give(list(args)), call.give(dict(kwargs))
     # Its warnings belong to the user's line, in order with the cell's other warnings
     # (raised here they would name this file); errors propagate as they are.
