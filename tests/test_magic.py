@@ -5,18 +5,9 @@ import numpy as np
 import pytest
 
 IPython = pytest.importorskip("IPython")
-from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+from support.shell import ip  # noqa: E402,F401  (the fixture)
 
 
-@pytest.fixture()
-def ip():
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "fuselab")
-    shell.user_ns.clear()
-    shell.run_cell("import numpy as np\nx = np.linspace(0, 1, 1000, dtype=np.float32)\n"
-                   "m = np.arange(48, dtype=np.float64).reshape(6, 8) / 7", store_history=False)
-    yield shell
-    shell.user_ns.clear()
 
 
 def run(ip, line, cell):

@@ -64,7 +64,7 @@ import numpy as np
 import pytest
 
 IPython = pytest.importorskip("IPython")
-from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+from support.shell import ip  # noqa: E402,F401  (the fixture)
 
 import fuselab  # noqa: E402
 from fuselab.cell import run_cell  # noqa: E402
@@ -79,15 +79,6 @@ SOFTMAX_ROWS = ("a = x.reshape(40, 25)\nmx = a.max(axis=1, keepdims=True)\ne = n
 CELL = "x *= 2\nt = x * x + 1.0\ny = np.exp(t) * 0.5 - np.sin(x)\nfresh = y + 1"
 
 
-@pytest.fixture()
-def ip():
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "fuselab")
-    shell.user_ns.clear()
-    shell.run_cell("import numpy as np\nx = np.linspace(0, 1, 1000, dtype=np.float32)\n"
-                   "m = np.arange(48, dtype=np.float64).reshape(6, 8) / 7", store_history=False)
-    yield shell
-    shell.user_ns.clear()
 
 
 def run(ip, line: str, cell: str, capsys=None) -> tuple[bool, str]:
