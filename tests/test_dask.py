@@ -387,3 +387,29 @@ def test_each_runner_runs_its_own_executable_of_a_plan(monkeypatch):
     plan = make_plan(trace_cell("y = x * 2", {"np": np, "x": x}).graph)
     np.testing.assert_array_equal(NumbaRunner().run(plan, {"x": x})["y"], x * 2)
     assert CudaRunner().run(plan, {"x": x})["y"] == "run by the CUDA executable"
+
+
+# Dask's reshape depends on the chunks (a merge or split of whole chunks only; none of a
+# 0-length chunked axis): plain Dask refuses the others at the line, where the cell can
+# catch the error. The graph knows no chunks, so the trace asks the lazy value.
+RESHAPES = [((4, 5), ((2, 2), (1, 1, 3)), "(x * 2).reshape(5, -1)"),
+            ((6, 4), ((1, 5), (4,)), "(x[::-1] - 1).reshape(3, 8) + 1"),
+            ((0, 5), ((0,), (2, 3)), "x.T.reshape(-1)"),
+            ((4, 0), ((2, 2), (0,)), "np.reshape(x[1:], -1)")]
+
+
+@pytest.mark.parametrize("shape,chunks,expr", RESHAPES)
+def test_a_reshape_dask_refuses_fails_at_its_line_as_in_plain_dask(shape, chunks, expr):
+    x = da.from_array(np.arange(float(np.prod(shape))).reshape(shape), chunks=chunks)
+    cell = f"z = x.sum() * 2\ny = {expr}\n"
+    with pytest.raises(Exception) as plain:
+        exec(cell, {"np": np, "x": x})
+    ns = {"np": np, "x": x}
+    with pytest.raises(TraceError) as fused:
+        run_cell(ns, cell, quiet=True)
+    assert fused.value.loc.line == 2 and type(plain.value).__name__ in str(fused.value)
+    assert sorted(k for k in ns if not k.startswith("__")) == ["np", "x"]
+    caught = f"try:\n    y = {expr}\nexcept {type(plain.value).__name__}:\n    y = None\nw = (x + 1) * 3\n"
+    run_cell(ns, caught, quiet=True)
+    assert ns["y"] is None
+    np.testing.assert_array_equal(ns["w"].compute(), (x.compute() + 1) * 3)

@@ -82,6 +82,8 @@ def reshape(ctx, x, *shape, newshape=None, order="C", copy=None, **kw):
     n = node_of(ctx, x)
     b, loc = ctx.builder, ctx.loc()
     new = _resolve_shape(b.aval(n).size, shape)
+    if dask_lazy(ctx, x) and not _dask_reshapes(ctx, n, new):
+        raise RunForReal(shape)   # Dask's own error at the line, as plain Dask raises it
     layout = _layout(ctx, x) if isinstance(x, Tracer) and not x._scalar else None
     if order == "A":   # Fortran order only for an array that is Fortran- and not C-contiguous
         order = "F" if layout is not None and _contiguous(layout, "F") and not _contiguous(layout, "C") else "C"
@@ -166,6 +168,17 @@ def set_shape(ctx: TraceContext, x: Tracer, shape: Any) -> None:
 def new_shapes(ctx: TraceContext) -> dict[int, tuple[Any, tuple[int, ...]]]:
     """id(user's array) -> (the array, the shape the cell set on it: `x.shape = ...`)."""
     return ctx.__dict__.setdefault("_new_shapes", {})
+
+
+def _dask_reshapes(ctx: TraceContext, node: int, new: tuple[int, ...]) -> bool:
+    """Does Dask reshape node's value to `new`? Its reshape depends on the chunks (it
+    refuses one that is not a merge or split of whole chunks, or a 0-length chunked
+    axis), which the graph does not know: it is asked of the lazy value (no compute)."""
+    try:
+        ctx.evaluator.value(node).reshape(new)
+    except Exception:   # noqa: BLE001 - any refusal: the real call raises it at the line
+        return False
+    return True
 
 
 def _reshape_views(layout: tuple[tuple[int, ...], tuple[int, ...]], new: tuple[int, ...], order: str) -> bool:
