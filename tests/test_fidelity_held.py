@@ -18,6 +18,7 @@ pytest.importorskip("IPython")
 from fidelity import Case, assert_as_plain, params  # noqa: E402
 from fidelity_corpus import SETUP  # noqa: E402
 from test_fidelity_realrun import LayoutHarness  # noqa: E402
+import numpy as np  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -370,3 +371,20 @@ def test_held_elsewhere_on_ten_thousand_objects_scans_no_garbage(monkeypatch):
     ns.update({f"o{i}": str(i) for i in range(5000)})
     ns["L"] = [ns["a7"]]
     assert held_elsewhere(ns) == frozenset({id(ns["a7"])})
+
+
+@pytest.mark.parametrize("nbytes", [0, 5, 8, 13, 8 * (1 << 17), 8 * (1 << 17) + 3, 3 * 8 * (1 << 17) + 7])
+def test_held_contents_compare_finds_any_changed_byte(nbytes):
+    """realrun._same_bytes on the host compares 8-byte words a MiB at a time: a change in
+    any byte (first, at a piece's edge, in the tail of fewer than 8) is found, and equal
+    bytes of another word (NaN payloads, -0.0) are not equal."""
+    from fuselab.trace.realrun import _same_bytes
+    a = np.random.default_rng(nbytes).integers(0, 256, nbytes, dtype=np.uint8)
+    assert _same_bytes(a, a.copy())
+    for i in {0, nbytes // 2, 8 * (1 << 17) - 1, 8 * (1 << 17), nbytes - 1}:
+        if 0 <= i < nbytes:
+            b = a.copy()
+            b[i] ^= 1
+            assert not _same_bytes(a, b), i
+    z = np.zeros(3)
+    assert not _same_bytes(z, -z) and not _same_bytes(np.array([np.nan]), np.array([-np.nan]))

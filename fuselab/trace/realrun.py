@@ -68,7 +68,22 @@ def _same_bytes(a: Any, b: Any) -> bool:
         b = b.astype(a.dtype)
     a8 = xp.ascontiguousarray(a).reshape(-1).view(xp.uint8)
     b8 = xp.ascontiguousarray(b).reshape(-1).view(xp.uint8)
-    return bool(xp.array_equal(a8, b8))
+    return _same_host_bytes(a8, b8) if xp is np else bool(xp.array_equal(a8, b8))
+
+
+_PIECE = 1 << 17   # words of 8 bytes compared at once: 1 MiB
+
+
+def _same_host_bytes(a8: np.ndarray, b8: np.ndarray) -> bool:
+    """Two byte arrays equal, compared in 8-byte words, a MiB at a time: array_equal of
+    the bytes themselves makes a bool per byte (five times slower: a held array of 128 MB
+    compared before each traced read took 0.23 s), and a difference ends the loop."""
+    n = a8.size - a8.size % 8
+    a64, b64 = a8[:n].view(np.uint64), b8[:n].view(np.uint64)
+    for i in range(0, a64.size, _PIECE):
+        if not np.array_equal(a64[i:i + _PIECE], b64[i:i + _PIECE]):
+            return False
+    return bool(np.array_equal(a8[n:], b8[n:]))
 
 
 def _originals(ctx: TraceContext) -> dict[int, tuple[Any, Any]]:
@@ -128,7 +143,7 @@ class _RealCall:
                 self._materialize(root)
         by_root: dict[int, list[tuple[Tracer, Tracer, tuple]]] = {}
         for t in {id(t): t for t in found}.values():
-            root, chain = _view_root(self.ctx, t)
+            root, chain = _views_from_root(self.ctx, t)
             if root is not None:
                 by_root.setdefault(id(root), []).append((t, root, chain))
         for group in by_root.values():
@@ -272,9 +287,10 @@ def _collect(value: Any, out: list[Tracer]) -> None:
             _collect(v, out)
 
 
-def _view_root(ctx: TraceContext, t: Tracer) -> tuple[Tracer | None, tuple]:
-    """The array t is a view of (through views, each still current) and the view ops
-    that make t of it; (None, ()) where a step is not one the graph expresses."""
+def _views_from_root(ctx: TraceContext, t: Tracer) -> tuple[Tracer | None, tuple]:
+    """The array t is a view of (through views, each still current: any tracer, where
+    core.view_root gives only the user's input array) and the view ops that make t of
+    it; (None, ()) where a step is not one the graph expresses."""
     chain: tuple = ()
     while t._origin is not None and t._origin[0] == "view" and ctx.versions.get(id(t._origin[1]), 0) == t._origin[2]:
         base = t._origin[1]
