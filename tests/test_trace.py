@@ -443,3 +443,21 @@ def test_a_fused_cell_leaves_nothing_that_looks_like_another_holder():
     third = execute_cell(ns, "x += 1\nr = L[0] + 0", backend="cpu", quiet=True, time=False).session
     assert len(third.graph.breaks) == 1 and list(ns["r"]) == [3.0] * 4
     assert first.session.execute()["y"].tolist() == [6.0] * 4   # a later run reads the array as it is
+
+
+@pytest.mark.parametrize("cell", [
+    "for i in range(3):\n    a[1:-1] = 0.5 * (a[:-2] + a[2:])\n",        # dropped views of each update's target
+    "t = a.T\nt = a[::2].reshape(-1)\ny = np.broadcast_to(a[:1], a.shape) + a\n"])
+def test_dropped_views_are_not_computed_while_tracing(cell, monkeypatch):
+    """The trace computes the values the graph drops for their NumPy warnings
+    (run._compute_dead), but a view never warns: computing the view of an array updated
+    in place computed every update before it, the whole cell, in NumPy at trace time."""
+    import fuselab.trace.concrete as concrete
+    computed = []
+    real = concrete.evaluate_node
+    monkeypatch.setattr(concrete, "evaluate_node", lambda xp, i, n, *a: computed.append(n.op) or real(xp, i, n, *a))
+    ns = {"np": np}
+    exec("a = np.arange(64.0).reshape(8, 8)", ns)
+    res = fuselab.trace_cell(cell, ns)
+    assert computed == []
+    assert res.graph.outputs

@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import TraceError
 from ..ir import Graph, SourceLoc
-from ..ops import ShapeError
+from ..ops import OPS, Kind, ShapeError
 from . import methods  # noqa: F401  (attaches the NumPy surface to the tracer)
 from .aliases import Aliases
 from .bind import Binder, find_holders, plan_bindings, scrub
@@ -149,8 +149,10 @@ def _kept_nodes(graph_nodes: Sequence[Any], outputs: Sequence[tuple[str, int]]) 
     return tuple(sorted(live))
 
 
-# nodes that never warn: computing them for their warnings would be wasted
-_SILENT_OPS = frozenset({"input", "const"})
+# nodes that never warn: computing them for their warnings would be wasted. The views
+# among them matter most: a dropped view of an array updated in place (the target of
+# `a[1:-1] = ...` in a loop) computed every update before it, the whole cell, in NumPy
+_SILENT_OPS = frozenset(n for n, d in OPS.items() if d.kind in (Kind.SOURCE, Kind.INJECTIVE))
 
 
 def _compute_dead(ctx: TraceContext, kept: Sequence[int]) -> None:
