@@ -5,6 +5,7 @@ hidden: the session shows it next to the speedup.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -84,6 +85,10 @@ def _float_errors(xp: Any, g: Any, w: Any, rt: float) -> tuple[float, int, int]:
     tiny = float(np.finfo(g.dtype).tiny)
     if xp is not np:
         return _errors_of(xp, g.astype(np.float64), w.astype(np.float64), rt, None, tiny)
+    if g.size >= COMPILED_MIN and "numba" in sys.modules:
+        compiled = _compiled_errors()
+        if compiled is not None and g.dtype in compiled.COMPILED:
+            return compiled.float_errors(g, w, rt, tiny)
     gf, wf = g.reshape(-1), w.reshape(-1)
     scale = 0.0
     for k in range(0, wf.size, CHUNK):
@@ -99,6 +104,19 @@ def _float_errors(xp: Any, g: Any, w: Any, rt: float) -> tuple[float, int, int]:
     return worst, at, n
 
 
+# Arrays this large are compared in one compiled pass where Numba is loaded already (the
+# Numba backend's cells: importing it only for this would cost its start-up, a second)
+COMPILED_MIN = 1 << 18
+
+
+def _compiled_errors() -> Any:
+    try:
+        from ..numba_backend import compare
+    except Exception:   # noqa: BLE001 - a Numba that does not work here: NumPy's pieces
+        return None
+    return compare
+
+
 def _errors_of(xp: Any, g64: Any, w64: Any, rt: float, scale: float | None, tiny: float) -> tuple[float, int, int]:
     """_float_errors over one piece (scale None: the piece's own, for a whole array)."""
     nan_g, nan_w = xp.isnan(g64), xp.isnan(w64)
@@ -106,7 +124,7 @@ def _errors_of(xp: Any, g64: Any, w64: Any, rt: float, scale: float | None, tiny
     if scale is None:
         scale = float(xp.max(xp.where(finite, xp.abs(w64), 0.0)))
     atol = rt * max(scale, tiny)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):   # (inf - inf; max - -max: judged below)
         err = xp.abs(g64 - w64) / (atol + rt * xp.abs(w64))
     err = xp.where(nan_g & nan_w, 0.0, err)
     err = xp.where(~finite & (g64 == w64), 0.0, err)          # equal infinities
