@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <vector>
@@ -60,6 +61,16 @@ inline std::vector<char*> stacks;          // reused across launches
 inline std::vector<uint4> dynamic_smem;    // 16-byte aligned
 inline const void* misaligned = nullptr;   // the first load a GPU would fault on
 inline std::size_t misaligned_bytes = 0;
+
+// The order the scheduler runs blocks, and a block's threads between barriers (FL_EMU_ORDER
+// at each launch): "forward" (0, 1, 2...) unless it says "reverse". A GPU runs them in no
+// order, so a kernel's results must not depend on it: a read of shared memory another
+// thread writes in the same phase (a missing __syncthreads) or a last block that assumes
+// which block comes last gives other results in reverse. This is how the tests find races.
+inline bool reverse_order() {
+    const char* v = std::getenv("FL_EMU_ORDER");
+    return v != nullptr && std::strcmp(v, "reverse") == 0;
+}
 
 inline unsigned linear(const fl_dim3& t) { return t.x + blockDim.x * (t.y + blockDim.y * t.z); }
 inline unsigned linear_thread() { return linear(threadIdx); }
@@ -130,36 +141,38 @@ template <class F> int launch(fl_dim3 grid, fl_dim3 blk, std::size_t smem, F ker
     Block* outer = block;
     block = &b;
     int status = 0;
-    for (unsigned bz = 0; bz < grid.z && !status; ++bz)
-        for (unsigned by = 0; by < grid.y && !status; ++by)
-            for (unsigned bx = 0; bx < grid.x && !status; ++bx) {
-                blockIdx = {bx, by, bz};
-                for (unsigned t = 0; t < n; ++t) {
-                    Fiber& f = b.fibers[t];
-                    f.idx = {t % blk.x, t / blk.x % blk.y, t / (blk.x * blk.y)};
-                    f.wait = Wait::none;
-                    getcontext(&f.ctx);
-                    f.ctx.uc_stack.ss_sp = stacks[t];
-                    f.ctx.uc_stack.ss_size = STACK;
-                    f.ctx.uc_link = nullptr;
-                    makecontext(&f.ctx, trampoline, 0);
-                }
-                for (;;) {
-                    bool ran = false;
-                    for (unsigned t = 0; t < n; ++t) {
-                        if (b.fibers[t].wait != Wait::none) continue;
-                        b.current = t;
-                        threadIdx = b.fibers[t].idx;
-                        swapcontext(&b.scheduler, &b.fibers[t].ctx);
-                        ran = true;
-                    }
-                    bool all_done = true;
-                    for (auto& f : b.fibers) all_done &= f.wait == Wait::done;
-                    if (all_done) break;
-                    if (!ran && !release(n, err, errlen)) { status = 1; break; }
-                    if (ran) continue;
-                }
+    const bool reverse = reverse_order();
+    const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
+    for (unsigned long long k = 0; k < blocks && !status; ++k) {
+        const unsigned long long q = reverse ? blocks - 1 - k : k;
+        blockIdx = {unsigned(q % grid.x), unsigned(q / grid.x % grid.y), unsigned(q / grid.x / grid.y)};
+        for (unsigned t = 0; t < n; ++t) {
+            Fiber& f = b.fibers[t];
+            f.idx = {t % blk.x, t / blk.x % blk.y, t / (blk.x * blk.y)};
+            f.wait = Wait::none;
+            getcontext(&f.ctx);
+            f.ctx.uc_stack.ss_sp = stacks[t];
+            f.ctx.uc_stack.ss_size = STACK;
+            f.ctx.uc_link = nullptr;
+            makecontext(&f.ctx, trampoline, 0);
+        }
+        for (;;) {
+            bool ran = false;
+            for (unsigned i = 0; i < n; ++i) {
+                const unsigned t = reverse ? n - 1 - i : i;
+                if (b.fibers[t].wait != Wait::none) continue;
+                b.current = t;
+                threadIdx = b.fibers[t].idx;
+                swapcontext(&b.scheduler, &b.fibers[t].ctx);
+                ran = true;
             }
+            bool all_done = true;
+            for (auto& f : b.fibers) all_done &= f.wait == Wait::done;
+            if (all_done) break;
+            if (!ran && !release(n, err, errlen)) { status = 1; break; }
+            if (ran) continue;
+        }
+    }
     block = outer;
     if (!status && misaligned) {
         std::snprintf(err, errlen, "misaligned address: a %zu-byte load at %p", misaligned_bytes, misaligned);

@@ -36,6 +36,22 @@ def test_case_matches_numpy(runner, case):
             np.testing.assert_array_equal(again[name], got[name])
 
 
+# The emulator runs blocks and a block's threads in one order; a GPU in none. Every case
+# passed in reverse order too (all 692, 2026-12-05): CI keeps a sample of them so
+# (a missing __syncthreads, or a last block that assumes which block comes last, gives
+# other results there; tests/cuda_host.h `reverse_order`).
+REVERSED = CASES[::8]
+
+
+@pytest.mark.parametrize("case", REVERSED, ids=lambda c: c.id)
+def test_case_matches_numpy_with_blocks_and_threads_in_reverse(runner, case, monkeypatch):
+    monkeypatch.setenv("FL_EMU_ORDER", "reverse")
+    want = run_graph(case.graph, case.inputs)
+    for plan in case.plans:
+        check = compare(runner.run(plan, case.inputs), want, case.rtol)
+        assert check.ok, f"{plan.strategy} plan, in reverse order: {check.worst}"
+
+
 CHUNK = 40
 
 
@@ -232,6 +248,34 @@ def test_the_emulator_runs_barriers_and_shuffles_in_order():
     rev = x[::-1]
     want = np.concatenate([np.full(32, rev[:32].sum()), np.full(32, rev[32:].sum())]).astype(np.int32)
     np.testing.assert_array_equal(got[:60], want[:60])
+
+
+@pytest.mark.parametrize("barrier", [True, False])
+def test_reverse_order_exposes_a_missing_barrier(barrier, monkeypatch):
+    """Reading shared memory another thread writes needs a __syncthreads between: without
+    it the value read depends on the order threads run (on a GPU, on nothing one can
+    rely on). The emulator's two orders give one result with the barrier and two without,
+    which is how the reversed cases above would catch a generated kernel missing one."""
+    from cuda_host import HostRunner, build
+    runner = HostRunner([])
+    plan, code = _hand_kernel(
+        "    __shared__ int s[64];\n"
+        "    s[threadIdx.x] = in_x[threadIdx.x];\n"
+        + ("    __syncthreads();\n" if barrier else "")
+        + "    out_y[threadIdx.x] = s[63 - threadIdx.x];\n"
+        "    __syncthreads();\n"
+        "    s[threadIdx.x] = -1;", 64)   # (the shared array outlives the launch: no stale values)
+    runner.codes[(plan, runner.default)] = (code,)
+    runner.launchers.update(build([(code, plan)]))
+    x = np.arange(64, dtype=np.int32) * 3
+    forward = runner.run(plan, {"x": x})["y"]
+    monkeypatch.setenv("FL_EMU_ORDER", "reverse")
+    reverse = runner.run(plan, {"x": x})["y"]
+    if barrier:
+        np.testing.assert_array_equal(forward, x[::-1])
+        np.testing.assert_array_equal(reverse, x[::-1])
+    else:
+        assert not np.array_equal(forward, reverse)
 
 
 def test_float16_division_rounds_as_ieee_division():
