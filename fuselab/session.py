@@ -315,6 +315,7 @@ class Session:
             self.history.pop()
             self.plan = self.history[-1]
             self.measurement = None
+            self.check = None   # (the undone plan's: the plan restored has not run since)
             for cb in self._listeners:
                 cb(self)
         return self.plan

@@ -148,7 +148,29 @@ class Explorer:
         elif kind == "cut":
             self.fuse((u, v))
         else:
-            self.split((u, v))
+            done = self._already_cut(u, v)
+            if done:
+                self._say_refused(done)
+            else:
+                self.split((u, v))
+
+    def _already_cut(self, u: int, v: int) -> str:
+        """Why cutting the edge u -> v would change nothing, or "": u is a view (or a
+        chain of them) recomputed in v's kernel from a value another kernel already writes
+        to memory. The planner takes such a cut as the cut of that value's edge, which holds
+        already: the click was accepted and added an undo step that changed no kernel."""
+        g, plan = self.session.graph, self.session.plan
+        p = u
+        while is_free(g, p) and g.nodes[p].inputs:
+            p = g.nodes[p].inputs[0]
+        kv = plan.kernel_of.get(v)
+        if p == u or is_free(g, p) or g.nodes[p].op == "input" or kv is None or p in plan.kernels[kv].nodes:
+            return ""   # an op's edge, or one the planner answers itself
+        kp = plan.kernel_of.get(p)
+        by = f"k{kp}" if kp is not None else "another kernel"
+        return (f"%{u} ({g.nodes[u].label}) is a view of %{p} ({g.nodes[p].label}), which {by} writes to memory: "
+                f"k{kv} reads %{p} from there and recomputes the view as it loads it, so %{p} and %{v} are already "
+                f"apart; click an edge between two operations of one kernel to cut it")
 
     def own_kernel(self, i: int) -> None:
         """Give op i a kernel of its own (a double click on it)."""
@@ -175,6 +197,10 @@ class Explorer:
     def select_kernel(self, k: int) -> None:
         kernels = self.session.plan.kernels
         if not 0 <= k < len(kernels):
+            # a click that arrives after a redraw: say so (it was dropped in silence, and
+            # the panel went on showing another kernel's code as if the click had worked)
+            self._say_refused(f"k{k} is not a kernel of this plan, which has {len(kernels)} (the drawing may have "
+                              "changed since the click): click a kernel of the graph as it is drawn now")
             return
         nodes = [i for i in kernels[k].nodes if i in self.session.plan.kernel_of] or list(kernels[k].nodes)
         self.selected_node = nodes[0] if nodes else None
@@ -208,8 +234,11 @@ class Explorer:
     def show_compile_info(self) -> None:
         from .code import compile_info_html, compile_kernel
 
-        k = self.selected_kernel
-        kinfo = self.session.kernels[k]
+        kernels = self.session.kernels
+        if not kernels:   # (an IndexError in the button's handler: only a line in the log)
+            self.compile_info.value = "<div class='fuselab-notice'>This plan has no kernel to compile.</div>"
+            return
+        kinfo = kernels[min(self.selected_kernel, len(kernels) - 1)]
         try:
             info = compile_kernel(kinfo)
         except Exception as e:  # NVRTC missing or a compile error: say which
@@ -232,6 +261,10 @@ class Explorer:
             self.select_kernel(int(value))  # type: ignore[arg-type]
         elif kind == "node":
             i = int(value)  # type: ignore[arg-type]
+            if not 0 <= i < len(self.session.graph.nodes):
+                self._say_refused(f"%{i} is not an operation of this cell's graph (the drawing may have changed "
+                                  "since the click): click an operation of the graph as it is drawn now")
+                return
             if double:
                 self.own_kernel(i)
             else:
@@ -355,6 +388,9 @@ class Explorer:
         kernels, missing = kernels_with_code(s)
         if not kernels:
             self.code_view.title, self.code_view.source, self.code_view.html = "", "", ""
+            # (the button stayed enabled from the previous plan: a click raised IndexError)
+            self.compile_info.value = ""
+            self.compile_button.disabled = True
             return
         kinfo = kernels[min(k, len(kernels) - 1)]
         self.code_view.title = kinfo.name
