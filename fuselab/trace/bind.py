@@ -455,6 +455,8 @@ def replace_in_holders(holders: Iterable[Any], value: Any) -> dict[int, Any]:
                 owner = sub(h.__self__)
                 names = [k for c in type(h.__self__).__mro__ for k, f in vars(c).items() if f is h.__func__] \
                     if owner is not h.__self__ else []
+                if owner is not h.__self__ and not names:   # (a method run for real: `f = a.dump`)
+                    names = [k for k in [getattr(h.__func__, "_fuselab_attr", None)] if k]
                 new = getattr(owner, names[0], None) if names else h
                 new = h if new is None else new
             elif isinstance(h, tuple) and type(h) is not tuple and hasattr(h, "_make"):

@@ -667,7 +667,7 @@ class Tracer:
         v = np.asarray(self._value("conversion to a NumPy array (np.asarray, a library call)")).view()
         v.flags.writeable = False  # the trace's own value: a library must not write into it
         if dtype is not None and v.dtype != dtype:
-            return v.astype(dtype)   # (a new array: nothing of t's memory given out)
+            return v.astype(dtype, order="C")   # (a new C-ordered array, as ndarray.__array__(dtype) gives)
         handed_out(self, v)
         return v
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..ops import SUPPORTED_DTYPES
 from .core import InputTracer, TraceContext, Tracer, dask_lazy, is_array, native
-from .operands import RunForReal, convert_scalar, copy_as, node_of, wrap
+from .operands import RunForReal, check_fits, convert_scalar, copy_as, node_of, wrap
 from .registry import handles
 from .layout import copy_order
 from .shapes import broadcast_to, layout_of
@@ -97,6 +97,8 @@ handles("ones_like")(_like(1))
 def full_like(ctx, x, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
     if isinstance(fill_value, Tracer) or is_array(fill_value):
         raise RunForReal(fill_value)
+    # (NumPy's copyto of a Python int out of the dtype's range: OverflowError, at the line)
+    check_fits(fill_value, _dtype(native(_like_dtype(x, dtype)), ctx.builder.aval(node_of(ctx, x)).dtype))
     return _like_full(ctx, x, fill_value, dtype, shape, order)
 
 
@@ -108,8 +110,11 @@ def arange(ctx, start, stop=None, step=None, dtype=None, *, like=None, device=No
     if stop is None:
         start, stop = 0, start
     step = 1 if step is None else step
-    # np.arange's dtype: its arguments promoted (Python scalars weakly), as NumPy 2 does
-    dt = np.result_type(*given) if dtype is None else _dtype(dtype, None)
+    # np.arange's dtype: its arguments promoted as Python scalars (NumPy 2.4 takes a NumPy
+    # scalar's value: np.arange(np.float16(2.5)) is float64, np.arange(True) int64)
+    plain = [v.item() if isinstance(v, (np.generic, np.ndarray)) and np.ndim(v) == 0 else v for v in given]
+    plain = [int(v) if isinstance(v, bool) else v for v in plain]
+    dt = np.result_type(*plain) if dtype is None else _dtype(dtype, None)
     if dt not in SUPPORTED_DTYPES:
         raise RunForReal(dt)
     return wrap(ctx, ctx.builder.arange(start, stop, step, dt, ctx.loc()))
@@ -166,7 +171,7 @@ def astype(ctx: TraceContext, x: Any, dtype: Any, order: str = "K", casting: str
         raise RunForReal(casting)  # NumPy's TypeError
     if native(dt) not in SUPPORTED_DTYPES:
         raise RunForReal(dt)
-    if ctx.builder.aval(n).dtype.kind == "c" and dt.kind != "c":   # NumPy warns at the cast, whatever the values
+    if ctx.builder.aval(n).dtype.kind == "c" and dt.kind not in "cb":   # NumPy warns at the cast (not into bool)
         ctx.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning)
     return ordered_as(ctx, wrap(ctx, ctx.builder.astype(n, native(dt), ctx.loc()),
                                 scalar=isinstance(x, Tracer) and x._scalar, dtype=dt), x, order)

@@ -98,6 +98,8 @@ def _round(ctx: TraceContext, x: Any, decimals: int, out: Any):
     if ctx.uses_cupy and dt == np.float16 and decimals != 0:
         raise RunForReal(x)  # NumPy scales in float16, CuPy not (np.round(3.05, 1): 3.0 / 3.1)
     if dt.kind in "iu" and decimals >= 0:  # integers are already round: a copy (never x itself)
+        if b.aval(n).ndim == 0:   # (of a 0-d array too, NumPy gives a scalar)
+            return wrap(ctx, b.astype(n, dt, loc), scalar=True, dtype=getattr(x, "dtype", None))
         return copy_of(ctx, x)
     if decimals == 0:  # np.rint (bool rounds to float16, as rint's loops say)
         return wrap(ctx, b.elemwise("rint", [n], loc), scalar=True)

@@ -125,7 +125,9 @@ def with_order(xp: Any, v: Any, order: Order | None) -> Any:
     (Allocated C-ordered in the permuted axis order and transposed back: the same
     strides NumPy gives, on any array library.)"""
     lay = value_layout(v)
-    if lay is None or v.ndim < 2 or contiguous(lay, order):
+    # (contiguous is not enough: a length-1 axis's stride shows too, and NumPy's new
+    # array has the one its order gives: (1, 4) C-ordered has strides (4, 1), not (1, 1))
+    if lay is None or v.ndim < 2 or (contiguous(lay, order) and (0 in lay[0] or lay[1] == strides_in(lay[0], order))):
         return v
     out = empty_in(xp, tuple(v.shape), v.dtype, order)
     out[...] = v

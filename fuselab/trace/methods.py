@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import dis
+import inspect
 import operator
+import types
 from typing import Any, Callable
 
 import numpy as np
+import numpy._core._methods as _np_methods
 
 from ..ops import UFUNC_OPS, Aval, ShapeError
 # their handlers register themselves when imported
 from . import elementwise as _where_clip_round, opaque as _opaque_rules, reductions as _reductions  # noqa: F401
 from .core import InputTracer, TraceContext, Tracer, dask_lazy, is_cupy_array, register_method, traceable
+from .layout import copy_order
 from .creation import astype, checked_order, copy_of
 from .mutate import PART_VIEWS, update_for_real, update_in_place
 from .operands import RunForReal, copy_as, node_of, wrap
 from .realrun import run_for_real
 from .values import TracedFlags, plain_values, set_writeable
 from .registry import call_function, handles, qualname
-from .shapes import complex_part, getitem, k_ordered, set_shape, setitem, swapaxes, transpose, value_into, view_of
+from .shapes import complex_part, getitem, k_ordered, layout_of, set_shape, setitem, swapaxes, transpose, value_into, view_of
 from .ufuncs import call_ufunc, dispatch_ufunc, elementwise, inplace, ufunc_cast
 
 _BINARY = [("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("truediv", "true_divide"),
@@ -117,9 +121,24 @@ def _method(name: str):
         return getattr(a, name)(*args, **kwargs)
 
     def m(self: Tracer, *args: Any, **kwargs: Any) -> Any:
+        if not (self._ctx.uses_cupy or self._ctx.uses_dask):   # (NumPy's methods only)
+            _check_method_call(name, self, args, kwargs)
         return call_function(self._ctx, name, real, (self, *args), kwargs, method=True)
     m.__name__ = name
     return m
+
+
+def _check_method_call(name: str, self: Tracer, args: tuple, kwargs: dict) -> None:
+    """NumPy's methods written in Python (numpy/_core/_methods.py) take other arguments
+    than the functions the trace's rules follow: `a.std(correction=1)` is NumPy's
+    TypeError (np.std takes it). Their signatures say so, in NumPy's words."""
+    impl = getattr(_np_methods, {"max": "_amax", "min": "_amin"}.get(name, "_" + name), None)
+    if impl is None:
+        return
+    try:
+        inspect.signature(impl).bind(self, *args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"{impl.__name__}() {e}") from None
 
 
 def _divmod(self: Tracer, other: Any) -> Any:
@@ -190,7 +209,9 @@ def _astype(self: Tracer, dtype: Any, order: str = "K", casting: str = "unsafe",
 def _conj(self: Tracer) -> Any:
     if self.aval.dtype.kind == "c":
         return call_function(self._ctx, "conjugate", np.conjugate, (self,), {})
-    return wrap(self._ctx, self._node, scalar=self._scalar)  # a new array with the same values
+    if not self._scalar:   # (NumPy's and CuPy's method give a real array itself)
+        return self
+    return wrap(self._ctx, self._node, scalar=self._scalar)  # a new scalar with the same value
 
 
 def _real(self: Tracer) -> Any:
@@ -208,6 +229,8 @@ def _imag(self: Tracer) -> Any:
         return _part(self, "imag")
     zeros = wrap(self._ctx, self._ctx.builder.full(self.shape, 0, self.aval.dtype, self._ctx.loc()),
                  scalar=self._scalar)
+    if not zeros._scalar and zeros.ndim > 1:   # NumPy's zeros are like the array, in order 'A'
+        zeros._order = copy_order(zeros.ndim, layout_of(self._ctx, self), "A")
     if not self._scalar and not self._ctx.uses_cupy:
         # NumPy's zeros for the imaginary part of a real array are read-only (a write would
         # be lost): `a.imag[:] = 1` raises, as there
@@ -279,6 +302,14 @@ def _fill(self: Tracer, value: Any) -> None:
     update_in_place(ctx, self, node, "a.fill()")
 
 
+def _mT(self: Tracer) -> Any:
+    if self._scalar:   # (a NumPy scalar has no mT)
+        raise AttributeError(f"'numpy.{self.dtype.type.__name__}' object has no attribute 'mT'")
+    if self.ndim < 2:   # (NumPy's own words, not swapaxes' AxisError)
+        raise ValueError("matrix transpose with ndim < 2 is undefined")
+    return swapaxes(self._ctx, self, -1, -2)
+
+
 def _getattr(self: Tracer, name: str) -> Any:
     """Array attributes fuselab does not trace: the real array's (at a graph break);
     anything else, NumPy's AttributeError."""
@@ -288,10 +319,12 @@ def _getattr(self: Tracer, name: str) -> Any:
     ctx = self._ctx
     attr = getattr(cls, name)
     if callable(attr):
-        def method(*args: Any, **kwargs: Any) -> Any:
-            return run_for_real(ctx, f".{name}()", lambda a, *r, **k: getattr(a, name)(*r, **k), (self, *args),
+        def method(this: Tracer, *args: Any, **kwargs: Any) -> Any:
+            return run_for_real(ctx, f".{name}()", lambda a, *r, **k: getattr(a, name)(*r, **k), (this, *args),
                                 kwargs)
-        return method
+        method.__name__ = name
+        method._fuselab_attr = name  # type: ignore[attr-defined]   (bound back as the real array's: `f = a.dump`)
+        return types.MethodType(method, self)
     return getattr(self._value(f"`.{name}`"), name)
 
 
@@ -324,7 +357,7 @@ def _install() -> None:
     register_method("flags", property(_flags))
     register_method("setflags", _setflags)
     register_method("_set_shape", lambda self, shape: set_shape(self._ctx, self, shape))
-    register_method("mT", property(lambda self: swapaxes(self._ctx, self, -1, -2)))
+    register_method("mT", property(_mT))
     register_method("real", property(_real))
     register_method("imag", property(_imag))
     register_method("astype", _astype)

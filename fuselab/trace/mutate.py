@@ -158,10 +158,15 @@ def writer(path: str) -> Callable[..., Any]:
     (np.copyto, np.put, np.random.shuffle...): the function the user called (`fn`)
     runs once on a copy of the value, and the tracer takes the updated value."""
     def handler(ctx: TraceContext, fn: Callable[..., Any], target: Any, *args: Any, **kwargs: Any) -> Any:
-        if not isinstance(target, Tracer):
-            raise RunForReal(target)
-        update_for_real(ctx, target, f"np.{path}",
-                        lambda arr: fn(arr, *plain_values(ctx, list(args)), **plain_values(ctx, dict(kwargs))))
+        if not isinstance(target, Tracer) or target._scalar:
+            raise RunForReal(target)   # (a NumPy scalar: NumPy's TypeError, `dst` must be an array)
+        def run(arr: Any) -> Any:
+            # the target passed again (`np.place(a, a > 0, a)`) is the array written into,
+            # as in NumPy, which reads it there as the call changes it
+            def given(v: Any) -> Any:
+                return arr if v is target else plain_values(ctx, v)
+            return fn(arr, *[given(v) for v in args], **{k: given(v) for k, v in kwargs.items()})
+        update_for_real(ctx, target, f"np.{path}", run)
         return None
     return handler
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..ops import Aval, OpaqueFn, broadcast_shapes
 from .core import TraceContext, Tracer, is_array, mentions_tracer
+from .layout import copy_order, k_order, value_layout
 from .mutate import writer
 from .operands import RunForReal, node_of
 from .realrun import run_for_real
@@ -118,9 +119,15 @@ def data_dependent(ctx: TraceContext, name: str, fn: Callable[..., Any], args: S
     opaque = OpaqueFn(name, lambda xp, *v: lifted.call(fn, v))
     if isinstance(result, tuple):
         avals = tuple(Aval(tuple(r.shape), np.dtype(r.dtype)) for r in result)
-        return _wrap_results(ctx, opaque, lifted.nodes, avals, False, result)
-    return _wrap_results(ctx, opaque, lifted.nodes, Aval(tuple(result.shape), np.dtype(result.dtype)),
-                         False, result)
+        outs = _wrap_results(ctx, opaque, lifted.nodes, avals, False, result)
+        # NumPy's named tuple (np.unique_all's UniqueAllResult): its type, its fields' names
+        return type(result)._make(outs) if hasattr(type(result), "_make") else outs
+    t = _wrap_results(ctx, opaque, lifted.nodes, Aval(tuple(result.shape), np.dtype(result.dtype)),
+                      False, result)
+    if t.ndim > 1:   # the layout NumPy made it in (np.argwhere's is transposed): `v * 1` keeps it
+        t._order = copy_order(t.ndim, value_layout(result), "K")
+    t._temp_view = not getattr(getattr(result, "flags", None), "owndata", True)   # (that view owns no memory)
+    return t
 
 
 def _keeping_dtype(path: str):
@@ -138,7 +145,8 @@ def _keeping_dtype(path: str):
 # (each runs the function the user's code called: NumPy's, CuPy's, or an array's method)
 for _path in ("nonzero", "flatnonzero", "argwhere", "unique_inverse", "bincount"):
     handles(_path, calls_function=True)(lambda ctx, func, *a, _p=_path, **k: data_dependent(ctx, _p, func, a, k))
-for _path in ("unique", "unique_values", "unique_counts", "unique_all", "extract", "compress", "trim_zeros",
+# (not np.trim_zeros: its result is a view of its operand, which a real run gives as one)
+for _path in ("unique", "unique_values", "unique_counts", "unique_all", "extract", "compress",
               "setdiff1d", "intersect1d", "union1d", "setxor1d"):
     handles(_path, calls_function=True)(_keeping_dtype(_path))
 
@@ -178,7 +186,12 @@ def library_call(ctx: TraceContext, path: str, func: Any, args: Sequence[Any], k
     avals = [ctx.builder.aval(n) for n in lifted.nodes]
     a, kw = lifted.substitute(avals)
     out_avals = r.rule(*a, **kw)
-    fn = OpaqueFn(path, lambda xp, *vals: lifted.call(_xp_attr(xp, path), vals))
+    if ctx.calling_method and "." not in path:
+        # `x.cumprod(...)` runs the array's method (NumPy's C code, no fromnumeric.py): its
+        # warnings come from the user's line, as in NumPy; the arguments are the function's less `a`
+        fn = OpaqueFn(path, lambda xp, *vals: lifted.call(lambda a, *r, **k: getattr(a, path)(*r, **k), vals))
+    else:
+        fn = OpaqueFn(path, lambda xp, *vals: lifted.call(_xp_attr(xp, path), vals))
     values = None
     if r.fallible and ctx.in_try():
         # it may raise on these values, inside a `try`: run it now so the error is raised
@@ -189,10 +202,39 @@ def library_call(ctx: TraceContext, path: str, func: Any, args: Sequence[Any], k
     out = _wrap_results(ctx, fn, lifted.nodes, out_avals, r.scalar, values)
     if isinstance(out, Tracer) and r.temp_view is not None and not out._scalar:   # (cupy.tile's too)
         out._temp_view = bool(r.temp_view(*a, **kw))
+    _k_ordered_like_operand(ctx, path, out, args)
     dt = _first_dtype(args) if r.keeps_dtype else None
     if isinstance(out, Tracer) and dt is not None and dt != out.aval.dtype and dt.newbyteorder("=") == out.aval.dtype:
         out._dtype = dt
     return out
+
+
+# functions whose result NumPy lays out in its operand's memory order ('K': a Fortran-
+# ordered array's cumsum is Fortran-ordered), where the result has the operand's shape
+_K_ORDERED = frozenset({"cumsum", "cumprod", "nancumsum", "nancumprod", "cumulative_sum", "cumulative_prod",
+                        "sort", "partition", "roll", "fft.fft", "fft.ifft", "concatenate", "concat"})
+_JOINED = frozenset({"concatenate", "concat"})
+# shapes.layout_of, which registers itself (shapes imports this module)
+LAYOUT_OF: list[Callable[[TraceContext, Any], Any]] = []
+
+
+def _k_ordered_like_operand(ctx: TraceContext, path: str, out: Any, args: Sequence[Any]) -> None:
+    """The result's layout, as NumPy's (the value the plan computes may be C-ordered:
+    `r = np.cumsum(aF, -1); u = r * 2` lays u out as r is)."""
+    if path not in _K_ORDERED or not isinstance(out, Tracer) or out._scalar or out.ndim < 2 or ctx.uses_cupy \
+            or out._temp_view:   # (np.roll without an axis: a C-ordered reshape of its ravel)
+        return
+    layout_of = LAYOUT_OF[0]
+    if path in _JOINED:   # (NumPy orders the axes by all the operands' strides)
+        arrays = args[0] if args and type(args[0]) in (list, tuple) else ()
+        strides = [lay[1] for lay in (layout_of(ctx, x) for x in arrays) if lay is not None and len(lay[1]) == out.ndim]
+        if strides and len(strides) == len(arrays):
+            out._order = k_order(out.shape, [(tuple(out.shape), st) for st in strides])
+        return
+    x = args[0] if args else None
+    layout = layout_of(ctx, x) if isinstance(x, Tracer) or is_array(x) else None
+    if layout is not None and tuple(layout[0]) == tuple(out.shape):
+        out._order = copy_order(out.ndim, layout, "K")
 
 
 @lru_cache(maxsize=None)
@@ -210,8 +252,12 @@ def _as_array(v: Any) -> Any:
     """An array operand as NumPy's function takes it: np.asarray of a Python scalar, a
     NumPy scalar, a list or a tuple (np.dot(a, 2), [1, 1, 1] @ a); other objects as they
     are (the rule, or NumPy at a graph break, decides)."""
-    if isinstance(v, Tracer) or is_array(v) or (type(v) in (list, tuple) and mentions_tracer(v)):
-        return v   # (a list of tracers: lift makes each an input of the node)
+    if type(v) in (list, tuple) and mentions_tracer(v):
+        # (a list of traced arrays where the rule takes one array, np.fft.fft2([a, a]):
+        # NumPy's np.asarray of it, at a graph break; the rule reads one Aval)
+        raise RunForReal(v)
+    if isinstance(v, Tracer) or is_array(v):
+        return v
     if isinstance(v, (bool, int, float, complex, np.generic, list, tuple)):
         try:
             arr = np.asarray(v)
@@ -230,7 +276,7 @@ def array_operands(ctx: TraceContext, rule: Rule, args: Sequence[Any],
     coerce = _as_array
     if ctx.uses_cupy:
         def coerce(v: Any) -> Any:
-            if not (isinstance(v, Tracer) or is_array(v) or (type(v) in (list, tuple) and mentions_tracer(v))):
+            if not (isinstance(v, Tracer) or is_array(v)):
                 raise RunForReal(v)
             return v
     return (tuple(coerce(v) if i in positions else v for i, v in enumerate(args)),

@@ -237,8 +237,9 @@ class _RealCall:
                     update_in_place(ctx, t, _reread(ctx, t, p.before), what)
                 else:
                     update_in_place(ctx, t, ctx.input_for(_native(p.array)), what)
-            elif not p.live and t._origin is None and not isinstance(t, InputTracer) and \
-                    _views_of(out, p.array):
+            elif not p.live and (t._origin is None or t._origin[0] == "copy") and \
+                    not isinstance(t, InputTracer) and _views_of(out, p.array):
+                # (a copy too, `t = a.copy()`: its node is a's, its array the one made here)
                 # the result views the copy made for t (`a = m * 2; d = a.diagonal()`): that
                 # copy becomes t's array object, traced (an input the trace follows the views
                 # of), and t the whole of it, so that t's later updates show through the
@@ -323,11 +324,20 @@ def _view_of_user_array(ctx: TraceContext, v: Any) -> Any:
     objs = {id(ctx.inputs.get(ctx.builder.nodes[n].args["name"])): o for n, o in ctx.input_objects.items()}
     def array(a: Any) -> bool:   # (CuPy's views have a base too)
         return isinstance(a, np.ndarray) or is_cupy_array(a)
-    base = getattr(v, "base", None) if array(v) else None
+    # (v itself first: a view of the whole array in its own shape, `a.ravel()` of 1-D or
+    # `a[::1]`, is the input's own node, whose value is the user's array)
+    base = v
     while array(base):
         if id(base) in objs and objs[id(base)] is base:
             return base
         base = base.base
+    # a view of a user's array that is itself a view (`a = m[::-1]`; `a[::-1]`): NumPy's
+    # views name the array that owns the memory as their base, never `a`
+    owner = v.base if array(v) else None
+    for u in objs.values():
+        if owner is not None and array(u) and u.base is owner and type(u) is type(v) and \
+                _xp(v).may_share_memory(u, v):
+            return u
     return None
 
 
@@ -377,12 +387,15 @@ def run_for_real(ctx: TraceContext, name: str, fn: Callable[..., Any], args: Seq
     plain_args, plain_kwargs = call.give(list(args)), call.give(dict(kwargs))
     # Its warnings belong to the user's line, in order with the cell's other warnings
     # (raised here they would name this file); errors propagate as they are.
-    with recorded() as caught:
-        try:
-            out = fn(*plain_args, **plain_kwargs)
-        except BaseException:
-            call.settle(None, name)   # (what it wrote before raising stays written, as in NumPy)
-            raise
-    for w in caught:  # the library's own warnings (CuPy's too): never fuselab's to drop
-        ctx.library_warning(str(w.message), w.category, library_line(w))
+    caught: list = []
+    try:
+        with recorded() as caught:
+            try:
+                out = fn(*plain_args, **plain_kwargs)
+            except BaseException:
+                call.settle(None, name)   # (what it wrote before raising stays written, as in NumPy)
+                raise
+    finally:   # (those it gave before raising too: `np.mean(a, where=False, out=i8)` warns, then fails)
+        for w in caught:  # the library's own warnings (CuPy's too): never fuselab's to drop
+            ctx.library_warning(str(w.message), w.category, library_line(w))
     return call.settle(out, name)

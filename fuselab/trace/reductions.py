@@ -9,10 +9,11 @@ from typing import Any
 
 import numpy as np
 
+from ..interp import PythonWarning
 from ..ops import normalize_axes
 from .core import TraceContext
 from .operands import RunForReal, node_of, wrap
-from .numpy_sites import numpy_steps
+from .numpy_sites import numpy_reduce_line, numpy_steps
 from .registry import handles
 
 
@@ -44,7 +45,19 @@ def reduce(ctx: TraceContext, opname: str, x: Any, axis: Any = None, keepdims: A
     if opname in ("any", "all"):
         n = b.astype(n, bool, loc)
     keep = bool(keepdims) if keepdims is not np._NoValue else False
+    complex_cast_warning(ctx, opname, b.aval(n).dtype, dtype)
     return wrap(ctx, b.reduce(opname, n, axis, keep, dtype, loc), scalar=True)
+
+
+def complex_cast_warning(ctx: TraceContext, function: str, dt: np.dtype, dtype: Any) -> None:
+    """NumPy's reduce of complex values into a real dtype= warns (ComplexWarning, whatever
+    the values) from the line of NumPy's code that runs the ufunc (np.sum: fromnumeric.py),
+    or the user's (numpy_sites.numpy_reduce_line)."""
+    if dtype is None or dt.kind != "c" or np.dtype(dtype).kind in "cb" or ctx.uses_cupy:   # (into bool: silent)
+        return
+    message, category = "Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning
+    site = numpy_reduce_line(ctx.calling_path or function, bool(ctx.calling_method))
+    ctx.warnings.python(ctx.here(), message, PythonWarning(message, category, *site) if site else ctx.loc(), category)
 
 
 for _name in ("sum", "prod", "any", "all"):
@@ -198,7 +211,13 @@ def std(ctx, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, wher
     _plain_args(out, where, mean if mean is not None else np._NoValue)
     ddof = ddof if correction is np._NoValue else correction
     since = len(ctx.builder.nodes)
-    v = ctx.builder.elemwise("sqrt", [_var_node(ctx, x, axis, dtype, keepdims, ddof, "std")], ctx.loc())
+    b = ctx.builder
+    var_ = _var_node(ctx, x, axis, dtype, keepdims, ddof, "std")
+    v = b.elemwise("sqrt", [var_], ctx.loc())
+    if b.aval(v).dtype != b.aval(var_).dtype:   # an integer dtype=: NumPy's _std takes the root in place
+        if b.aval(v).ndim:
+            raise RunForReal(dtype)   # (into the array: NumPy's casting error)
+        v = b.astype(v, b.aval(var_).dtype, ctx.loc())   # (of a scalar: cast back to its type)
     ctx.numpy_internal(since)   # numpy/_core/_methods.py _std
     return wrap(ctx, v, scalar=True)
 

@@ -238,7 +238,9 @@ def _fft_shape(a: Aval, kind: str, axes: Sequence[int], sizes: Sequence[Any]) ->
             shape[ax] = int(n)
         if shape[ax] < 1:
             raise RunForReal(n)
-    return Aval(tuple(shape), _fft_real(a.dtype) if kind == "irfft" else _fft_complex(a.dtype))
+    # (np.fft.irfftn over several axes runs complex ffts first: a float16 input comes out float32)
+    real_in = a.dtype if len(axes) == 1 else _fft_complex(a.dtype)
+    return Aval(tuple(shape), _fft_real(real_in) if kind == "irfft" else _fft_complex(a.dtype))
 
 
 def _fft1(kind: str) -> Rule:
@@ -268,9 +270,16 @@ for _name, _kind in (("fft", "c"), ("ifft", "c"), ("rfft", "rfft"), ("irfft", "i
     RULES[f"fft.{_name}n"] = ShapeRule(_fftn(_kind, None))
 
 
-@rule("fft.fftshift", "fft.ifftshift", "tril", "triu", keeps_dtype=True)
+@rule("fft.fftshift", "fft.ifftshift", keeps_dtype=True)
 def _same(a: Aval, *args: Any, **kw: Any) -> Aval:
     return Aval(a.shape, a.dtype)
+
+
+@rule("tril", "triu", keeps_dtype=True)
+def _tril(a: Aval, *args: Any, **kw: Any) -> Aval:
+    if a.ndim == 0:
+        raise RunForReal(a)   # (NumPy's TypeError, at its line)
+    return _same(a, *args, **kw)
 
 
 @rule("roll", keeps_dtype=True,   # (without an axis: a roll of the ravelled array, reshaped)
@@ -412,7 +421,7 @@ def _column_stack(arrays: Sequence[Aval]) -> Aval:
     return _concatenate([Aval(a.shape + (1,) if a.ndim < 2 else a.shape, a.dtype) for a in _members(arrays)], 1)
 
 
-@rule("cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "nancumsum", "nancumprod")
+@rule("cumsum", "cumprod", "nancumsum", "nancumprod")
 def _cumulative(a: Aval, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any) -> Aval:
     if out is not None:
         raise RunForReal(out)
@@ -422,10 +431,24 @@ def _cumulative(a: Aval, axis: Any = None, dtype: Any = None, out: Any = None, *
     return Aval(shape if a.ndim else (1,), reduce_dtype("sum", a.dtype, dtype))
 
 
+@rule("cumulative_sum", "cumulative_prod")
+def _cumulative_new(a: Aval, *, axis: Any = None, dtype: Any = None, out: Any = None,
+                    include_initial: Any = False) -> Aval:
+    """The array API's: no flattening (an axis is required past 1-D: NumPy's ValueError,
+    at its line), and one more element along the axis with include_initial."""
+    if axis is None and a.ndim > 1:
+        raise RunForReal(axis)
+    out_aval = _cumulative(a, axis, dtype, out)
+    if not include_initial:
+        return out_aval
+    ax = normalize_axes(axis if axis is not None else 0, out_aval.ndim)[0]
+    return Aval(tuple(d + (i == ax) for i, d in enumerate(out_aval.shape)), out_aval.dtype)
+
+
 @rule("diff")
 def _diff(a: Aval, n: int = 1, axis: int = -1, **kw: Any) -> Aval:
-    if kw or not a.ndim or not isinstance(n, (int, np.integer)) or n < 0:
-        raise RunForReal(kw)   # (n=-1: NumPy's ValueError, at its line)
+    if kw or not a.ndim or not isinstance(n, (int, np.integer)) or n <= 0:
+        raise RunForReal(kw)   # (n=-1: NumPy's ValueError, at its line; n=0: the array itself)
     ax = normalize_axes(axis, a.ndim)[0]
     shape = list(a.shape)
     shape[ax] = max(shape[ax] - int(n), 0)
@@ -481,7 +504,10 @@ def _trace(a: Aval, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any 
     return Aval(tuple(d for i, d in enumerate(a.shape) if i not in ax), reduce_dtype("sum", a.dtype, dtype))
 
 
-@rule("median", "nanmedian", scalar=True)
+# (NumPy's result is a view of an array it made: with keepdims, and nanmedian's along an axis)
+@rule("nanmedian", scalar=True,
+      temp_view=lambda a, axis=None, *r, keepdims=False, **k: bool(keepdims) or axis is not None)
+@rule("median", scalar=True, temp_view=lambda a, axis=None, *r, keepdims=False, **k: bool(keepdims))
 def _median(a: Aval, axis: Any = None, out: Any = None, overwrite_input: bool = False,
             keepdims: bool = False) -> Aval:
     if out is not None or a.size == 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import operator
+import weakref
 from typing import Any, Sequence
 
 import numpy as np
@@ -15,7 +16,7 @@ from ..ir import Node
 from .core import InputTracer, TraceContext, Tracer, dask_lazy, is_array, is_cupy_array, mentions_tracer
 from .layout import Layout, k_order, strides_in, strides_order, value_layout
 from .mutate import PART_VIEWS, add_view, is_part_view, update_in_place
-from .opaque import Slot, data_dependent, fill
+from .opaque import LAYOUT_OF, Slot, data_dependent, fill
 from .operands import RunForReal, Weak, check_fits, convert_scalar, copy_as, node_of, operand, wrap
 from .registry import handles
 
@@ -41,6 +42,14 @@ def view_of(ctx: TraceContext, source: Any, node: int, *, chain: tuple[Node, ...
             t._dtype = dt if dt != t.aval.dtype else None
         add_view(source, t)
         return t
+    if type(source) in (list, tuple) and mentions_tracer(source):
+        # NumPy's view of the new array it made of the list (`np.ravel([a, a])`,
+        # `np.transpose([a, a])`): it owns no memory, its strides are the view's of that array
+        base = node
+        while ctx.builder.nodes[base].op in ("slice", "reshape", "transpose", "broadcast_to"):
+            base = ctx.builder.nodes[base].inputs[0]
+        if base != node:
+            return view_of(ctx, wrap(ctx, base), node, chain=chain, scalar=scalar)
     return wrap(ctx, node)
 
 
@@ -243,6 +252,9 @@ def layout_of(ctx: TraceContext, x: Any) -> Layout | None:
     return value_layout(x) if is_array(x) else None
 
 
+LAYOUT_OF.append(layout_of)
+
+
 def k_ordered(ctx: TraceContext, t: Any, operands: Sequence[Any]) -> Any:
     """`t`, a new element-wise result, laid out as NumPy lays it out ('K': in its
     operands' order of axes where they agree: `a.T * 2` is Fortran-ordered). CuPy's
@@ -406,7 +418,11 @@ def squeeze(ctx, x, axis=None):
 @handles("broadcast_to")
 def broadcast_to(ctx, x, shape, subok=False):
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    return view_of(ctx, x, ctx.builder.broadcast_to(node_of(ctx, x), shape, ctx.loc()))
+    t = view_of(ctx, x, ctx.builder.broadcast_to(node_of(ctx, x), shape, ctx.loc()))
+    if isinstance(t, Tracer):   # read-only in its own shape too (the graph has no broadcast node there)
+        from .values import read_only
+        read_only(ctx)[id(t)] = (weakref.ref(t), False)
+    return t
 
 
 # (np.atleast_Nd, array dimensions) -> the index NumPy takes (else it reshapes)

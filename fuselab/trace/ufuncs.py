@@ -250,11 +250,15 @@ def dispatch_ufunc(ctx: TraceContext, ufunc: Any, method: str, inputs: Sequence[
     if method == "reduce" and name in _UFUNC_REDUCE:
         params = dict(zip(("axis", "dtype", "out", "keepdims"), inputs[1:]))
         params.update(kwargs)
+        outer = ctx.calling_method, ctx.calling_path
+        ctx.calling_method, ctx.calling_path = False, f"{name}.reduce"   # (its warnings: the user's line)
         try:
             return reduce_(ctx, _UFUNC_REDUCE[name], inputs[0], params.pop("axis", 0),
                            params.pop("keepdims", False), params.pop("dtype", None), **params)
         except (RunForReal, ShapeError, TypeError):
             pass
+        finally:
+            ctx.calling_method, ctx.calling_path = outer
     # (`ufunc.at` too: it writes into its first operand, which the real run then sees
     # changed, and returns None, as NumPy does)
     return run_for_real(ctx, f"np.{name}.{method}", getattr(ufunc, method), inputs, kwargs)

@@ -123,7 +123,13 @@ class TracedFlags:
         object.__setattr__(self, "_t", t)
 
     def _real(self) -> Any:
-        return self._t._value("`.flags`").flags
+        t = self._t
+        arr = getattr(t, "_array", None) if isinstance(t, InputTracer) else None
+        if arr is not None and getattr(arr, "shape", None) == t.shape and getattr(arr, "dtype", None) == t.dtype:
+            # the user's own array object, updated in place or not: its layout is the one
+            # NumPy's has (the traced value of an update is a kernel's, C-ordered)
+            return arr.flags
+        return t._value("`.flags`").flags
 
     def __getattr__(self, name: str) -> Any:
         if name == "writeable":

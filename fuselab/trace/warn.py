@@ -297,6 +297,12 @@ def _give_as_caller(msg: warnings.WarningMessage) -> bool:
     if not issubclass(msg.category, RuntimeWarning) or not os.path.abspath(str(msg.filename)).startswith(_PACKAGE):
         return False   # (NumPy's value warnings only: RuntimeWarning, ComplexWarning)
     f = sys._getframe(2)
+    # from the frame Python named: a library's Python code may lie between (np.nanvar's
+    # stacklevel=2 names fuselab's frame that called it; nanvar's own frame is inner)
+    named = f
+    while named is not None and not (named.f_code.co_filename == msg.filename and named.f_lineno == msg.lineno):
+        named = named.f_back
+    f = named if named is not None else f
     while f is not None and (os.path.abspath(f.f_code.co_filename).startswith(_PACKAGE) or
                              os.path.abspath(f.f_code.co_filename) == _WARNINGS_FILE):
         if f.f_code.co_filename == msg.filename and f.f_lineno == msg.lineno:
