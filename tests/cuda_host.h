@@ -59,6 +59,7 @@ struct Block {
 inline Block* block = nullptr;
 inline std::vector<char*> stacks;          // reused across launches
 inline std::vector<uint4> dynamic_smem;    // 16-byte aligned
+inline unsigned long long block_serial = 0;   // which block runs now (FL_POISON_SHARED)
 inline const void* misaligned = nullptr;   // the first load a GPU would fault on
 inline std::size_t misaligned_bytes = 0;
 
@@ -146,6 +147,8 @@ template <class F> int launch(fl_dim3 grid, fl_dim3 blk, std::size_t smem, F ker
     for (unsigned long long k = 0; k < blocks && !status; ++k) {
         const unsigned long long q = reverse ? blocks - 1 - k : k;
         blockIdx = {unsigned(q % grid.x), unsigned(q / grid.x % grid.y), unsigned(q / grid.x / grid.y)};
+        ++block_serial;   // each block's shared memory starts as garbage (0xff bytes), as on a GPU
+        std::memset(static_cast<void*>(dynamic_smem.data()), 0xff, dynamic_smem.size() * sizeof(uint4));
         for (unsigned t = 0; t < n; ++t) {
             Fiber& f = b.fibers[t];
             f.idx = {t % blk.x, t / blk.x % blk.y, t / (blk.x * blk.y)};
@@ -182,6 +185,11 @@ template <class F> int launch(fl_dim3 grid, fl_dim3 blk, std::size_t smem, F ker
     return status;
 }
 }  // namespace fl_host
+
+// after each static __shared__ declaration (cuda_host.py): its bytes 0xff once per block
+#define FL_POISON_SHARED(name) do { static unsigned long long fl_poisoned_ = ~0ull; \
+    if (fl_poisoned_ != fl_host::block_serial) { \
+        fl_poisoned_ = fl_host::block_serial; std::memset((void*)&(name), 0xff, sizeof(name)); } } while (0)
 
 inline void __syncthreads() { fl_host::yield(fl_host::Wait::block); }
 inline void __threadfence() {}

@@ -53,6 +53,17 @@ class EmulatorError(RuntimeError):
 
 
 _EXTERN_SHARED = re.compile(r"extern __shared__ (?:__align__\(\d+\) )?([\w ]+?) (\w+)\[\];")
+_SHARED = re.compile(r"(?<!extern )__shared__ (?:__align__\(\d+\) )?[\w ]+? (\w+)(?:\[[^;]*\])?;")
+
+
+def _host_shared(src: str) -> str:
+    """Shared memory as the emulator has it: the dynamic buffer its launch gives, and each
+    static `__shared__` declaration followed by FL_POISON_SHARED (its bytes set to 0xff
+    once per block, by the first thread that reaches it: a GPU's shared memory holds
+    whatever was there, and a kernel that reads it before writing must not pass here on
+    the zeros a C++ static starts with)."""
+    src = _EXTERN_SHARED.sub(r"\1* \2 = reinterpret_cast<\1*>(fl_host::dynamic_smem.data());", src)
+    return _SHARED.sub(lambda m: f"{m.group(0)} FL_POISON_SHARED({m.group(1)});", src)
 
 
 def host_source(code: KernelCode) -> str:
@@ -61,7 +72,7 @@ def host_source(code: KernelCode) -> str:
     src = code.source.replace(SNIPPETS[0].code.strip(), _HOST_HALF.strip())
     src = src.replace(SNIPPETS[1].code.strip(), _HOST_HALF_OPS.strip())
     src = src.replace('extern "C" __global__', "__global__")   # C++ names: units stay apart
-    return _EXTERN_SHARED.sub(r"\1* \2 = reinterpret_cast<\1*>(fl_host::dynamic_smem.data());", src)
+    return _host_shared(src)
 
 
 def host_prelude() -> str:
@@ -82,8 +93,7 @@ def kernel_body(code: KernelCode) -> str:
         raise EmulatorError(f"{code.name} declares an array of size zero, which NVRTC refuses: {m.group().strip()}")
     for snippet in SNIPPETS:
         src = src.replace(snippet.code.strip(), "")
-    return _EXTERN_SHARED.sub(r"\1* \2 = reinterpret_cast<\1*>(fl_host::dynamic_smem.data());",
-                              src.replace('extern "C" __global__', "__global__"))
+    return _host_shared(src.replace('extern "C" __global__', "__global__"))
 
 
 _FLAGS = ["-std=c++20", "-O0", "-fPIC", "-pthread", "-w"]

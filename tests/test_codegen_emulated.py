@@ -197,7 +197,7 @@ def test_rows_of_no_columns_do_not_take_the_staged_tier():
     assert code.config.tier == "warp" and "_stage[" not in code.source
 
 
-def _hand_kernel(body: str, block: int, size: int | None = None):
+def _hand_kernel(body: str, block: int, size: int | None = None, smem: int = 0):
     """A KernelCode around a hand-written body (the emulator's own behaviour under test),
     one block of `block` threads over int32 arrays x and y of `size` (default: `block`)."""
     from fuselab.codegen.model import KernelCode, Param
@@ -210,7 +210,7 @@ def _hand_kernel(body: str, block: int, size: int | None = None):
     plan = Plan(g, (make_kernel(g, [y], Template.POINTWISE),))
     src = ('extern "C" __global__ void k_hand(const int* __restrict__ in_x, int* __restrict__ out_y) {\n'
            f"{body}\n}}\n")
-    code = KernelCode(0, "k_hand", src, Template.POINTWISE, (1, 1, 1), (block, 1, 1), 0,
+    code = KernelCode(0, "k_hand", src, Template.POINTWISE, (1, 1, 1), (block, 1, 1), smem,
                       (Param("input", "in_x", 0), Param("output", "out_y", 1)), ())
     return plan, code
 
@@ -262,9 +262,7 @@ def test_reverse_order_exposes_a_missing_barrier(barrier, monkeypatch):
         "    __shared__ int s[64];\n"
         "    s[threadIdx.x] = in_x[threadIdx.x];\n"
         + ("    __syncthreads();\n" if barrier else "")
-        + "    out_y[threadIdx.x] = s[63 - threadIdx.x];\n"
-        "    __syncthreads();\n"
-        "    s[threadIdx.x] = -1;", 64)   # (the shared array outlives the launch: no stale values)
+        + "    out_y[threadIdx.x] = s[63 - threadIdx.x];", 64)
     runner.codes[(plan, runner.default)] = (code,)
     runner.launchers.update(build([(code, plan)]))
     x = np.arange(64, dtype=np.int32) * 3
@@ -276,6 +274,26 @@ def test_reverse_order_exposes_a_missing_barrier(barrier, monkeypatch):
         np.testing.assert_array_equal(reverse, x[::-1])
     else:
         assert not np.array_equal(forward, reverse)
+
+
+@pytest.mark.parametrize("declaration", ["__shared__ int s[64];", "__shared__ __align__(16) int s[2][32];",
+                                         "extern __shared__ __align__(16) int s[];"])
+def test_shared_memory_starts_as_garbage_in_every_block(declaration):
+    """A GPU's shared memory holds whatever the last block left: the emulator fills it
+    with 0xff bytes at each block (static and dynamic), so that a kernel reading a slot
+    it never wrote reads -1 here, not the zeros a C++ static starts with."""
+    from cuda_host import HostRunner, build
+    runner = HostRunner([])
+    index = "s[threadIdx.x / 32][threadIdx.x % 32]" if "[2][32]" in declaration else "s[threadIdx.x]"
+    plan, code = _hand_kernel(f"    {declaration}\n"
+                              f"    out_y[threadIdx.x] = {index};\n"
+                              "    __syncthreads();\n"
+                              f"    {index} = 7;", 64, smem=256)
+    runner.codes[(plan, runner.default)] = (code,)
+    runner.launchers.update(build([(code, plan)]))
+    x = np.zeros(64, np.int32)
+    for _ in range(2):   # (the second launch too: the first one's 7s are not seen)
+        np.testing.assert_array_equal(runner.run(plan, {"x": x})["y"], np.full(64, -1, np.int32))
 
 
 def test_float16_division_rounds_as_ieee_division():
