@@ -240,3 +240,29 @@ def test_emulator_arrays_lie_next_to_guard_pages():
                            capture_output=True, text=True, timeout=120)
         assert r.stdout.strip() == "ok", r.stderr
         assert r.returncode == -11, (addr, r.returncode, r.stderr)
+
+
+def test_gap_scenarios_write_the_forms_the_audit_found_missing():
+    """generator.GAP_STRUCTS (tests/fuzz/gaps.py) write what fuselab fuses and the random
+    lines never wrote: scalars on the left and at their edges, in-place updates and out=,
+    ufunc dtype=, np.where with scalars, clip and round arguments, ddof, more views, casts
+    of full-range values, 2-D stencils, operands broadcast along odd runs; the same cell
+    for a seed."""
+    import re
+
+    from fuzz.generator import GAP_STRUCTS
+    wanted = {"scalar-edges": [r"^v\d+ = (\(-?|np\.\w+\()?[\w.]+\)? [-+*/%<>&|^]+ x\d", r"np\.(u?int|float)\d+\("],
+              "inplace": [r"; v\d+ [-+*/%<>&|^]+= ", r"out=v\d+", r"\] = "],
+              "ufunc-args": [r"dtype=np\.", r"clip\(", r"np\.where\(", r"round\(|around\("],
+              "ddof": [r"ddof=[1-9]"],
+              "views-more": [r"order='F'|\.T\.r|flatten\('F'\)", r"\[::-3\]|\[-2::-2\]|\[1::3\]|::-3\]"],
+              "cast-edges": [r"\.astype\("],
+              "stencil-2d": [r"\[\d:(-\d)?, \d:(-\d)?\]"],
+              "broadcast-runs": [r"x\d+ [-+*/] x\d+|np\.(maximum|greater)\(x\d"]}
+    for s in GAP_STRUCTS:
+        text = "\n".join(generate(7000 + k, Target("struct", s, "", ("float32", "int16", "uint8", "float64", "int64")[k % 5])).source
+                         for k in range(40))
+        for pattern in wanted[s]:
+            assert re.search(pattern, text, re.M), (s, pattern)
+        again = generate(7003, Target("struct", s, "", "float64"))
+        assert again.source == generate(7003, Target("struct", s, "", "float64")).source

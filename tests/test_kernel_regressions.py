@@ -254,3 +254,14 @@ def test_variance_keeps_numpys_rounded_mean(rows):
     x[:, ::7] = RNG.standard_normal((rows, len(range(0, 3000, 7)))).astype(np.float32)   # and ordinary columns
     _check("y = (x - x.mean(axis=0, keepdims=True)) / x.std(axis=0, keepdims=True)\nv = x.var(axis=0)",
            {"x": x}, rtol=2e-6)
+
+
+@needs_cxx
+def test_float16_norm_over_every_axis_is_numpys_dot_product():
+    """Found by the fuzzer's audit: NumPy's norm over every axis of float16 is HALF_dot
+    (float32 products summed in float32, one rounding); the lowering squared in float16,
+    so small squares rounded to zero: 1,000 halves of 1e-4 have the norm 0.003164, every
+    plan gave 0.0 (fuselab/trace/reductions.py `norm`)."""
+    _check("r = np.linalg.norm(a)\nq = np.linalg.norm(b)",
+           {"a": np.full(1000, 1e-4, np.float16), "b": (RNG.standard_normal((40, 50)) * 1e-3).astype(np.float16)},
+           rtol=2e-3)

@@ -150,6 +150,20 @@ def test_parallel_kernels_give_the_same_bits_on_any_number_of_threads(k):
         numba.set_num_threads(threads)
 
 
+@pytest.mark.parametrize("k", range(5))
+def test_serial_runs_in_the_chunks_of_many_threads_give_the_same_bits(k):
+    """NumbaOptions.threads: a serial run cuts its loops as a parallel run on a machine of
+    that many threads does (chunk bounds past the first iteration, which one chunk never
+    meets; the differential fuzzer runs its Numba plans so on one core)."""
+    from dataclasses import replace
+    plan, inputs = _parallel_cases()[k]
+    serial = run_numba(plan, inputs, SERIAL)
+    for n in (3, 7, 16):
+        got = run_numba(plan, inputs, replace(SERIAL, threads=n))
+        for name in serial:
+            np.testing.assert_array_equal(got[name], serial[name], err_msg=f"{name}, chunks of {n} threads")
+
+
 def test_warm_up_sets_numba_up_once_on_a_background_thread():
     script = textwrap.dedent("""
         import sys

@@ -51,13 +51,14 @@ class Compiled:
     compile_s: float            # wall time to get it (0 when this process had it already)
     path: Path
 
-    def fn(self, *arrays: np.ndarray, parallel: bool = True) -> None:
+    def fn(self, *arrays: np.ndarray, parallel: bool = True, threads: int = 0) -> None:
         """Run the kernel on flat C-contiguous arrays: its inputs, then its outputs (the
-        scratch arrays are allocated here)."""
+        scratch arrays are allocated here); each loop in chunks for `threads` threads
+        (0: Numba's, or one chunk when serial; NumbaOptions.threads)."""
         scratch = [np.empty(n, dt) for dt, n in self.kernel.scratch]
         args = np.array([a.ctypes.data for a in (*arrays, *scratch)] or [0], np.int64)
         sizes = np.array(self.kernel.phases, np.int64)
-        chunks = driver.chunk_counts(sizes, numba.get_num_threads() if parallel else 1)
+        chunks = driver.chunk_counts(sizes, threads or (numba.get_num_threads() if parallel else 1))
         run = driver.drive_parallel if parallel else driver.drive_serial
         run(self.cfunc.address, sizes, chunks, args.ctypes.data)
 

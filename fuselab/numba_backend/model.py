@@ -22,12 +22,17 @@ class NumbaOptions:
     split: elements one chunk of a split reduction folds before its partial is combined
         with the others (in chunk order, so results do not depend on the thread count).
     tile: outputs a column reduction accumulates at once (the kept axis is contiguous).
+    threads: the threads each parallel loop is cut into chunks for (0: Numba's thread count
+        when parallel, one chunk when not). A serial run with more meets the chunk bounds
+        (iterations lo..hi-1 with lo > 0) that parallel runs on a many-core machine meet:
+        the differential fuzzer's way to test them on one thread.
     """
 
     parallel: bool = True
     fp16_math: str = "numpy"
     split: int = 8192
     tile: int = 256
+    threads: int = 0
 
     def __post_init__(self) -> None:
         if self.fp16_math not in FP16_MODES:

@@ -116,7 +116,8 @@ class Executable:
                 else:
                     outs = [self._buffer(o) if reuse else fresh(g.nodes[o].shape, g.nodes[o].dtype)
                             for o in code.outputs]
-                    comp.fn(*[env[j] for j in code.inputs], *outs, parallel=self.options.parallel)
+                    comp.fn(*[env[j] for j in code.inputs], *outs, parallel=self.options.parallel,
+                            threads=self.options.threads)
                     env.update(zip(code.outputs, outs))
             except Exception as e:   # the user's line of the kernel's (last) result
                 if getattr(e, "fuselab_node", None) is None:

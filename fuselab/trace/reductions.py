@@ -250,7 +250,14 @@ def norm(ctx, x, ord=None, axis=None, keepdims=False):
     elif len(axes) != 1:
         raise RunForReal(axis)
     keep = bool(keepdims)
-    if ord is None or ord == 2:
+    if (ord is None or ord == 2) and axis is None and a.dtype == np.float16:
+        # NumPy's norm over every axis is sqrt(x.dot(x)), and float16's dot multiplies and
+        # adds in float32, rounding once at the end: squares rounded to half lose the
+        # small values (1,000 halves of 1e-4: 0.003164, not 0.0)
+        n32 = b.astype(n, np.float32, loc)
+        sq = b.reduce("sum", b.elemwise("multiply", [n32, n32], loc), axes, keep, None, loc)
+        out = b.elemwise("sqrt", [b.astype(sq, np.float16, loc)], loc)
+    elif ord is None or ord == 2:
         sq = b.elemwise("multiply", [n, n], loc)
         out = b.elemwise("sqrt", [b.reduce("sum", sq, axes, keep, None, loc)], loc)
     elif ord == 1:

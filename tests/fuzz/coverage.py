@@ -214,6 +214,12 @@ def features_of(graph: Graph, plan: Plan, codes, inputs: dict[str, np.ndarray]) 
             continue
         if any(n.startswith("transpose path") for n in code.notes):
             out.add("pointwise transpose path (shared-memory tiles)")
+        if any(n.startswith("stencil path") for n in code.notes):
+            out.add("pointwise stencil path (a thread marches down rows)")
+        if any(n.startswith("row-vector path") for n in code.notes):
+            out.add("pointwise row-vector path")
+        if any(n.startswith("tables:") for n in code.notes):
+            out.add("pointwise gathers of broadcast operands (tables)")
         if any(n.startswith("axes read in memory order") for n in code.notes):
             out.add("reduction laid out in memory order")
         reds = [i for i in kern.nodes if graph.nodes[i].kind is Kind.REDUCE]
@@ -226,6 +232,9 @@ def features_of(graph: Graph, plan: Plan, codes, inputs: dict[str, np.ndarray]) 
             n = graph.nodes[i]
             src = graph.nodes[n.inputs[0]]
             nd, axes = len(src.shape), n.args["axes"]
+            if not axes:   # axis=(): each element alone (a cast to the result's dtype)
+                out.add("reduce over no axes")
+                continue
             pos = ("all" if len(axes) == nd else "trailing" if axes[-1] == nd - 1 else
                    "leading" if axes[0] == 0 else "middle")
             out.add(f"reduce over {pos} axes of {nd}-D")

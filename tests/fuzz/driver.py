@@ -24,6 +24,8 @@ import numpy as np
 
 from support.processes import plain_main
 
+from fuselab.codegen import CodegenOptions
+
 from .coverage import Coverage, reachable
 from .data import DTYPES
 from .generator import STRUCTS, Program, Target, generate
@@ -51,12 +53,19 @@ class Result:
     sm: int | None = None       # the SM count the program was generated for (None: the generator's own)
 
 
-def program_sm(spec: Spec, real_sm: int | None) -> int | None:
-    """Half the programs are generated for the device's real SM count (split reductions
-    sized as on that device), half for the generator's own choice."""
+# the emulator's "device": CodegenOptions' default SM count, what cells traced without a
+# GPU (the golden cases, a notebook on a CPU machine) generate their layouts for; the
+# generator's own small devices (1, 2, 4 SMs) never gave its grids of hundreds of blocks
+EMULATED_SM = CodegenOptions().sm_count
+EMULATED_SM_SHARE = 0.2
+
+
+def program_sm(spec: Spec, real_sm: int | None, share: float = 0.5) -> int | None:
+    """A share of the programs (half on a GPU) are generated for the device's real SM count
+    (split reductions sized as on that device), the rest for the generator's own choice."""
     if spec.sm != -1:
         return spec.sm
-    return real_sm if np.random.default_rng(spec.seed).random() < 0.5 else None
+    return real_sm if np.random.default_rng(spec.seed).random() < share else None
 
 
 def build_program(spec: Spec, real_sm: int | None) -> Program:
@@ -77,7 +86,7 @@ def _worker(backend: str, jobs: "mp.Queue", results: "mp.Queue") -> None:
     sys.path.insert(0, str(HERE.parent))
     from .harness import RUNNERS, ContextLost, run_batch
     runner = RUNNERS[backend]
-    real_sm = None
+    real_sm, share = (EMULATED_SM, EMULATED_SM_SHARE) if backend == "emulator" else (None, 0.5)
     if backend == "gpu":
         from fuselab.runtime import device_info
         real_sm = device_info().sm_count
@@ -89,7 +98,7 @@ def _worker(backend: str, jobs: "mp.Queue", results: "mp.Queue") -> None:
         out, programs, ok_specs = [], [], []
         for s in specs:
             try:
-                programs.append(build_program(s, program_sm(s, real_sm)))
+                programs.append(build_program(s, program_sm(s, real_sm, share)))
                 ok_specs.append(s)
             except Exception:  # noqa: BLE001 - a generator bug: reported as this program's failure
                 out.append(Result(s, [f"generator: {traceback.format_exc(limit=-4)}"], [], [], 0))
@@ -102,7 +111,7 @@ def _worker(backend: str, jobs: "mp.Queue", results: "mp.Queue") -> None:
                 outcomes, rerun, quitting = lost.outcomes, ok_specs[len(lost.outcomes):], True
             for o, s in zip(outcomes, ok_specs):
                 out.append(Result(s, o.failures, o.cells, sorted(o.features), o.plans, o.digests, o.program.source,
-                                  program_sm(s, real_sm)))
+                                  program_sm(s, real_sm, share)))
         except Exception:  # noqa: BLE001
             out += [Result(s, [f"harness: {traceback.format_exc(limit=-4)}"], [], [], 0) for s in ok_specs]
         results.put((batch_id, out, rerun, quitting))

@@ -125,6 +125,7 @@ class CellBuilder:
         self.values: dict[str, Value] = {}
         self.inputs: dict[str, np.ndarray] = {}
         self.deviations: set[str] = set()
+        self.mutated: set[str] = set()   # inputs the cell updates in place (gaps.py): compared too
 
     # -- inputs ---------------------------------------------------------------
     def input(self, dtype: np.dtype, shape: tuple[int, ...], edges: bool = True) -> Value:
@@ -689,8 +690,15 @@ def _cast_target(b: CellBuilder, t: Target, sm: int) -> None:
 # the driver draws them beside the matrix's cells.
 # ---------------------------------------------------------------------------
 
+# the forms an audit of fuselab's ops and tracer found no line of the generator writing
+# (gaps.py: scalar operands at their edges on either side, in-place updates and out=,
+# ufunc dtype= / np.where / clip / round arguments, var ddof, more views, cast edges,
+# 2-D and 3-D stencils for the pointwise stencil, row-vector and transpose paths, small
+# operands broadcast along odd runs for the gathered "tables")
+GAP_STRUCTS = ("scalar-edges", "inplace", "ufunc-args", "ddof", "views-more", "cast-edges", "stencil-2d",
+               "broadcast-runs")
 STRUCTS = ("axes", "normalize", "argties", "views", "broadcast", "stencil-nd", "twopass", "scalar",
-           "degenerate", "chain", "dtype-arg", "creation", "misc")
+           "degenerate", "chain", "dtype-arg", "creation", "misc") + GAP_STRUCTS
 # sizes around powers of two, warp and block multiples
 _EDGE_SIZES = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
                511, 512, 513, 1023, 1024, 1025, 2047, 2048, 2049)
@@ -772,6 +780,9 @@ def _struct_target(b: CellBuilder, t: Target, sm: int) -> None:
     s = t.where
     if s in ("dtype-arg", "creation", "misc"):
         return _struct_more(b, t, sm)
+    if s in GAP_STRUCTS:
+        from .gaps import build   # (gaps.py builds on this module's lines)
+        return build(b, t)
     if s == "axes":   # any reduction over any axes of 2-D..4-D, its result used again
         nd = int(rng.integers(2, 5))
         x = b.input(dt, _edge_shape(rng, nd), edges=rng.random() < 0.5)
@@ -1098,6 +1109,6 @@ def generate(seed: int, target: Target | None = None, real_sm: int | None = None
     if not b.lines:   # at least one computed value
         x = next(iter(b.values.values()))
         binary(b, "add", x, x) or unary(b, "negative", x) or view(b, x)
-    names = {k: v for k, v in b.values.items() if k not in b.inputs}
+    names = {k: v for k, v in b.values.items() if k not in b.inputs or k in b.mutated}
     return Program(seed, b.source(), dict(b.inputs), names, options, target, tuple(sorted(b.deviations)),
                    int(rng.integers(2 ** 31)))

@@ -282,18 +282,26 @@ def run_gpu(preps: Sequence[Prepared]) -> None:
 # for the "tuned" plan as launch configurations are for CUDA's: they must not change results
 NUMBA_SPLITS = (64, 1000, 8192)
 NUMBA_TILES = (1, 7, 256)
+# the chunks a parallel run cuts each loop into on machines of these thread counts, run
+# one after another here: every plan but the unfused one meets chunk bounds (lo > 0) as
+# a session's parallel run does (one chunk, as serial runs have, never tested those)
+NUMBA_THREADS = (2, 3, 7, 16)
 
 
 def run_numba(preps: Sequence[Prepared]) -> None:
     """All plans through the Numba CPU backend (a third implementation of the same
-    semantics), each plan's loops on the calling thread. The "tuned" plan runs with a
-    random split and tile, the Numba backend's configuration."""
+    semantics), each plan's loops on the calling thread, in the chunks of a parallel run
+    on a random thread count (NUMBA_THREADS; the unfused plan in one). The "tuned" plan
+    runs with a random split and tile, the Numba backend's configuration."""
     from fuselab.numba_backend import NumbaOptions
     from fuselab.numba_backend.run import Executable
     for p in preps:
         rng = np.random.default_rng(p.program.constraint_seed + 2)
+        chunking = np.random.default_rng(p.program.constraint_seed + 3)
         for label, plan, _ in p.plans:
             opts = NumbaOptions(parallel=False, fp16_math=p.program.options.fp16_math)
+            if label != "unfused":
+                opts = replace(opts, threads=int(chunking.choice(NUMBA_THREADS)))
             if label == "tuned":
                 opts = replace(opts, split=int(rng.choice(NUMBA_SPLITS)), tile=int(rng.choice(NUMBA_TILES)))
             try:
