@@ -164,6 +164,26 @@ def test_serial_runs_in_the_chunks_of_many_threads_give_the_same_bits(k):
             np.testing.assert_array_equal(got[name], serial[name], err_msg=f"{name}, chunks of {n} threads")
 
 
+@pytest.mark.parametrize("n,threaded", [(1000, False), (1 << 17, True)])
+def test_small_kernels_run_on_the_calling_thread(n, threaded, monkeypatch):
+    """A kernel over fewer than compile.SERIAL_BELOW_BYTES (inputs and outputs) runs on
+    the calling thread even in a parallel run: waking Numba's threads costs more than
+    its work. Larger ones run on the threads. Same bits either way."""
+    from fuselab.numba_backend import compile as comp, driver
+    b = GraphBuilder()
+    x = b.input("x", (n,), np.float32)
+    plan = one_kernel(b.build([("y", b.elemwise("exp", [b.elemwise("negative", [x])]))]), Template.POINTWISE)
+    inputs = {"x": np.linspace(-3, 3, n, dtype=np.float32)}
+    assert (n * 8 < comp.SERIAL_BELOW_BYTES) != threaded
+    calls = []
+    for name in ("drive_parallel", "drive_serial"):
+        real = getattr(driver, name)
+        monkeypatch.setattr(driver, name, lambda *a, _r=real, _n=name: calls.append(_n) or _r(*a))
+    got = run_numba(plan, inputs, PARALLEL)
+    assert calls == ["drive_parallel" if threaded else "drive_serial"]
+    np.testing.assert_array_equal(got["y"], run_numba(plan, inputs, SERIAL)["y"])
+
+
 def test_warm_up_sets_numba_up_once_on_a_background_thread():
     script = textwrap.dedent("""
         import sys

@@ -40,6 +40,12 @@ from ..paths import cache_root
 from .model import PyKernel
 
 _LOCK = threading.Lock()
+# A kernel over fewer bytes (inputs and outputs) runs on the calling thread: waking
+# Numba's threads costs more than the work (softmax over 8 rows of 512: 30 us in
+# parallel, 24 serial; a chain over 256 KB 36 and 34; from 1 MB on the threads win,
+# 198 against 348 us for 256 rows of 1024; 2-core AMD EPYC, loaded, 2026-12-05), and on
+# a busy machine a parallel launch waits for threads the OS has not scheduled
+SERIAL_BELOW_BYTES = 256 * 1024
 _COMPILED: dict[str, Any] = {}
 
 
@@ -58,6 +64,8 @@ class Compiled:
         scratch = [np.empty(n, dt) for dt, n in self.kernel.scratch]
         args = np.array([a.ctypes.data for a in (*arrays, *scratch)] or [0], np.int64)
         sizes = np.array(self.kernel.phases, np.int64)
+        if parallel and not threads and sum(a.nbytes for a in arrays) < SERIAL_BELOW_BYTES:
+            parallel = False   # (the same chunks' results: one chunk a phase changes no result)
         chunks = driver.chunk_counts(sizes, threads or (numba.get_num_threads() if parallel else 1))
         run = driver.drive_parallel if parallel else driver.drive_serial
         run(self.cfunc.address, sizes, chunks, args.ctypes.data)
