@@ -284,7 +284,12 @@ class ValueEmitter:
             return self.value(n.inputs[0], view_coords(self.graph, n, coords))
         if self._half_first(n):
             name = self.names.fresh(f"v{nid}")
-            self.emit(f"const float {name} = fl_from_half({self.half_value(nid, coords)});", nid)
+            if n.op == "absolute" and self._native_half(n) and (nid, tuple(coords)) not in self._half_memo:
+                # |x| of a half is a half: the float of its operand's float, exact, where
+                # the half's way round (to float, |.|, to half, to float) took 3 conversions
+                self.emit(f"const float {name} = fabsf({self.value(n.inputs[0], coords)});{comment(n)}", nid)
+            else:
+                self.emit(f"const float {name} = fl_from_half({self.half_value(nid, coords)});", nid)
             return name
         if n.kind is Kind.ELEMWISE:
             return self._elemwise(nid, n, coords)

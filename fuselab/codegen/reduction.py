@@ -617,14 +617,17 @@ def _aligned_loop(ctx: KernelContext, p: _Problem, fn: element.ElementFunction, 
             args.append(l.param)
     stored_vecs = {o: ctx.names.fresh(f"{array_name(g, o)}_vec") for o in p.prologue_out}
     body = [f"fl_vec<{storage_type(g.nodes[o].dtype)}, {width}> {v};" for o, v in stored_vecs.items()]
-    inner = ["const int re = c0 + e;",
-             f"const bool in_run = re >= 0 && re < {R};",
-             "const index_t rc = in_run ? index_t(re) : 0;"]
-    inner += [f"{register_type(g.nodes[c].dtype)} {v};" for c, v in out_vals.items()]
-    inner.append(f"{fn.name}({', '.join(args + [f'{v}.v[e]' for v in stored_vecs.values()] + list(out_vals.values()))});")
-    steps_in = [a.step(out_vals[g.nodes[a.node].inputs[0]], "rc") for a in accs]
-    inner.append("if (in_run) { " + " ".join(steps_in) + " }")
-    body += ["#pragma unroll", f"for (int e = 0; e < {width}; ++e) {{", *indent(inner, 1), "}"]
+    declare = [f"{register_type(g.nodes[c].dtype)} {v};" for c, v in out_vals.items()]
+    call = f"{fn.name}({', '.join(args + [f'{v}.v[e]' for v in stored_vecs.values()] + list(out_vals.values()))});"
+    steps_in = " ".join(a.step(out_vals[g.nodes[a.node].inputs[0]], "rc") for a in accs)
+    edge = ["const int re = c0 + e;", f"const bool in_run = re >= 0 && re < {R};",
+            "const index_t rc = in_run ? index_t(re) : 0;", *declare, call, f"if (in_run) {{ {steps_in} }}"]
+    whole = ["const index_t rc = index_t(c0 + e);", *declare, call, steps_in]
+    over = lambda lines: ["#pragma unroll", f"for (int e = 0; e < {width}; ++e) {{", *indent(lines, 1), "}"]  # noqa: E731
+    # Only a run's first and last vectors overhang it: the others fold every element
+    # untested (a test an element cost float16 `any` a third of its instructions).
+    body += [f"if (c0 >= 0 && c0 + {width} <= {R}) {{", *indent(over(whole), 1),
+             "} else {", *indent(over(edge), 1), "}"]
     body += [f"fl_store_vec_in<{width}>({ctx.out_ptr[o]} + o * {R}, c0, {R}, {v});" for o, v in stored_vecs.items()]
     return strided_loop("rv", lo, hi, step, reads, body, guard,
                         setup=(f"const int c0 = int(rv) * {width} - shift;",), steps=steps)

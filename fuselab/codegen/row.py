@@ -80,6 +80,11 @@ SLAB_SCRATCH_LIMIT = 40 * 1024   # static shared memory of a slab's combines (48
 ALIGNED_MIN_PACKS = 4            # packs a row needs before its packs follow memory (two partial ones)
 
 
+class _Fold(str):
+    """A reduction's fold of one column: a pack that overhangs the row runs it only for
+    the columns inside the row (`if (in_row)`), a pack inside the row runs it as is."""
+
+
 @dataclass
 class _Row:
     shape: tuple[int, ...]       # F
@@ -739,7 +744,7 @@ class _RowCode:
                     continue
                 v = em.value(g.nodes[r].inputs[0], self.full)
                 step = self.accs[r].step(v, "col")
-                body += em.take_lines() + ([f"if (in_row) {{ {step} }}"] if self.lay.aligned else [step])
+                body += em.take_lines() + [_Fold(step) if self.lay.aligned else step]
             for n, (_, born, half) in self.carry.items():   # keep what later passes read
                 if born == level:
                     v = em.half_value(n, self.full) if half else em.value(n, self.full)
@@ -756,14 +761,21 @@ class _RowCode:
                 else:
                     body.append(f"{self.ctx.out_ptr[o]}[{self._at('col')}] = {v};")
         # the column index is only needed by argmax, strided loads and the guards
-        if any(re.search(r"\b(col|in_row)\b", line) for line in body):
-            body = column + body
-        used = [n for n in cached if any(re.search(rf"\b{self.pack_name[n]}\b", line) for line in body + packed)]
+        edge = [f"if (in_row) {{ {line} }}" if isinstance(line, _Fold) else line for line in body]
+        if any(re.search(r"\b(col|in_row)\b", line) for line in edge):
+            edge = column + edge
+        used = [n for n in cached if any(re.search(rf"\b{self.pack_name[n]}\b", line) for line in edge + packed)]
         head = [f"const {self._pack_type(n)} {self.pack_name[n]} = {self._pack_source(n)};" for n in used]
         head += [f"fl_vec<{storage_type(g.nodes[o].dtype)}, {P}> {name};" for o, name in store_vecs.items()]
         head += packed
-        inner = (["#pragma unroll", f"for (int p = 0; p < {P}; ++p) {{", *indent(body, 1), "}"]
-                 if P > 1 and body else body)
+        over = lambda lines: ["#pragma unroll", f"for (int p = 0; p < {P}; ++p) {{", *indent(lines, 1), "}"]  # noqa: E731
+        inner = over(edge) if P > 1 and edge else edge
+        if any(isinstance(line, _Fold) for line in body) and P > 1:
+            # Only a row's first and last packs overhang it: the others fold every column
+            # untested.
+            whole = ["const index_t col = index_t(col0 + p);", *map(str, body)]
+            inner = [f"if (col0 >= 0 && col0 + {P} <= {C}) {{", *indent(over(whole), 1),
+                     "} else {", *indent(inner, 1), "}"]
         tail = [f"fl_store_vec_in<{P}>({self.ctx.out_ptr[o]} + row * {C}, col0, {C}, {name});" if self.lay.aligned
                 else f"fl_store_vec<{P}>({self.ctx.out_ptr[o]} + {self._at('col0')}, {name});"
                 for o, name in store_vecs.items()]

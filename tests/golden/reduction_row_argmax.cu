@@ -225,6 +225,40 @@ extern "C" __global__ void __launch_bounds__(256) k0_argmax_max(const int* __res
                     const index_t rv = rv_0 + u * (4);
                     const int c0 = int(rv) * 4 - shift;
                     const fl_vec<int, 4> x = x_c[u];
+                    if (c0 >= 0 && c0 + 4 <= 77) {
+                        #pragma unroll
+                        for (int e = 0; e < 4; ++e) {
+                            const index_t rc = index_t(c0 + e);
+                            int v0;
+                            k0_argmax_max_element(x.v[e], v0);
+                            fl_arg_combine<true>(acc1, acc1_index, v0, static_cast<long long>(rc)); acc2 = fl_maximum_op<int>()(acc2, v0);
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int e = 0; e < 4; ++e) {
+                            const int re = c0 + e;
+                            const bool in_run = re >= 0 && re < 77;
+                            const index_t rc = in_run ? index_t(re) : 0;
+                            int v0;
+                            k0_argmax_max_element(x.v[e], v0);
+                            if (in_run) { fl_arg_combine<true>(acc1, acc1_index, v0, static_cast<long long>(rc)); acc2 = fl_maximum_op<int>()(acc2, v0); }
+                        }
+                    }
+                }
+            }
+            for (; rv_0 < 20; rv_0 += 4) {
+                const index_t rv = rv_0;
+                const int c0 = int(rv) * 4 - shift;
+                const fl_vec<int, 4> x = fl_load_vec_in<4>(in_x + o * 77, c0, 77);
+                if (c0 >= 0 && c0 + 4 <= 77) {
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const index_t rc = index_t(c0 + e);
+                        int v0;
+                        k0_argmax_max_element(x.v[e], v0);
+                        fl_arg_combine<true>(acc1, acc1_index, v0, static_cast<long long>(rc)); acc2 = fl_maximum_op<int>()(acc2, v0);
+                    }
+                } else {
                     #pragma unroll
                     for (int e = 0; e < 4; ++e) {
                         const int re = c0 + e;
@@ -234,20 +268,6 @@ extern "C" __global__ void __launch_bounds__(256) k0_argmax_max(const int* __res
                         k0_argmax_max_element(x.v[e], v0);
                         if (in_run) { fl_arg_combine<true>(acc1, acc1_index, v0, static_cast<long long>(rc)); acc2 = fl_maximum_op<int>()(acc2, v0); }
                     }
-                }
-            }
-            for (; rv_0 < 20; rv_0 += 4) {
-                const index_t rv = rv_0;
-                const int c0 = int(rv) * 4 - shift;
-                const fl_vec<int, 4> x = fl_load_vec_in<4>(in_x + o * 77, c0, 77);
-                #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int re = c0 + e;
-                    const bool in_run = re >= 0 && re < 77;
-                    const index_t rc = in_run ? index_t(re) : 0;
-                    int v0;
-                    k0_argmax_max_element(x.v[e], v0);
-                    if (in_run) { fl_arg_combine<true>(acc1, acc1_index, v0, static_cast<long long>(rc)); acc2 = fl_maximum_op<int>()(acc2, v0); }
                 }
             }
         }
