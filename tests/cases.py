@@ -230,6 +230,17 @@ STAGED_ROWS = [   # rows along axis 1 whose columns lie 2-4 elements apart: the 
 ]
 
 
+CONTIGUOUS_STAGED = [   # contiguous rows off 16-byte vectors through the staged tier
+    ("mu = x.mean(-1, keepdims=True)\nv = ((x - mu) ** 2).mean(-1, keepdims=True)\n"
+     "y = (x - mu) / np.sqrt(v + 1e-5) * g + 1", (300, 47), np.float16, 128),
+    ("m = x.max(1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(1, keepdims=True)", (259, 27), np.float32, 128),
+    ("y = x / np.abs(x).max(1, keepdims=True)\ni = x.argmin(1)\ns = x.std(1)", (77, 18), np.float32, 128),
+    ("y = (x - x.mean(1, keepdims=True)) * g", (130, 13), np.float64, 128),
+    ("y = x - x.mean(1, keepdims=True)\nz = y * y", (200, 30), np.float64, 64),
+    ("y = x - x.mean(1, keepdims=True)\nz = np.sqrt(np.abs(y)) * y\nw = y + 1", (200, 30), np.float64, 32),
+    ("y = x * (x.sum(1, keepdims=True) > 0)", (33, 5), np.float16, 128),
+]
+
 def strided_row_cases(seed=14) -> list[Case]:
     """Row kernels along a non-last axis: each row a thread's, its columns a stride
     apart; in registers (up to 32 columns) or re-read in every pass (the thread tier)."""

@@ -9,7 +9,7 @@ import pytest
 from fuselab.interp import run_graph
 from fuselab.runtime.verify import compare
 
-from cases import STAGED_ROWS, all_cases
+from cases import CONTIGUOUS_STAGED, STAGED_ROWS, all_cases
 from codegen_util import NVRTC_OK, needs_nvrtc, nvrtc_compile
 from fuselab.codegen import CodegenOptions, generate
 from cuda_host import EMULATED, HostRunner, needs_cxx
@@ -157,6 +157,36 @@ def test_staged_strided_rows_match_numpy(source, shape, dtype):
     inputs = {n: ns[n] for n in traced.graph.input_names()}
     check = compare(runner.run(plan, inputs), run_graph(traced.graph, inputs), 1e-2 if dtype == np.float16 else 1e-5)
     assert check.ok, check.worst
+
+
+@pytest.mark.parametrize("source, shape, dtype, threads", CONTIGUOUS_STAGED,
+                         ids=lambda v: str(v).split("\n")[0][:12] if isinstance(v, str) else None)
+def test_staged_contiguous_rows_match_numpy(source, shape, dtype, threads):
+    """The staged tier over contiguous rows: the block's rows, one contiguous run starting
+    anywhere in a 16-byte vector, copied in and out of shared memory in vectors (the run's
+    end vectors element by element), a thread a row; the last block partial, per-row
+    outputs beside full ones, a column input; fewer rows a block where 128 rows' stages
+    would not fit (float64 rows of 30: 64 rows with two stages, 32 with three)."""
+    from dataclasses import replace
+
+    import fuselab
+    from fuselab.plan.model import Template
+    from graphs import one_kernel
+    rng = np.random.default_rng(29)
+    ns = {"np": np, "x": rng.uniform(-2, 2, shape).astype(dtype), "g": rng.uniform(-1, 1, shape[1]).astype(dtype)}
+    traced = fuselab.trace_cell(source, ns)
+    plan = one_kernel(traced.graph, Template.ROW)
+    runner = HostRunner([plan], replace(EMULATED, row_tier="staged"))
+    code = runner.codes[(plan, runner.default)][0]
+    assert code.config.tier == "staged" and code.block[0] == threads, (code.config, code.block)
+    assert "fl_stage_in<" in code.source and f"the block's {threads} rows" in code.notes[0], code.notes[0]
+    inputs = {n: ns[n] for n in traced.graph.input_names()}
+    got, want = runner.run(plan, inputs), run_graph(traced.graph, inputs)
+    check = compare(got, want, 1e-2 if dtype == np.float16 else 1e-5)
+    assert check.ok, check.worst
+    again = runner.run(plan, inputs)
+    for name in got:
+        np.testing.assert_array_equal(again[name], got[name])
 
 
 @pytest.mark.parametrize("tier, name", [("staged", "stage_base"), ("warp", "row_base"), ("staged", "row_base")])

@@ -10,7 +10,7 @@ from fuselab.ir import GraphBuilder
 from fuselab.plan import unfused_plan
 from fuselab.plan.model import Template
 
-from cases import (STAGED_ROWS, Case, all_cases, elementwise_cases, reduction_cases, row_cases)
+from cases import (CONTIGUOUS_STAGED, STAGED_ROWS, Case, all_cases, elementwise_cases, reduction_cases, row_cases)
 from gpu_util import check_plan
 from graphs import layernorm, one_kernel, rmsnorm, softmax
 
@@ -206,11 +206,13 @@ def test_every_strided_row_tier_on_the_gpu(tier):
 
 
 @pytest.mark.parametrize("source, shape, dtype",
-                         [(src, (shape[0] * 97, *shape[1:]), dt) for src, shape, dt in STAGED_ROWS],
+                         [(src, (shape[0] * 97, *shape[1:]), dt) for src, shape, dt in STAGED_ROWS]
+                         + [(src, (shape[0] * 97, *shape[1:]), dt) for src, shape, dt, _ in CONTIGUOUS_STAGED],
                          ids=lambda v: str(v).split("\n")[0][:12])
 def test_staged_strided_rows_on_the_gpu(source, shape, dtype):
-    """The staged tier (a thread a row along a strided axis, the block's rows through
-    shared memory), forced, at sizes of many blocks and a partial last one, against NumPy."""
+    """The staged tier (a thread a row along a strided axis, or a contiguous row, the
+    block's rows through shared memory, in 16-byte vectors), forced, at sizes of many
+    blocks and a partial last one, against NumPy."""
     import fuselab
     from fuselab import runtime
     from fuselab.codegen import CodegenOptions, generate

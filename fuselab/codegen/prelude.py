@@ -500,6 +500,44 @@ template <int N, class T> __device__ __forceinline__ void fl_store_vec_in(T* row
     for (int e = 0; e < N; ++e) if (c + e >= 0 && c + e < C) row[c + e] = v.v[e];
 }
 """),
+    Snippet(('fl_stage_in', 'fl_stage_out'), r"""
+// A block's stage (codegen/row.py's staged tier): `count` contiguous elements of an
+// array from element `first`, a multiple of N (a block's rows start on a 16-byte vector:
+// whole warps of rows), held in shared memory at buf[j] for element first + j. Vectors
+// move whole, U of them a thread in flight together; only the array's last vector, where
+// it is partial, element by element. Every thread of the block takes part.
+template <int N, int U, class T, class I> __device__ __forceinline__ void fl_stage_in(T* buf, const T* src, I first, I count) {
+    const I vectors = (count + N - 1) / N;
+    for (I v0 = threadIdx.x; v0 < vectors; v0 += U * blockDim.x) {
+        fl_vec<T, N> r[U];
+        #pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const I j = (v0 + u * blockDim.x) * N;
+            if (j + N <= count) r[u] = fl_load_vec<N>(src + first + j);
+        }
+        #pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const I j = (v0 + u * blockDim.x) * N;
+            if (j + N <= count) {
+                *reinterpret_cast<fl_vec<T, N>*>(buf + j) = r[u];
+            } else if (j < count) {
+                for (int e = 0; e < N && j + e < count; ++e) buf[j + e] = src[first + j + e];
+            }
+        }
+    }
+}
+template <int N, class T, class I> __device__ __forceinline__ void fl_stage_out(T* dst, const T* buf, I first, I count) {
+    const I vectors = (count + N - 1) / N;
+    for (I v = threadIdx.x; v < vectors; v += blockDim.x) {
+        const I j = v * N;
+        if (j + N <= count) {
+            fl_store_vec<N>(dst + first + j, *reinterpret_cast<const fl_vec<T, N>*>(buf + j));
+        } else {
+            for (int e = 0; e < N && j + e < count; ++e) dst[first + j + e] = buf[j + e];
+        }
+    }
+}
+"""),
     Snippet(('fl_load_vec_shift',), r"""
 // N elements starting S past an aligned address: the two aligned vectors around them,
 // then a constant choice per element (loads of shifted windows x[1:], x[2:] of one

@@ -156,13 +156,17 @@ def _scratch_bytes(ctx: KernelContext, p: "_Row", threads: int) -> int:
     return total * threads
 
 
+STAGE_UNROLL = 4          # a thread's 16-byte loads in flight together filling a stage
 STAGE_LIMIT = 40 * 1024   # static shared memory of the staged tier's buffers (48 KB without opt-in)
 
 
-def _staged_threads(p: "_Row") -> int:
+def _staged_threads(ctx: KernelContext, p: "_Row", row_cached: list[int]) -> int:
     """The staged tier's rows (threads) a block: whole outer indices (a multiple of the
-    stride) and whole warps, 128 or more; 0 where the stride makes that over 256."""
+    stride) and whole warps, 128 or more; 0 where the stride makes that over 256.
+    Contiguous rows (stride 1): 128, or 64 or 32 where 128 rows' stages would not fit."""
     S = p.stride
+    if S == 1:
+        return next((t for t in (128, 64, 32) if _staged_bytes(ctx, p, row_cached, t) <= STAGE_LIMIT), 0)
     if not 1 < S < 32:
         return 0
     t = 32 * S // math.gcd(32, S)
@@ -175,6 +179,17 @@ def _staged_bytes(ctx: KernelContext, p: "_Row", row_cached: list[int], threads:
     """Shared memory of the staged tier: the block's rows of each row-cached input and
     each full-shape output, each buffer on a 16-byte boundary."""
     return _cache_bytes(ctx, [*row_cached, *p.full_out], threads * p.cols)
+
+
+def _stage_candidate(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list[int]) -> bool:
+    """Contiguous rows worth a staged candidate: short (a thread holds one) and off
+    16-byte vectors (rows whose packs follow memory, or narrower packs), where the warp
+    tier moves a row's first and last packs element by element."""
+    if p.stride != 1 or not 1 < p.cols <= WARP_ELEMS_MAX:
+        return False
+    sizes = [ctx.graph.nodes[n].dtype.itemsize for n in (*row_cached, *col_cached, *p.full_out)] or [4]
+    pack = _pack(ctx, p, row_cached, col_cached)
+    return _aligned_packs(p, pack) or pack < 16 // max(sizes)
 
 
 def _cache_bytes(ctx: KernelContext, row_cached: list[int], elems: int) -> int:
@@ -230,6 +245,11 @@ def candidates(ctx: KernelContext) -> list[RowConfig]:
                 out.append(cfg)
     if len(out) == 1:
         out += [RowConfig(tier="looped", threads=t, why="candidate") for t in (256, 1024) if t != h.threads]
+    staged = RowConfig(tier="staged", threads=1, why="candidate: the block's rows through shared memory, "
+                                                     "16-byte vectors whatever the rows' alignment")
+    if h.tier != "staged" and _stage_candidate(ctx, p, row_cached, col_cached) and \
+            _fits(ctx, p, row_cached, col_cached, staged):
+        out.insert(1, staged)
     return out[:7]
 
 
@@ -253,7 +273,10 @@ def _fits(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list
         return scratch <= SLAB_SCRATCH_LIMIT and (
             cfg.tier == "slab" or _cache_bytes(ctx, row_cached, p.cols * slab.width) + scratch <= SMEM_LIMIT)
     if cfg.tier == "staged":   # the warp tier's thread a row, whole outer indices a block, through shared memory
-        threads = _staged_threads(p)
+        threads = _staged_threads(ctx, p, row_cached)
+        if p.stride == 1:   # a thread a contiguous row, in registers as a strided one
+            held = C <= _elems_limit(ctx, row_cached, WARP_ELEMS_MAX) and C * n_row <= 2 * REG_BUDGET
+            return threads > 0 and C > 1 and cfg.threads == 1 and held
         warp = RowConfig(tier="warp", threads=1)
         return threads > 0 and C > 0 and cfg.threads == 1 and _fits(ctx, p, row_cached, col_cached, warp) and \
             _staged_bytes(ctx, p, row_cached, threads) <= STAGE_LIMIT
@@ -439,6 +462,9 @@ def _heuristic(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached:
         if forced != "thread" and _fits(ctx, p, row_cached, col_cached, kept):   # others do not apply
             return kept
         return RowConfig(tier="thread", threads=1, why=f"{why}: strided rows, a thread each, re-read in each pass")
+    staged = RowConfig(tier="staged", threads=1, why=f"{why}: contiguous rows of {C} columns through shared memory")
+    if forced == "staged" and _fits(ctx, p, row_cached, col_cached, staged):
+        return staged
     if C <= WARP_MAX_COLS and packs * pack <= per_thread and forced in ("auto", "warp"):
         return RowConfig(tier="warp", threads=lanes, why=f"{why}: {C} columns fit a warp's registers")
     threads = min(512, max(128, _pow2_at_least(ix.ceil_div(C, per_thread))))
@@ -467,9 +493,12 @@ def _layout(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: li
     # row's packs start at another column)
     col_regs = cfg.tier == "warp" and packs * pack * (n_row + n_col) <= REG_BUDGET and not aligned
     slab = _slab(ctx, p, cfg.threads) if cfg.tier in SLAB_TIERS else None
+    if cfg.tier == "staged" and p.stride == 1:   # a thread a row, its columns one at a time from the stage
+        return _Layout("warp", 1, 1, max(1, C), row_cached, col_cached, C * (n_row + n_col) <= REG_BUDGET,
+                       staged=_staged_threads(ctx, p, row_cached))
     if cfg.tier == "staged":   # the warp tier's layout, its row cache filled from and outputs sent through stages
         return replace(_layout(ctx, p, row_cached, col_cached, RowConfig(tier="warp", threads=1)),
-                       staged=_staged_threads(p))
+                       staged=_staged_threads(ctx, p, row_cached))
     return _Layout(cfg.tier, pack, slab.threads if slab else cfg.threads, packs, row_cached, col_cached, col_regs,
                    slab, aligned=aligned)
 
@@ -1007,31 +1036,34 @@ class _RowCode:
 
     def _staged_kernel(self, col_cache: list[str]) -> tuple[list[str], int, int, int]:
         """The staged tier: each iteration a block takes T rows (whole outer indices, so
-        T * C contiguous elements from the first row's base), copies them into shared
-        memory with consecutive threads on consecutive elements, runs the warp tier's thread
-        a row on them, and copies its outputs back out the same way. Threads past the last
-        row compute a copy of it (within the block's rows) and store nothing."""
+        T * C contiguous elements from the first row's base, which lies on a 16-byte
+        vector: T is whole warps), copies them into shared memory in 16-byte vectors with
+        consecutive threads on consecutive vectors (fl_stage_in), runs the warp tier's
+        thread a row on them, and copies its outputs back out the same way. Threads past
+        the last row compute a copy of it (within the block's rows) and store nothing."""
         g = self.ctx.graph
         rows, C, T = self.p.rows, self.p.cols, self.lay.staged
+        assert T % 32 == 0, T    # every block's first element on a vector (fl_stage_in)
         grid = min(ix.ceil_div(rows, T), self.ctx.grid_cap()) if rows else 0
+        vec = {n: 16 // g.nodes[n].dtype.itemsize for n in self.stage_name}
         decls = [f"__shared__ __align__(16) {storage_type(g.nodes[n].dtype)} {name}[{T * C}];"
                  for n, name in self.stage_name.items()]
-        copy_in = [f"{self.stage_name[n]}[j] = {self.ctx.in_ptr[n]}[stage_base + j];" for n in self.lay.row_cached]
-        copy_out = [f"{self.ctx.out_ptr[o]}[stage_base + j] = {self.stage_name[o]}[j];" for o in self.p.full_out]
+        copy_in = [f"fl_stage_in<{vec[n]}, {STAGE_UNROLL}>({self.stage_name[n]}, {self.ctx.in_ptr[n]}, "
+                   "stage_base, stage_count);" for n in self.lay.row_cached]
+        copy_out = [f"fl_stage_out<{vec[o]}>({self.ctx.out_ptr[o]}, {self.stage_name[o]}, stage_base, stage_count);"
+                    for o in self.p.full_out]
         body = self._per_row()
         lines = ["const int lane = 0;   // one thread a row", *col_cache, *decls,
                  f"for (index_t base = index_t(blockIdx.x) * {T}; base < {rows}; base += index_t(gridDim.x) * {T}) {{",
                  f"    const index_t stage_base = base * {C};   // the first row's element: base is a whole outer index",
                  f"    const index_t stage_count = min(index_t({T}), index_t({rows}) - base) * {C};",
-                 *([f"    for (index_t j = threadIdx.x; j < stage_count; j += {T}) {{", *indent(copy_in, 2), "    }"]
-                   if copy_in else []),
+                 *indent(copy_in, 1),
                  "    __syncthreads();",
                  f"    const bool active = base + threadIdx.x < {rows};",
                  f"    const index_t row = active ? base + threadIdx.x : {rows - 1};",
                  *indent(body, 1),
                  "    __syncthreads();",
-                 *([f"    for (index_t j = threadIdx.x; j < stage_count; j += {T}) {{", *indent(copy_out, 2), "    }"]
-                   if copy_out else []),
+                 *indent(copy_out, 1),
                  "    __syncthreads();   // the next rows overwrite the stages",
                  "}"]
         return lines, grid, T, 0

@@ -1070,7 +1070,7 @@ def options_for(rng: np.random.Generator, target: Target | None, real_sm: int | 
     elif target is not None and target.where.startswith("row/"):
         tier = target.where.split("/")[1].removesuffix("+vec")
     elif rng.random() < 0.25:
-        tier = str(rng.choice(["warp", "block", "smem", "looped"]))
+        tier = str(rng.choice(["warp", "block", "smem", "looped", "staged"]))
     return CodegenOptions(sm_count=sm, row_tier=tier)
 
 
