@@ -241,6 +241,7 @@ CONTIGUOUS_STAGED = [   # contiguous rows off 16-byte vectors through the staged
     ("y = x * (x.sum(1, keepdims=True) > 0)", (33, 5), np.float16, 128),
 ]
 
+
 def strided_row_cases(seed=14) -> list[Case]:
     """Row kernels along a non-last axis: each row a thread's, its columns a stride
     apart; in registers (up to 32 columns) or re-read in every pass (the thread tier)."""

@@ -134,23 +134,29 @@ def test_every_strided_row_tier_matches_numpy(tier):
         assert check.ok, f"{case.id}: {check.worst}"
 
 
+def _forced_staged(source, shape, dtype, seed):
+    """A cell over x (and a column input g) traced into one row kernel, and an emulator
+    runner of it with the staged tier forced: (namespace, trace, plan, runner, its code)."""
+    from dataclasses import replace
+
+    import fuselab
+    from fuselab.plan.model import Template
+    from graphs import one_kernel
+    rng = np.random.default_rng(seed)
+    ns = {"np": np, "x": rng.uniform(-2, 2, shape).astype(dtype), "g": rng.uniform(-1, 1, shape[1]).astype(dtype)}
+    traced = fuselab.trace_cell(source, ns)
+    plan = one_kernel(traced.graph, Template.ROW)
+    runner = HostRunner([plan], replace(EMULATED, row_tier="staged"))
+    return ns, traced, plan, runner, runner.codes[(plan, runner.default)][0]
+
+
 @pytest.mark.parametrize("source, shape, dtype", STAGED_ROWS, ids=lambda v: str(v).split("\n")[0][:12])
 def test_staged_strided_rows_match_numpy(source, shape, dtype):
     """The staged tier: a thread a row along a strided axis, the block's rows (whole outer
     indices: 128 of stride 2 or 4, 192 of stride 3) copied through shared memory in and
     out; the last block partial (rows past the end compute a copy and store nothing),
     per-row outputs (std, argmax) and a column input beside them."""
-    from dataclasses import replace
-
-    import fuselab
-    from fuselab.plan.model import Template
-    from graphs import one_kernel
-    rng = np.random.default_rng(21)
-    ns = {"np": np, "x": rng.uniform(-2, 2, shape).astype(dtype), "g": rng.uniform(-1, 1, shape[1]).astype(dtype)}
-    traced = fuselab.trace_cell(source, ns)
-    plan = one_kernel(traced.graph, Template.ROW)
-    runner = HostRunner([plan], replace(EMULATED, row_tier="staged"))
-    code = runner.codes[(plan, runner.default)][0]
+    ns, traced, plan, runner, code = _forced_staged(source, shape, dtype, 21)
     threads = 192 if shape[2] == 3 else 128
     assert f"the block's {threads} rows read and written through shared memory" in code.notes[0], code.notes[0]
     assert code.config.tier == "staged" and code.block[0] == threads
@@ -163,21 +169,12 @@ def test_staged_strided_rows_match_numpy(source, shape, dtype):
                          ids=lambda v: str(v).split("\n")[0][:12] if isinstance(v, str) else None)
 def test_staged_contiguous_rows_match_numpy(source, shape, dtype, threads):
     """The staged tier over contiguous rows: the block's rows, one contiguous run starting
-    anywhere in a 16-byte vector, copied in and out of shared memory in vectors (the run's
-    end vectors element by element), a thread a row; the last block partial, per-row
-    outputs beside full ones, a column input; fewer rows a block where 128 rows' stages
-    would not fit (float64 rows of 30: 64 rows with two stages, 32 with three)."""
-    from dataclasses import replace
-
-    import fuselab
-    from fuselab.plan.model import Template
-    from graphs import one_kernel
-    rng = np.random.default_rng(29)
-    ns = {"np": np, "x": rng.uniform(-2, 2, shape).astype(dtype), "g": rng.uniform(-1, 1, shape[1]).astype(dtype)}
-    traced = fuselab.trace_cell(source, ns)
-    plan = one_kernel(traced.graph, Template.ROW)
-    runner = HostRunner([plan], replace(EMULATED, row_tier="staged"))
-    code = runner.codes[(plan, runner.default)][0]
+    on a 16-byte vector (whole warps of rows), copied in and out of shared memory in
+    vectors (the array's last vector, where partial, element by element), a thread a row;
+    the last block partial, per-row outputs beside full ones, a column input; fewer rows a
+    block where 128 rows' stages would not fit (float64 rows of 30: 64 rows with two
+    stages, 32 with three)."""
+    ns, traced, plan, runner, code = _forced_staged(source, shape, dtype, 29)
     assert code.config.tier == "staged" and code.block[0] == threads, (code.config, code.block)
     assert "fl_stage_in<" in code.source and f"the block's {threads} rows" in code.notes[0], code.notes[0]
     inputs = {n: ns[n] for n in traced.graph.input_names()}

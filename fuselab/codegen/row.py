@@ -182,14 +182,16 @@ def _staged_bytes(ctx: KernelContext, p: "_Row", row_cached: list[int], threads:
 
 
 def _stage_candidate(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list[int]) -> bool:
-    """Contiguous rows worth a staged candidate: short (a thread holds one) and off
-    16-byte vectors (rows whose packs follow memory, or narrower packs), where the warp
-    tier moves a row's first and last packs element by element."""
-    if p.stride != 1 or not 1 < p.cols <= WARP_ELEMS_MAX:
-        return False
-    sizes = [ctx.graph.nodes[n].dtype.itemsize for n in (*row_cached, *col_cached, *p.full_out)] or [4]
-    pack = _pack(ctx, p, row_cached, col_cached)
-    return _aligned_packs(p, pack) or pack < 16 // max(sizes)
+    """Contiguous rows worth a staged candidate (where it fits): rows that are not whole
+    16-byte vectors (their packs follow memory, or are narrower), where the warp tier
+    moves a row's first and last packs element by element."""
+    return p.stride == 1 and p.cols % _vector_pack(ctx, p, row_cached, col_cached) != 0
+
+
+def _thread_holds_row(ctx: KernelContext, p: "_Row", row_cached: list[int]) -> bool:
+    """Whether one thread's registers hold a row (the strided and staged rows' layout)."""
+    return p.cols <= _elems_limit(ctx, row_cached, WARP_ELEMS_MAX) and \
+        p.cols * max(len(row_cached), 1) <= 2 * REG_BUDGET
 
 
 def _cache_bytes(ctx: KernelContext, row_cached: list[int], elems: int) -> int:
@@ -275,8 +277,7 @@ def _fits(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list
     if cfg.tier == "staged":   # the warp tier's thread a row, whole outer indices a block, through shared memory
         threads = _staged_threads(ctx, p, row_cached)
         if p.stride == 1:   # a thread a contiguous row, in registers as a strided one
-            held = C <= _elems_limit(ctx, row_cached, WARP_ELEMS_MAX) and C * n_row <= 2 * REG_BUDGET
-            return threads > 0 and C > 1 and cfg.threads == 1 and held
+            return threads > 0 and C > 1 and cfg.threads == 1 and _thread_holds_row(ctx, p, row_cached)
         warp = RowConfig(tier="warp", threads=1)
         return threads > 0 and C > 0 and cfg.threads == 1 and _fits(ctx, p, row_cached, col_cached, warp) and \
             _staged_bytes(ctx, p, row_cached, threads) <= STAGE_LIMIT
@@ -284,8 +285,7 @@ def _fits(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list
         # a thread holds up to 64 four-byte columns: standardizing (64, 1M) along axis 0
         # re-read its row in three passes at 56% of copy (H200, 2026-12-03)
         return p.stride > 1 and (cfg.tier == "thread" or (
-            cfg.tier == "warp" and cfg.threads == 1 and C <= _elems_limit(ctx, row_cached, WARP_ELEMS_MAX)
-            and C * n_row <= 2 * REG_BUDGET))
+            cfg.tier == "warp" and cfg.threads == 1 and _thread_holds_row(ctx, p, row_cached)))
     if cfg.tier == "warp":
         per = ix.ceil_div(_span(p, pack), cfg.threads * pack) * pack
         return cfg.threads <= 32 and per <= _elems_limit(ctx, row_cached, WARP_ELEMS_MAX) and \
@@ -395,16 +395,20 @@ def _pack(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list
     width is not a multiple of that has packs aligned to memory (`_aligned`), or, when
     too short for them, packs of the widest narrower power of two that divides C (every
     row then starts on a pack)."""
-    g = ctx.graph
     if p.stride > 1:
         return 1
-    sizes = [g.nodes[n].dtype.itemsize for n in (*row_cached, *col_cached, *p.full_out)] or [4]
-    pack = 16 // max(sizes)
+    pack = _vector_pack(ctx, p, row_cached, col_cached)
     if _aligned_packs(p, pack):
         return pack
     while p.cols % pack:
         pack //= 2
     return pack
+
+
+def _vector_pack(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list[int]) -> int:
+    """Columns of one 16-byte access of the widest cached or stored type."""
+    sizes = [ctx.graph.nodes[n].dtype.itemsize for n in (*row_cached, *col_cached, *p.full_out)] or [4]
+    return 16 // max(sizes)
 
 
 def _aligned_packs(p: "_Row", pack: int) -> bool:
