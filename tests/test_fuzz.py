@@ -266,3 +266,21 @@ def test_gap_scenarios_write_the_forms_the_audit_found_missing():
             assert re.search(pattern, text, re.M), (s, pattern)
         again = generate(7003, Target("struct", s, "", "float64"))
         assert again.source == generate(7003, Target("struct", s, "", "float64")).source
+
+
+def test_inplace_forms_cast_floats_to_integers_only_in_range():
+    """A float-to-integer astype of values out of range has no one NumPy answer (x86's
+    conversions: an AVX-512 NumPy gave 2**31 where fuselab and other builds give the
+    64-bit conversion's low bits; found by the GPU fuzzer on the H100, 2026-12-05): the
+    in-place forms, whose oracle is NumPy, cast such values only where they all fit."""
+    import re
+
+    from fuzz.gaps import _inplace_forms
+    from fuzz.generator import CellBuilder, Value
+
+    int_cast = re.compile(r"\.astype\(np\.u?int\d+\)")
+    for arr, allowed in ((np.array([1e10, np.nan, -5.0, 3.0]), False), (np.array([1.0, 2.5, 7.0, 100.0]), True)):
+        b = CellBuilder(np.random.default_rng(5))
+        x = Value("x0", arr, None)
+        forms = [f for _ in range(300) for f in _inplace_forms(b, x, "v1")]
+        assert any(int_cast.search(f) for f in forms) == allowed, arr
