@@ -647,3 +647,28 @@ def test_column_folds_fit_static_shared_memory(source, dtype):
         sizes = [int(n) for n in re.findall(r"__shared__ [^;]*fold\[(\d+)\]", code.source)]
         assert sizes and max(sizes) <= FOLD_LIMIT, (cfg, sizes)
         assert code.config.rows <= cfg.rows
+
+
+@pytest.mark.parametrize("graph, cols, dtype, rows, staged", [
+    (layernorm, 5, np.float32, 200_000, True), (rmsnorm, 29, np.float32, 40_000, True),
+    (layernorm, 47, np.float16, 40_000, True), (softmax, 3, np.float32, 100_000, True),
+    (layernorm, 60, np.float16, 200_000, False),   # longer rows: the warp tier won (0.96x)
+    (layernorm, 32, np.float32, 200_000, False),   # rows of whole 16-byte vectors
+    (rmsnorm, 29, np.float32, 1_000, False)])      # too few rows for a block of them an SM
+def test_short_unaligned_rows_are_staged_by_default(graph, cols, dtype, rows, staged):
+    """Contiguous rows of at most 48 columns off 16-byte vectors, enough of them to give
+    each SM a block of rows: the heuristic takes the staged tier (16-byte vectors in and
+    out of shared memory, a thread a row), and the warp tier's lane counts it would have
+    taken stay candidates for the tuner."""
+    from fuselab.codegen import launch_candidates
+    plan = one_kernel(graph(rows, cols, dtype), Template.ROW)
+    opts = CodegenOptions(sm_count=132)
+    code = generate(plan, opts)[0]
+    assert (code.config.tier == "staged") == staged, code.config
+    cands = launch_candidates(plan, 0, opts)
+    assert cands[0].key() == code.config.key()
+    if staged:
+        assert "heuristic" in code.config.why and "staged tier" in code.notes[0]
+        assert {c.tier for c in cands[1:]} >= {"warp"} and any(c.tier == "warp" and c.threads >= 4 for c in cands)
+    else:
+        assert code.config.tier == "warp"

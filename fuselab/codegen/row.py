@@ -43,6 +43,10 @@ follow memory: a row whose first element lies `shift` elements past a 16-byte bo
 starts with a partial pack at column -shift, ends with another, and both move element by
 element, guarded, while every other pack is one aligned access (`aligned` layouts; rows
 shorter than ALIGNED_MIN_PACKS packs keep the widest power of two that divides C).
+Short contiguous rows off those vectors (at most STAGED_AUTO_COLS columns: a layernorm
+over 14 float32 columns, a softmax over 3) take the staged tier too, whose block of rows
+is one contiguous run moved in 16-byte vectors whatever the rows' alignment, where the
+warp tier would move each row's end packs element by element.
 Inputs indexed by the column alone (layernorm's gamma and beta) are loaded once per
 thread, before the loop over rows, in the register tiers.
 Accumulation is in float32 for float16 (and in the reduce dtype otherwise); the max in
@@ -158,6 +162,15 @@ def _scratch_bytes(ctx: KernelContext, p: "_Row", threads: int) -> int:
 
 STAGE_UNROLL = 4          # a thread's 16-byte loads in flight together filling a stage
 STAGE_LIMIT = 40 * 1024   # static shared memory of the staged tier's buffers (48 KB without opt-in)
+# Contiguous unaligned rows the heuristic stages (a thread works through its row alone, so
+# its serial work grows with the row). H100, 2026-12-05 (benchmarks/kernel_ab.py, every
+# candidate timed): staged over the best warp tier at 5-29 float32 columns 1.05-1.4x
+# (rows of 18 with a stride-2 outer: 97% of copy against 74%), float16 rows of 47 1.18x;
+# float16 rows of 60 0.96x. H200, same day: a softmax over rows of 3 float32 204.8 us
+# against 294.5 us for the warp tier's 4 lanes (208.0 us at its best, 2 lanes), rmsnorm
+# over 18 float32 columns 150.4 against 279.8 us (191.5 at best); 5 columns 27.4 against
+# 27.1 us at the warp tier's best; a 5 MB standardize 18.9 against 17.0 us (one lane).
+STAGED_AUTO_COLS = 48
 
 
 def _staged_threads(ctx: KernelContext, p: "_Row", row_cached: list[int]) -> int:
@@ -186,6 +199,15 @@ def _stage_candidate(ctx: KernelContext, p: "_Row", row_cached: list[int], col_c
     16-byte vectors (their packs follow memory, or are narrower), where the warp tier
     moves a row's first and last packs element by element."""
     return p.stride == 1 and p.cols % _vector_pack(ctx, p, row_cached, col_cached) != 0
+
+
+def _stage_by_default(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list[int]) -> bool:
+    """Short unaligned contiguous rows, enough of them for a block of rows an SM: the
+    staged tier's vectors beat the warp tier's element-by-element row ends there."""
+    if not (_stage_candidate(ctx, p, row_cached, col_cached) and p.cols <= STAGED_AUTO_COLS):
+        return False
+    threads = _staged_threads(ctx, p, row_cached)
+    return threads > 0 and p.rows >= threads * ctx.options.sm_count
 
 
 def _thread_holds_row(ctx: KernelContext, p: "_Row", row_cached: list[int]) -> bool:
@@ -236,11 +258,12 @@ def candidates(ctx: KernelContext) -> list[RowConfig]:
         return (out + [c for c in more if c.key() != h.key() and _fits(ctx, p, row_cached, col_cached, c)])[:7]
     # fewer lanes too: narrow rows (3 columns: 4 lanes, one idle, two shuffles a reduction
     # per element) may do better with a lane or two holding the row
-    lanes = [t for t in (1, 2, 4, 8, 16, 32) if t >= h.threads // 4] if h.tier == "warp" else [32]
+    pack = _pack(ctx, p, row_cached, col_cached)
+    warp_lanes = h.threads if h.tier == "warp" else _warp_lanes(p, pack) if h.tier == "staged" else 0
+    lanes = [t for t in (1, 2, 4, 8, 16, 32) if t >= warp_lanes // 4] if warp_lanes else [32]
     for tier, counts in (("warp", lanes), ("block", (128, 256, 512)), ("smem", (128, 256, 512, 1024))):
         for t in counts:
             cfg = RowConfig(tier=tier, threads=t, why="candidate")
-            pack = _pack(ctx, p, row_cached, col_cached)
             if _fits(ctx, p, row_cached, col_cached, cfg) and cfg.key() != h.key() and \
                     (tier == "warp" or C >= t * pack) and \
                     (tier != "smem" or ix.ceil_div(_span(p, pack), t * pack) <= SMEM_CANDIDATE_PACKS):
@@ -424,6 +447,13 @@ def _span(p: "_Row", pack: int) -> int:
     return p.cols + pack - 1 if _aligned_packs(p, pack) else p.cols
 
 
+def _warp_lanes(p: "_Row", pack: int) -> int:
+    """The warp tier's lanes a row: a lane per column pack; rows of fewer than 32 odd
+    columns (no packs) a few columns a lane: 3 columns on 4 lanes ran a softmax at 50% of
+    copy on the H200."""
+    return min(32, _pow2_at_least(ix.ceil_div(_span(p, pack), pack if pack > 1 or p.cols >= 32 else 4)))
+
+
 def _heuristic(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list[int]) -> RowConfig:
     """A warp per row up to 1024 columns (32 elements a lane); then the row in a block's
     registers (32 elements a thread, 128-512 threads); then in shared memory; then a
@@ -438,10 +468,8 @@ def _heuristic(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached:
     pack = _pack(ctx, p, row_cached, col_cached)
     forced = ctx.options.row_tier
     row_bytes = _cache_bytes(ctx, row_cached, _span(p, pack))
-    # a lane per column pack; rows of fewer than 32 odd columns (no packs) a few columns a
-    # lane: 3 columns on 4 lanes ran a softmax at 50% of copy on the H200
     span = _span(p, pack)
-    lanes = min(32, _pow2_at_least(ix.ceil_div(span, pack if pack > 1 or C >= 32 else 4)))
+    lanes = _warp_lanes(p, pack)
     packs = ix.ceil_div(span, lanes * pack)
     why = f"forced by row_tier={forced}" if forced != "auto" else "heuristic"
     per_thread = _elems_limit(ctx, row_cached, REG_ELEMS)
@@ -469,6 +497,9 @@ def _heuristic(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached:
     staged = RowConfig(tier="staged", threads=1, why=f"{why}: contiguous rows of {C} columns through shared memory")
     if forced == "staged" and _fits(ctx, p, row_cached, col_cached, staged):
         return staged
+    if forced == "auto" and _stage_by_default(ctx, p, row_cached, col_cached) and \
+            _fits(ctx, p, row_cached, col_cached, staged):
+        return replace(staged, why=f"{staged.why}, 16-byte vectors whatever the rows' alignment")
     if C <= WARP_MAX_COLS and packs * pack <= per_thread and forced in ("auto", "warp"):
         return RowConfig(tier="warp", threads=lanes, why=f"{why}: {C} columns fit a warp's registers")
     threads = min(512, max(128, _pow2_at_least(ix.ceil_div(C, per_thread))))
