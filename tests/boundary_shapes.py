@@ -19,7 +19,7 @@ Decision points (file: function, threshold) -- both sides of each are generated:
 - element.vector_width: 16 // itemsize lanes (bool/int8 16, float16 8, float32 4,
   float64 2); n % W in {0, 1, W - 1}, n < W; offsets of views (x[s:]) % W; shifted loads
   near the end of their array (shifted_groups); gathers of operands <= n / GATHER_REUSE.
-- pointwise._table_nodes: broadcast-only values <= TABLE_MAX (1024) elements.
+- tables.table_nodes: broadcast-only values <= TABLE_MAX (1024) elements.
 - pointwise._transpose_path / _Transpose.tile: last axis >= 8, axis a >= 8,
   ta = min(32, pow2 >= A) (A = 8, 9, 16, 17, 31, 32, 33), tc = 1024 / ta, tile edges.
 - pointwise._row_path and stencil.analyse: rows >= 8 columns, groups * W * 2 >= cols,

@@ -598,3 +598,60 @@ def test_tables_of_broadcast_values_give_the_same_bits(cell):
         tabled.append(tuple(code if j == k else c for j, c in enumerate(plain)))
     assert tabled, "no pointwise kernel"
     _same_bits_as_plain(plan, plain, tabled, ks, traced.inputs)
+
+
+REDUCTION_TABLE_CELLS = [   # (cell, inputs): reductions that compute values of small operands alone
+    # a variance's mean finished (divided, cast to float16) in the variance's kernel
+    ("v = ((x - (m / 40.0).astype(np.float16)) ** 2).sum(axis=1)",
+     {"x": ((3, 40, 5), np.float16), "m": ((3, 1, 5), np.float32)}),
+    ("s = (x / np.sqrt(v + 1)).sum(axis=0)", {"x": ((40, 16), np.float32), "v": ((16,), np.float32)}),  # vectors
+    ("s = (x * np.exp(w)).var(axis=0)", {"x": ((50, 12), np.float32), "w": ((12,), np.float32)}),   # Welford
+    ("s = (x / np.sqrt(v + 1)).sum(axis=0)", {"x": ((70, 9), np.float64), "v": ((9,), np.float64)}),
+    ("s = (x * np.exp(w)).sum(axis=1)", {"x": ((6, 50), np.float32), "w": ((50,), np.float32)}),  # along r
+    ("m = (x - np.log1p(np.abs(c))).max(axis=1)", {"x": ((5, 37), np.float32), "c": ((5, 1), np.float32)}),
+    ("i = (x * np.tanh(w)).argmax(axis=0)", {"x": ((20, 7), np.float32), "w": ((7,), np.float32)}),
+    ("t = (x + np.float32(2) * k).sum()", {"x": ((3, 4, 33), np.float32), "k": ((4, 1), np.float32)}),
+]
+
+
+@pytest.mark.parametrize("cell", range(len(REDUCTION_TABLE_CELLS)))
+def test_reduction_tables_give_the_same_bits(cell):
+    """A reduction kernel that computes values of small operands alone (a mean's finish
+    read by every element of its variance) computes them once per block into tables by
+    default (the heuristic's config says so, its notes name them), and offers the plain
+    kernel as a candidate; every candidate gives the same bits with and without tables."""
+    from dataclasses import replace
+
+    from fuselab import trace_cell
+    from fuselab.codegen import generate_kernel, launch_candidates
+    from fuselab.plan import make_plan
+    source, specs = REDUCTION_TABLE_CELLS[cell]
+    rng = np.random.default_rng(cell)
+    inputs = {n: np.asarray(rng.standard_normal(s) * 4).astype(dt) for n, (s, dt) in specs.items()}
+    traced = trace_cell(source, {"np": np, **inputs})
+    plan = make_plan(traced.graph, "auto")
+    plain = tuple(generate_kernel(plan, j, EMULATED) for j in range(len(plan.kernels)))
+    ks = [k for k, code in enumerate(plain) if plan.kernels[k].template.value == "reduction" and code.config.tables]
+    assert ks, [c.notes for c in plain]
+    runner_codes, pairs = [], []
+    for k in ks:
+        assert "computed once per block" in plain[k].notes[-1] and "__syncthreads();   // the tables" in plain[k].source
+        cands = launch_candidates(plan, k, EMULATED)
+        assert any(not c.tables for c in cands)
+        for c in cands:
+            on = generate_kernel(plan, k, EMULATED, replace(c, tables=True))
+            off = generate_kernel(plan, k, EMULATED, replace(c, tables=False))
+            assert on.config.tables and not off.config.tables and "tab_" not in off.source
+            pair = tuple(tuple(code if j == k else p for j, p in enumerate(plain)) for code in (on, off))
+            runner_codes += pair
+            pairs.append((pair, c.label()))
+    if NVRTC_OK:
+        nvrtc_compile([codes[k] for codes in runner_codes for k in ks])
+    runner = HostRunner([], generated=[(plan, plain), *((plan, codes) for codes in runner_codes)])
+    want = runner.run_codes(plan, plain, traced.inputs)
+    check = compare(want, run_graph(plan.graph, traced.inputs), 1e-2)   # float16 sums: F16_SUM
+    assert check.ok, check.worst
+    for (on, off), label in pairs:
+        got_on, got_off = runner.run_codes(plan, on, traced.inputs), runner.run_codes(plan, off, traced.inputs)
+        for name in want:
+            np.testing.assert_array_equal(got_on[name], got_off[name], err_msg=f"{name} {label}")

@@ -394,6 +394,40 @@ def test_tables_of_broadcast_values_on_the_gpu(cell):
     assert tabled >= 1
 
 
+@pytest.mark.parametrize("cell", ["var16_column", "exp_w_inner", "scale_split"])
+def test_reduction_tables_on_the_gpu(cell):
+    """Reduction kernels' tables (values of small operands alone computed once per block,
+    the heuristic's default where there are any): every launch candidate gives the same
+    bits with and without them, at sizes of many blocks, split reductions included."""
+    import cupy as cp
+    from dataclasses import replace
+    from fuselab import runtime
+    from fuselab.codegen import generate_kernel, launch_candidates
+    rng = np.random.default_rng(6)
+    source, inputs = {
+        "var16_column": ("v = ((x - (m / 40.0).astype(np.float16)) ** 2).sum(axis=1)",
+                         {"x": rng.standard_normal((9, 60001, 21)).astype(np.float16),
+                          "m": rng.standard_normal((9, 1, 21)).astype(np.float32)}),
+        "exp_w_inner": ("s = (x * np.exp(w)).sum(axis=1)", {"x": rng.standard_normal((3001, 517)).astype(np.float32),
+                                                             "w": rng.standard_normal(517).astype(np.float32)}),
+        "scale_split": ("s = (x / np.sqrt(v + 1)).max(axis=0)", {"x": rng.standard_normal((400003, 7)).astype(np.float64),
+                                                                  "v": rng.uniform(0, 2, 7).astype(np.float64)}),
+    }[cell]
+    plan, opts, plain, on_gpu, want = _planned_and_run(source, inputs)
+    tabled = 0
+    for k, kern in enumerate(plan.kernels):
+        if kern.template.value != "reduction" or not plain[k].config.tables:
+            continue
+        for cfg in launch_candidates(plan, k, opts):
+            got = [runtime.execute(plan, on_gpu, codes=[generate_kernel(plan, k, opts, replace(cfg, tables=t))
+                                                        if j == k else c for j, c in enumerate(plain)])
+                   for t in (True, False)]
+            for name in want:
+                cp.testing.assert_array_equal(got[0][name], got[1][name], err_msg=cfg.label())
+        tabled += 1
+    assert tabled >= 1
+
+
 @pytest.mark.parametrize("cell", ["outer16", "shift32", "stencil16", "rowdiff16"])
 def test_staged_stores_on_the_gpu(cell):
     """Stencil- and row-vector-path kernels whose rows keep less than 8 bytes of a

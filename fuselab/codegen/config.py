@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 
+OPTION_FLAGS = ("tables", "gather")
+
+
 @dataclass(frozen=True)
 class Config:
     """Base of the templates' configurations. `why` says where it came from."""
@@ -18,8 +21,10 @@ class Config:
     why: str = ""
 
     def key(self) -> tuple:
-        """What distinguishes two configurations (not the explanation)."""
-        return tuple((f.name, getattr(self, f.name)) for f in fields(self) if f.name != "why")
+        """What distinguishes two configurations (not the explanation); an option flag
+        that is off is left out, so labels (and tuning caches) read as before it existed."""
+        return tuple((f.name, getattr(self, f.name)) for f in fields(self)
+                     if f.name != "why" and not (f.name in OPTION_FLAGS and getattr(self, f.name) is False))
 
     def label(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in self.key())
@@ -36,9 +41,6 @@ class PointwiseConfig(Config):
     tables: bool = False    # values of broadcast operands alone computed once per block
     gather: bool = False    # wider vectors, small operands that runs do not follow gathered
 
-    def key(self) -> tuple:
-        return tuple(kv for kv in super().key() if kv not in (("tables", False), ("gather", False)))   # labels as before
-
 
 @dataclass(frozen=True)
 class InnerConfig(Config):
@@ -52,6 +54,7 @@ class InnerConfig(Config):
     block: int = 256
     splits: int = 1
     width: int = 1          # elements per vector access (1: scalar loads)
+    tables: bool = False    # values of small operands alone computed once per block (tables.py)
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ class ColumnConfig(Config):
     rows: int = 8
     splits: int = 1
     lanes: int = 32         # lanes of a warp along the kept axis; the others take more rows
+    tables: bool = False    # values of small operands alone computed once per block (tables.py)
 
 
 @dataclass(frozen=True)

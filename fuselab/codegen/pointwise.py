@@ -28,8 +28,8 @@ from .context import KernelContext
 from .emit import array_name, indent
 from .config import PointwiseConfig
 from .model import KernelCode
+from .tables import set_up_tables, table_nodes, tables_note
 from .types import storage_type
-from ..plan.model import is_free
 
 
 TILE = 32          # the transpose path's tiles: TILE x TILE elements
@@ -69,7 +69,7 @@ def candidates(ctx: KernelContext) -> list[PointwiseConfig]:
     configuration with those values in tables too."""
     analysed = _analyse(ctx)
     out = _candidates(ctx, analysed)
-    nodes = _table_nodes(ctx) if _flat(analysed) else []
+    nodes = table_nodes(ctx) if _flat(analysed) else []
     if nodes:
         out.append(replace(out[0], tables=True, why="candidate: values of broadcast operands alone "
                                                     "computed once per block"))
@@ -87,7 +87,7 @@ def _probe(ctx: KernelContext, tables: list[int], gather: bool) -> tuple:
     in the tables' types): what the kernel would be, leaving `ctx` as it was."""
     probe = _fresh(ctx)
     if tables:
-        _set_up_tables(probe, tables)
+        set_up_tables(probe, tables)
     return _analyse(probe, gather)
 
 
@@ -110,58 +110,6 @@ def _candidates(ctx: KernelContext, analysed: tuple) -> list[PointwiseConfig]:
         return [base, PointwiseConfig(block=256, unroll=2, why="candidate")]
     return [base, PointwiseConfig(block=256, unroll=4, why="candidate"),
             PointwiseConfig(block=512, unroll=2, why="candidate")]
-
-
-TABLE_MAX = 1024   # elements of a kernel's tables, which every block computes
-
-
-def _table_nodes(ctx: KernelContext) -> list[int]:
-    """The values a pointwise kernel computes from broadcast operands alone and reads at
-    full size (views and constants looked through), where they are few: every element
-    computes them again otherwise. A float16 batch-norm's (x - mu) / sqrt(var / n + eps)
-    took 145 us for 27.5M elements, with the variance's finish (a float64 division, casts,
-    a float16 add and square root) done at every element (H200, 2026-12-03); NVVM does
-    not merge that work across a vector's unrolled elements."""
-    g, k = ctx.graph, ctx.kernel
-    n = ix.prod(ctx.space.shape)
-    members = set(k.nodes)
-    small = {v for v in members if g.nodes[v].aval.size < n}
-    found: dict[int, None] = {}
-
-    def reach(v: int) -> None:
-        if v not in small:
-            return
-        if is_free(g, v):
-            for u in g.nodes[v].inputs:
-                reach(u)
-        else:
-            found[v] = None
-    for u in members - small:
-        for v in g.nodes[u].inputs:
-            reach(v)
-    tables = sorted(found)
-    return tables if sum(g.nodes[v].aval.size for v in tables) <= TABLE_MAX else []
-
-
-def _set_up_tables(ctx: KernelContext, tables: list[int]) -> tuple[list[str], list[str]]:
-    """Each table's fill function (helpers) and the kernel's first lines: the block's
-    threads fill the tables, then wait for one another. From then on the element
-    functions read those nodes from shared memory (ctx.tables, element.build)."""
-    g = ctx.graph
-    helpers: list[str] = []
-    fills: list[str] = []
-    for f in tables:
-        nd = g.nodes[f]
-        tab = ctx.names.fresh(f"tab_{array_name(g, f)}")
-        t = ix.Var(ctx.names.fresh("t"), nd.aval.size)
-        fn = element.build(ctx, ix.delinearize(ix.Affine.of(t), nd.shape), (f,), own=True,
-                           name=ctx.names.fresh(f"{ctx.name}_{tab}"), what=f", a value of its table {tab}")
-        helpers += [*fn.lines, ""]
-        fills += [f"__shared__ __align__(16) {storage_type(nd.dtype)} {tab}[{nd.aval.size}];",
-                  f"for (index_t {t.name} = threadIdx.x; {t.name} < {nd.aval.size}; {t.name} += blockDim.x) {{",
-                  f"    {fn.name}({', '.join(element.scalar_args(ctx, fn) + [f'{tab}[{t.name}]'])});", "}"]
-        ctx.tables[f] = ctx.in_ptr[f] = tab   # the fills compute their nodes (`own`), whatever is tabled
-    return helpers, [*fills, "__syncthreads();   // the tables are filled"]
 
 
 @dataclass(frozen=True)
@@ -297,7 +245,7 @@ def _declined(config: PointwiseConfig, option: str, reason: str) -> PointwiseCon
 
 def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> KernelCode:
     g, k = ctx.graph, ctx.kernel
-    tables = _table_nodes(ctx) if config is not None and config.tables else []
+    tables = table_nodes(ctx) if config is not None and config.tables else []
     gather = config is not None and config.gather
 
     def wider(tabled: list[int]) -> bool:   # gathering, with these tables, gives wider vectors
@@ -311,7 +259,7 @@ def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> Kerne
         config = _declined(config, "gather", "(no gathers: plain vectors are as wide)")
     if config is not None and config.tables and not tables:
         config = _declined(config, "tables", "(no tables: nothing to take out of the loop here)")
-    table_helpers, table_fills = _set_up_tables(ctx, tables) if tables else ([], [])
+    table_helpers, table_fills = set_up_tables(ctx, tables) if tables else ([], [])
     shape, fn, width, rows, sten, tr = _analyse(ctx, gather)
     cfg = config or _heuristic(ctx, sten, tr)
     n_elems = ix.prod(shape)
@@ -376,8 +324,7 @@ def generate(ctx: KernelContext, config: PointwiseConfig | None = None) -> Kerne
         work = n_elems
     grid = min(ix.ceil_div(work, B * U), ctx.grid_cap()) if n_elems else 0
     if tables:
-        notes.append(f"tables: {', '.join(array_name(g, f) for f in tables)} (values of broadcast operands "
-                     f"alone, {sum(g.nodes[f].aval.size for f in tables)} in all) computed once per block")
+        notes.append(tables_note(ctx, tables))
         lines = [*table_fills, *lines]
     header = [f"{ctx.name}: pointwise over {g.nodes[k.outputs[0]].aval} ({n_elems} elements)",
               *ctx.listing(), *notes]

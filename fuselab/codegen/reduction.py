@@ -29,6 +29,7 @@ from .context import KernelContext, kernel_space
 from .emit import ValueEmitter, array_name, indent, load_expr
 from ..ops import reduce_rule
 from .model import KernelCode
+from .tables import set_up_tables, table_nodes, tables_note
 from .types import register_type, storage_type
 from ..plan.reduce_layout import (COLUMN_ROWS, INNER_BLOCK, MIN_PER_BLOCK, column_layout, column_split, inner_split, is_column,
                                   layout_of, merge_axes, pow2_at_least)
@@ -155,7 +156,7 @@ def candidates(ctx: KernelContext) -> list[InnerConfig | ColumnConfig]:
             why = "candidate: the inner strategy for the short kept run"
             if inner.mode == "lanes":
                 out += [replace(inner, group=g, why=why) for g in sorted({inner.group, min(8, inner.group)}, reverse=True)]
-        return _distinct(out)
+        return _distinct(_with_tables_candidate(out))
     h = _inner_heuristic(ctx, p, _inner_setup(ctx, p)[2])
     out = [h]
     if h.mode == "lanes":
@@ -175,7 +176,26 @@ def candidates(ctx: KernelContext) -> list[InnerConfig | ColumnConfig]:
         out.append(replace(h, block=512 if h.block == 256 else 256, why="candidate"))
         if K * 32 >= ctx.options.sm_count * 128:   # enough outputs that lanes may do
             out.append(replace(h, mode="lanes", splits=1, why="candidate"))
-    return _distinct(out)
+    return _distinct(_with_tables_candidate(out))
+
+
+# Where the kernel computes values of small operands alone (a mean's finish, read by the
+# variance's every element): the heuristic computes them once per block into tables. The
+# column variance of float16 (9, 226426, 21) over axis 1 recomputed its mean's float64
+# division and casts at every element: 107 us against 46 us for the mean's own kernel
+# over the same bytes (H200, 2026-12-05).
+_TABLES_WHY = "; values of small operands alone computed once per block (tables)"
+
+
+def _with_tables_candidate(out: list) -> list:
+    """The candidates, and the heuristic's without tables where it has them."""
+    h = out[0]
+    return out + [replace(h, tables=False, why="candidate: the heuristic's, without tables")] if h.tables else out
+
+
+def _tables_for(ctx: KernelContext, config: InnerConfig | ColumnConfig | None) -> list[int]:
+    """The nodes to table: the kernel's (tables.table_nodes) unless `config` says no."""
+    return [] if config is not None and not config.tables else table_nodes(ctx)
 
 
 def _distinct(configs: list) -> list:
@@ -426,12 +446,15 @@ def _inner_heuristic(ctx: KernelContext, p: _Problem, width: int) -> InnerConfig
     few to fill the GPU with lanes, split over blocks that each reduce >= 4096 elements."""
     K, R = p.kept, p.reduced
     mode, group, splits = inner_split(K, R, width, ctx.options.sm_count)
+    tables = bool(table_nodes(ctx))
     if mode == "lanes":
-        return InnerConfig(mode="lanes", group=group, block=INNER_BLOCK, splits=1, width=width,
-                           why=f"heuristic: {group} lane(s) for ~8 vectors each, {K} outputs fill the GPU")
-    return InnerConfig(mode="block", group=32, block=INNER_BLOCK, splits=splits, width=width,
+        return InnerConfig(mode="lanes", group=group, block=INNER_BLOCK, splits=1, width=width, tables=tables,
+                           why=f"heuristic: {group} lane(s) for ~8 vectors each, {K} outputs fill the GPU"
+                               + _TABLES_WHY * tables)
+    return InnerConfig(mode="block", group=32, block=INNER_BLOCK, splits=splits, width=width, tables=tables,
                        why=f"heuristic: {K} outputs are too few for lanes: a block per output"
-                           + (f", split {splits} ways (>= {MIN_PER_BLOCK} elements each)" if splits > 1 else ""))
+                           + (f", split {splits} ways (>= {MIN_PER_BLOCK} elements each)" if splits > 1 else "")
+                           + _TABLES_WHY * tables)
 
 
 def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> KernelCode:
@@ -440,8 +463,11 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
     index_t = ctx.index_type(K, R)
     o_var = ix.Var("o", max(K, 1))
     values = _reduced_values(ctx, p)
+    tables = _tables_for(ctx, config)
+    table_helpers, table_fills = set_up_tables(ctx, tables) if tables else ([], [])
     fn, store_offsets, best_width, aligned_runs = _inner_setup(ctx, p)
     cfg = config if config is not None and config.width <= best_width else _inner_heuristic(ctx, p, best_width)
+    cfg = replace(cfg, tables=bool(tables))
     # runs aligned to memory (_aligned_runs): their vectors follow memory at that one width;
     # a width of 1 reads element by element, as anywhere
     aligned = aligned_runs is not None and cfg.width > 1
@@ -498,7 +524,7 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
         per = (f" ({width}-element vectors aligned to memory: a run starts up to {width - 1} elements into its "
                "first vector)")
     lines: list[str] = []
-    helpers = [f"typedef {index_t} index_t;", "", *fn.lines, ""]
+    helpers = [f"typedef {index_t} index_t;", "", *table_helpers, *fn.lines, ""]
     if not block_mode:
         # A group of `group` lanes per output; the loop runs warp-uniformly so that every
         # lane reaches the shuffles, and lanes past the last output only skip the work.
@@ -523,8 +549,7 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
             body += a.warp_allreduce(group)
         body += ["if (active && lane == 0) {", *indent(_epilogue(ctx, p, accs, o_var), 1), "}"]
         lines += indent(body, 1) + ["}"]
-        return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, threads, notes=_notes(p, strategy),
-                          config=cfg)
+        return _finish(ctx, p, strategy, helpers, [*table_fills, *lines], grid, threads, cfg, tables)
 
     # Block mode: block b reduces part b % S of output b / S.
     grid = K * splits if K else 0
@@ -580,7 +605,13 @@ def _inner(ctx: KernelContext, p: _Problem, config: InnerConfig | None) -> Kerne
         fin += ["if (threadIdx.x == 0) {", *indent(_epilogue(ctx, p, accs, o_var), 1),
                 f"    {counter}[o] = 0;  // ready for the next launch", "}"]
         lines += indent(fin, 1) + ["}"]
-    return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, threads, notes=_notes(p, strategy), config=cfg)
+    return _finish(ctx, p, strategy, helpers, [*table_fills, *lines], grid, threads, cfg, tables)
+
+
+def _finish(ctx: KernelContext, p: _Problem, strategy: str, helpers: list[str], lines: list[str], grid: int,
+            threads: int | tuple[int, int, int], cfg: InnerConfig | ColumnConfig, tables: list[int]) -> KernelCode:
+    notes = _notes(p, strategy) + ((tables_note(ctx, tables),) if tables else ())
+    return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, threads, notes=notes, config=cfg)
 
 
 def _shift_line(R: int, width: int) -> str:
@@ -724,6 +755,7 @@ def _column_heuristic(ctx: KernelContext, p: _Problem, width: int) -> ColumnConf
     split the reduced axis until about COLUMN_BLOCKS_PER_SM blocks per SM run, each
     folding at least 16 rows per row of threads."""
     welford = _welford(ctx, p)
+    tables = bool(table_nodes(ctx))
     lanes, base_blocks, splits = column_split(p.kept, p.merged[-1][0], p.reduced, width, ctx.options.sm_count,
                                               welford)
     if welford and lanes == 32 and splits == 1:
@@ -733,13 +765,15 @@ def _column_heuristic(ctx: KernelContext, p: _Problem, width: int) -> ColumnConf
         # float32, us at 1 / 8 rows of threads: (65, 936143) 87.1 / 129.0, (65, 936144)
         # 80.4 / 132.1, (129, 936143) 147.6 / 182.6, (33, 1800001) 85.0 / 151.4,
         # (257, 250001) 84.9 / 90.0; sums within 10% either way)
-        return ColumnConfig(width=width, rows=1, splits=1, lanes=lanes,
+        return ColumnConfig(width=width, rows=1, splits=1, lanes=lanes, tables=tables,
                             why=f"heuristic: {base_blocks} warp(s) of columns, a thread folding its "
-                                "column's rows alone (a variance: no Welford merges through shared memory)")
-    return ColumnConfig(width=width, rows=COLUMN_ROWS, splits=splits, lanes=lanes,
+                                "column's rows alone (a variance: no Welford merges through shared memory)"
+                                + _TABLES_WHY * tables)
+    return ColumnConfig(width=width, rows=COLUMN_ROWS, splits=splits, lanes=lanes, tables=tables,
                         why=f"heuristic: {base_blocks} block(s) of columns"
                             + (f", {32 // lanes} rows per warp" if lanes < 32 else "")
-                            + (f", the reduced axis split {splits} ways to fill the GPU" if splits > 1 else ""))
+                            + (f", the reduced axis split {splits} ways to fill the GPU" if splits > 1 else "")
+                            + _TABLES_WHY * tables)
 
 
 def _welford(ctx: KernelContext, p: _Problem) -> bool:
@@ -755,9 +789,14 @@ def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> Ker
     K1 = K // K2 if K2 else 0
     index_t = ctx.index_type(K, R)
     values = _reduced_values(ctx, p)
+    tables = _tables_for(ctx, config)
+    # the block is 32 x rows threads: each fills its share of the tables once
+    table_helpers, table_fills = set_up_tables(ctx, tables, "threadIdx.y * blockDim.x + threadIdx.x",
+                                               "blockDim.x * blockDim.y") if tables else ([], [])
     fn, store_offsets, best_width = _column_setup(ctx, p)
     cfg = config if config is not None and config.width <= best_width and config.rows in (1, 2, 4, 8) \
         and config.lanes in (1, 2, 4, 8, 16, 32) else _column_heuristic(ctx, p, best_width)
+    cfg = replace(cfg, tables=bool(tables))
     width = cfg.width
     if width == 1:
         for l in fn.loads:
@@ -869,6 +908,5 @@ def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> Ker
                   f"    if (threadIdx.x == 0 && threadIdx.y == 0) {counter}[blockIdx.x / {splits}] = 0;  "
                   "// ready for the next launch",
                   "}"]
-    helpers = [f"typedef {index_t} index_t;", "", *fn.lines, ""]
-    return ctx.finish(_header(ctx, p, strategy), helpers, lines, grid, (32, cfg.rows, 1), notes=_notes(p, strategy),
-                      config=cfg)
+    helpers = [f"typedef {index_t} index_t;", "", *table_helpers, *fn.lines, ""]
+    return _finish(ctx, p, strategy, helpers, [*table_fills, *lines], grid, (32, cfg.rows, 1), cfg, tables)

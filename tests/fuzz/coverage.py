@@ -219,7 +219,8 @@ def features_of(graph: Graph, plan: Plan, codes, inputs: dict[str, np.ndarray]) 
         if any(n.startswith("row-vector path") for n in code.notes):
             out.add("pointwise row-vector path")
         if any(n.startswith("tables:") for n in code.notes):
-            out.add("pointwise gathers of broadcast operands (tables)")
+            out.add("pointwise gathers of broadcast operands (tables)" if kern.template.value == "pointwise"
+                    else f"{kern.template.value} tables of small operands' values")
         if any(n.startswith("axes read in memory order") for n in code.notes):
             out.add("reduction laid out in memory order")
         reds = [i for i in kern.nodes if graph.nodes[i].kind is Kind.REDUCE]
