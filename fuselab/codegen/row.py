@@ -834,9 +834,13 @@ class _RowCode:
         head += packed
         over = lambda lines: ["#pragma unroll", f"for (int p = 0; p < {P}; ++p) {{", *indent(lines, 1), "}"]  # noqa: E731
         inner = over(edge) if P > 1 and edge else edge
-        if any(isinstance(line, _Fold) for line in body) and P > 1:
+        if any(isinstance(line, _Fold) for line in body) and P > 1 and self.lay.tier != "warp":
             # Only a row's first and last packs overhang it: the others fold every column
-            # untested.
+            # untested. Not in the warp tier, whose every warp holds its rows' ends, so
+            # the two paths diverge in each warp and it runs both: its kernels ran 1-18%
+            # slower so (H100, 2026-12-05, kernel_ab.py: float16 moments over 148
+            # columns 65.1 -> 69.2 us at 8 lanes, 92.0 -> 108.3 at 16), while a block's
+            # warps lie wholly inside the row but for the two at its ends.
             whole = ["const index_t col = index_t(col0 + p);", *map(str, body)]
             inner = [f"if (col0 >= 0 && col0 + {P} <= {C}) {{", *indent(over(whole), 1),
                      "} else {", *indent(inner, 1), "}"]
