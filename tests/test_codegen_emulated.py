@@ -655,3 +655,28 @@ def test_reduction_tables_give_the_same_bits(cell):
         got_on, got_off = runner.run_codes(plan, on, traced.inputs), runner.run_codes(plan, off, traced.inputs)
         for name in want:
             np.testing.assert_array_equal(got_on[name], got_off[name], err_msg=f"{name} {label}")
+
+
+@pytest.mark.parametrize("run", (3, 5, 13, 21, 33, 65))
+def test_column_blocks_of_whole_rows_fold_every_element_once(run):
+    """A kept run that a power of two of lanes leaves partly idle (21 of 32) has a tuning
+    candidate of whole rows of `run` threads a block (reduce_layout.whole_row_lanes), the
+    threads past the last row idle: exact integer sums, first maxima's indices, any, and
+    float maxima over lengths around the read groups, one block of rows or many
+    (sequential and tree folds over rows of threads no power of two), split or not, are
+    NumPy's."""
+    from fuselab import trace_cell
+    from fuselab.codegen import ColumnConfig, launch_candidates
+    from fuselab.plan import make_plan
+    from fuselab.plan.reduce_layout import whole_row_lanes
+    assert whole_row_lanes(run, 1) == run
+    plan = make_plan(trace_cell("s = x.sum(axis=0)", {"np": np, "x": np.zeros((4000, run), np.float32)}).graph, "auto")
+    assert any(c.lanes == run for c in launch_candidates(plan, 0, EMULATED))
+    rng = np.random.default_rng(run)
+    inputs = {"x": rng.integers(-1000, 1000, (3, 301, run)).astype(np.int64),
+              "f": rng.standard_normal((301, run)).astype(np.float32)}
+    cfgs = [ColumnConfig(width=1, rows=r, splits=s, lanes=run) for r, s in ((8, 1), (8, 3), (4, 2), (2, 1))
+            if 32 * r >= run]
+    _reduction_configs_match_numpy("a = x.sum(axis=1)\nb = x.argmax(axis=1)\nc = (x > 990).any(axis=1)", inputs, cfgs,
+                                   f"whole rows of {run} threads")
+    _reduction_configs_match_numpy("m = f.max(axis=0)\ni = f.argmin(axis=0)", inputs, cfgs, f"whole rows of {run} threads")

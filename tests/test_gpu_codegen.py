@@ -428,6 +428,31 @@ def test_reduction_tables_on_the_gpu(cell):
     assert tabled >= 1
 
 
+@pytest.mark.parametrize("run, dtype", [(21, np.float16), (33, np.float32), (13, np.int64), (3, np.float64)])
+def test_column_blocks_of_whole_rows_on_the_gpu(run, dtype):
+    """The whole-rows candidate of column reductions (a block of whole rows of `run`
+    threads, the rest idle; reduce_layout.whole_row_lanes), like every other launch
+    candidate, gives NumPy's sums, maxima and first-maximum indices at sizes of many
+    blocks and splits."""
+    import cupy as cp
+    from fuselab import runtime
+    from fuselab.codegen import generate_kernel, launch_candidates
+    rng = np.random.default_rng(run)
+    x = (rng.integers(-50, 50, (5, 40001, run)) if dtype == np.int64 else rng.standard_normal((5, 40001, run)))
+    plan, opts, plain, on_gpu, want = _planned_and_run("s = x.sum(axis=1)\nm = x.max(axis=1)\ni = x.argmax(axis=1)",
+                                                       {"x": x.astype(dtype)})
+    (k,) = [k for k, kern in enumerate(plan.kernels) if kern.template.value == "reduction"]
+    cands = launch_candidates(plan, k, opts)
+    assert any(getattr(c, "lanes", 0) == run for c in cands)
+    for cfg in cands:
+        got = runtime.execute(plan, on_gpu, codes=[generate_kernel(plan, k, opts, cfg) if j == k else c
+                                                   for j, c in enumerate(plain)])
+        for name in ("m", "i"):
+            cp.testing.assert_array_equal(got[name], want[name], err_msg=cfg.label())
+        np.testing.assert_allclose(cp.asnumpy(got["s"]).astype(np.float64), cp.asnumpy(want["s"]).astype(np.float64),
+                                   rtol=2e-2 if dtype == np.float16 else 1e-5, atol=1e-3, err_msg=cfg.label())
+
+
 @pytest.mark.parametrize("cell", ["outer16", "shift32", "stencil16", "rowdiff16"])
 def test_staged_stores_on_the_gpu(cell):
     """Stencil- and row-vector-path kernels whose rows keep less than 8 bytes of a

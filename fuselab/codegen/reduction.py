@@ -31,8 +31,9 @@ from ..ops import reduce_rule
 from .model import KernelCode
 from .tables import set_up_tables, table_nodes, tables_note
 from .types import register_type, storage_type
-from ..plan.reduce_layout import (COLUMN_ROWS, INNER_BLOCK, MIN_PER_BLOCK, column_layout, column_split, inner_split, is_column,
-                                  layout_of, merge_axes, pow2_at_least)
+from ..plan.reduce_layout import (COLUMN_ROWS, INNER_BLOCK, MIN_PER_BLOCK, column_layout, column_split,
+                                  column_thread_rows, inner_split, is_column, layout_of, merge_axes, pow2_at_least,
+                                  whole_row_lanes)
 
 TREE_FOLD_ROWS = 16     # rows of threads beyond which a block's fold is a tree
 FOLD_LIMIT = 40 * 1024  # bytes of a column fold buffer: static shared memory (48 KB without opt-in)
@@ -136,7 +137,10 @@ def candidates(ctx: KernelContext) -> list[InnerConfig | ColumnConfig]:
         # then folding through shared memory: x.std(axis=1) of (22588, 231, 2) ran its
         # column kernel at 8% of copy, 1.5x torch.compile (H200, 2026-12-03). The rows of
         # warps that give each thread about 8 rows, and half of them.
-        sub = 32 // h.lanes
+        whole = whole_row_lanes(p.merged[-1][0], h.width)
+        if whole is not None and h.rows == COLUMN_ROWS:   # the block takes whole rows of the run
+            out += [replace(h, lanes=whole, why=f"candidate: whole rows of {whole} threads a block")]
+        sub = 32 // h.lanes if 32 % h.lanes == 0 else 0
         if sub > 1 and h.splits == 1 and R < 8 * h.rows * sub:
             fit = max([r for r in (1, 2, 4) if r * sub * 8 <= R] or [1])
             out += [replace(h, rows=r, why="candidate: fewer rows of warps for the short kept run")
@@ -156,7 +160,8 @@ def candidates(ctx: KernelContext) -> list[InnerConfig | ColumnConfig]:
             why = "candidate: the inner strategy for the short kept run"
             if inner.mode == "lanes":
                 out += [replace(inner, group=g, why=why) for g in sorted({inner.group, min(8, inner.group)}, reverse=True)]
-        return _distinct(_with_tables_candidate(out))
+        return _distinct(_with_tables_candidate([c for c in out if not isinstance(c, ColumnConfig)
+                                                 or column_thread_rows(c.lanes, c.rows) >= 1]))
     h = _inner_heuristic(ctx, p, _inner_setup(ctx, p)[2])
     out = [h]
     if h.mode == "lanes":
@@ -666,11 +671,12 @@ def _aligned_loop(ctx: KernelContext, p: _Problem, fn: element.ElementFunction, 
 
 
 def _fold_rows(ctx: KernelContext, accs: list[Accumulator], tile: int, width: int, rows: int,
-               lane: str = "threadIdx.x", ry: str = "threadIdx.y") -> list[str]:
+               lane: str = "threadIdx.x", ry: str = "threadIdx.y", idle: bool = False) -> list[str]:
     """Combine the `rows` rows of threads (`ry` a thread's row, `lane` its place along
     the kept axis) through shared memory, in row order (so the result does not depend on
     timing), one accumulator at a time through one buffer `fold`. Every thread of the
-    block must run this; row 0 ends up holding the results."""
+    block must run this (`idle`: threads past the last row too, which store nothing);
+    row 0 ends up holding the results."""
     if rows == 1:
         return []
     lines: list[str] = []
@@ -681,12 +687,13 @@ def _fold_rows(ctx: KernelContext, accs: list[Accumulator], tile: int, width: in
         if si:
             lines.append(f"long long* {si} = reinterpret_cast<long long*>(fold + {rows * tile * 8});")
         lines += ["__syncthreads();  // the buffer's previous user is done",
+                  f"for (int e = 0; e < {width} && {ry} < {rows}; ++e) {{" if idle else
                   f"for (int e = 0; e < {width}; ++e) {{",
                   f"    {sv}[{ry} * {tile} + {lane} * {width} + e] = {a.var}[e];"]
         if si:
             lines.append(f"    {si}[{ry} * {tile} + {lane} * {width} + e] = {a.idx}[e];")
         lines += ["}", "__syncthreads();"]
-        if rows > TREE_FOLD_ROWS and rows & (rows - 1) == 0:
+        if rows > TREE_FOLD_ROWS:
             lines += _tree_fold(a, sv, si, tile, width, rows, lane, ry)
             continue
         body = [f"{a.var}[e] = {sv}[{lane} * {width} + e];"]
@@ -717,8 +724,12 @@ def _tree_fold(a: Accumulator, sv: str, si: str | None, tile: int, width: int, r
     step = [f"{a.var}[e] = {sv}[{mine}];"] + ([f"{a.idx}[e] = {si}[{mine}];"] if si else [])
     step.append(a.merge(f"{sv}[{other}]", f"{si}[{other}]" if si else None, "[e]"))
     step += [f"{sv}[{mine}] = {a.var}[e];"] + ([f"{si}[{mine}] = {a.idx}[e];"] if si else [])
-    return [f"for (int h = {rows // 2}; h > 0; h /= 2) {{",
-            f"    if ({ry} < h) {{", f"        for (int e = 0; e < {width}; ++e) {{", *indent(step, 3),
+    # rows no power of two (a block of whole rows of 21 threads: 12): the first step's
+    # upper half is short, rows past the last have nothing to give
+    top = pow2_at_least(rows)
+    take = f"{ry} < h" if top == rows else f"{ry} < h && {ry} + h < {rows}"
+    return [f"for (int h = {top // 2}; h > 0; h /= 2) {{",
+            f"    if ({take}) {{", f"        for (int e = 0; e < {width}; ++e) {{", *indent(step, 3),
             "        }", "    }", "    __syncthreads();", "}"]
 
 
@@ -795,7 +806,8 @@ def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> Ker
                                                "blockDim.x * blockDim.y") if tables else ([], [])
     fn, store_offsets, best_width = _column_setup(ctx, p)
     cfg = config if config is not None and config.width <= best_width and config.rows in (1, 2, 4, 8) \
-        and config.lanes in (1, 2, 4, 8, 16, 32) else _column_heuristic(ctx, p, best_width)
+        and config.lanes >= 1 and column_thread_rows(config.lanes, config.rows) >= 1 \
+        else _column_heuristic(ctx, p, best_width)
     cfg = replace(cfg, tables=bool(tables))
     width = cfg.width
     if width == 1:
@@ -803,16 +815,19 @@ def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> Ker
             l.access = ""
     accs = [accumulator(g, r, ctx.names) for r in p.reduces]
     lanes = cfg.lanes
-    sub = 32 // lanes                      # rows a warp covers at once
+    # rows a warp covers at once (lanes a power of two); 0: the block takes whole rows of
+    # `lanes` threads, t % lanes along the kept run, t / lanes along the reduced axis
+    sub = 32 // lanes if lanes <= 32 and 32 % lanes == 0 else 0
     # the fold buffer: a slot per thread, room for the widest accumulator (and an
     # argmax's index after the values); fewer rows of warps where it would not fit
     per = max(16, max(a.nbytes + (8 if a.is_arg else 0) for a in accs))
     fit = cfg.rows
-    while fit > 1 and fit * 32 * cfg.width * per > FOLD_LIMIT:
+    while fit > 1 and fit * 32 * cfg.width * per > FOLD_LIMIT and column_thread_rows(lanes, fit // 2) >= 1:
         fit //= 2
     if fit != cfg.rows:
         cfg = replace(cfg, rows=fit, why=f"{cfg.why}; {fit} rows of warps: the fold fits static shared memory")
-    rows = cfg.rows * sub                  # rows of threads in all
+    rows = column_thread_rows(lanes, cfg.rows)   # rows of threads in all
+    idle = not sub and rows * lanes < 32 * cfg.rows   # threads past the block's last whole row
     lane, ry = ("threadIdx.x", "threadIdx.y") if sub == 1 else ("lane", "ry")
     tile = lanes * width
     tiles = ix.ceil_div(K2, tile)
@@ -821,7 +836,7 @@ def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> Ker
     chunk = ix.ceil_div(R, splits)
     grid = base_blocks * splits if K else 0
     strategy = (f"column: {tile} kept elements per block, {rows} rows of threads"
-                + (f" ({sub} per warp)" if sub > 1 else "")
+                + (f" ({sub} per warp)" if sub > 1 else f" (whole rows of {lanes} threads)" if not sub else "")
                 + (f", {splits} blocks along the reduced axis, partials finished by the last block"
                    if splits > 1 else ""))
 
@@ -830,10 +845,14 @@ def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> Ker
     if sub > 1:
         lines += [f"const int lane = threadIdx.x % {lanes};",
                   f"const int ry = threadIdx.y * {sub} + threadIdx.x / {lanes};   // this thread's row of threads"]
+    elif not sub:
+        lines += ["const int t = threadIdx.y * 32 + threadIdx.x;",
+                  f"const int lane = t % {lanes};",
+                  f"const int ry = t / {lanes};   // this thread's row of threads"]
     lines += [f"const index_t tile = blockIdx.x / {splits} % {tiles};",
               f"const index_t k1 = blockIdx.x / {splits} / {tiles};",
               f"const index_t k2 = tile * {tile} + {lane} * {width};",
-              f"const bool active = k2 < {K2};"]
+              f"const bool active = k2 < {K2}" + (f" && {ry} < {rows};" if idle else ";")]
     for a in accs:
         lines += a.declare(f"[{width}]")
     out_vals = {c: ctx.names.fresh(f"v{c}") for c in values}
@@ -860,7 +879,7 @@ def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> Ker
                           steps=ix.ceil_div(chunk if splits > 1 else R, rows))
     if rows > 1:
         lines.append(f"__shared__ __align__(16) unsigned char fold[{rows * tile * per}];")
-    lines += _fold_rows(ctx, accs, tile, width, rows, lane, ry)
+    lines += _fold_rows(ctx, accs, tile, width, rows, lane, ry, idle)
     o_var = ix.Var("o", max(K, 1))
     finish = [f"const index_t o = k1 * {K2} + k2 + e;", *_epilogue(ctx, p, accs, o_var, at)]
     if splits == 1:
@@ -901,7 +920,7 @@ def _column(ctx: KernelContext, p: _Problem, config: ColumnConfig | None) -> Ker
                   "    // each row of threads a fixed subset, then the rows in order.",
                   "    __threadfence();",
                   f"    for (int e = 0; e < {width}; ++e) {{", *indent(comb, 2), "    }",
-                  *indent(_fold_rows(ctx, accs, tile, width, rows, lane, ry), 1),
+                  *indent(_fold_rows(ctx, accs, tile, width, rows, lane, ry, idle), 1),
                   f"    if ({ry} == 0 && active) {{",
                   f"        for (int e = 0; e < {width}; ++e) {{", *indent(finish, 3), "        }",
                   "    }",

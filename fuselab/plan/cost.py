@@ -196,7 +196,12 @@ def column_lane_use(shape: tuple[int, ...], axes: tuple[int, ...], item: int) ->
     layout (reduction.py) puts lanes of up to `width` elements across the contiguous kept
     run K after the last reduced axis, a power of two of them up to a warp: a run of 17
     keeps 17 of 32 lanes busy, 33 keeps 33 of 64 (H200, 2026-12-03: such reductions ran at
-    0.48-0.59 of the full-bandwidth prediction). 1 for reductions over the last axis."""
+    0.48-0.59 of the full-bandwidth prediction). 1 for reductions over the last axis.
+    Where no power of two tiles the run, codegen now takes whole rows of exactly the run's
+    vectors a block (reduce_layout.column_lanes), a power of two its tuning candidate;
+    the model keeps the power of two's share until the GPU has timed that layout (with
+    this share the planner keeps a slab softmax over (626, 4736, 17) one kernel; with the
+    whole rows' it would split it into three)."""
     if not axes or not shape:
         return 1.0
     K = math.prod(shape[max(axes) + 1:])
