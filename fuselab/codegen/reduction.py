@@ -140,7 +140,7 @@ def candidates(ctx: KernelContext) -> list[InnerConfig | ColumnConfig]:
         whole = whole_row_lanes(p.merged[-1][0], h.width)
         if whole is not None and h.rows == COLUMN_ROWS:   # the block takes whole rows of the run
             out += [replace(h, lanes=whole, why=f"candidate: whole rows of {whole} threads a block")]
-        sub = 32 // h.lanes if 32 % h.lanes == 0 else 0
+        sub = 32 // h.lanes   # the heuristic's lanes are a power of two
         if sub > 1 and h.splits == 1 and R < 8 * h.rows * sub:
             fit = max([r for r in (1, 2, 4) if r * sub * 8 <= R] or [1])
             out += [replace(h, rows=r, why="candidate: fewer rows of warps for the short kept run")
@@ -160,8 +160,7 @@ def candidates(ctx: KernelContext) -> list[InnerConfig | ColumnConfig]:
             why = "candidate: the inner strategy for the short kept run"
             if inner.mode == "lanes":
                 out += [replace(inner, group=g, why=why) for g in sorted({inner.group, min(8, inner.group)}, reverse=True)]
-        return _distinct(_with_tables_candidate([c for c in out if not isinstance(c, ColumnConfig)
-                                                 or column_thread_rows(c.lanes, c.rows) >= 1]))
+        return _distinct(_with_tables_candidate(out))
     h = _inner_heuristic(ctx, p, _inner_setup(ctx, p)[2])
     out = [h]
     if h.mode == "lanes":
