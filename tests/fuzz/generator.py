@@ -11,6 +11,7 @@ forced row tier) are part of the program, since they decide layouts too.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -618,7 +619,12 @@ def _reduce_target(b: CellBuilder, t: Target, sm: int) -> None:
 def _near_one(b: CellBuilder, x: Value) -> Value:
     """x's values replaced by signs and a few halvings and doublings: a float product of the
     thousands of elements a split layout takes stays in range (random values overflow or
-    underflow, and such programs are dropped), and is exact in every order."""
+    underflow, and such programs are dropped), and is exact in every order. An input that
+    earlier lines read keeps its values: theirs were computed from them (a product of it
+    taken twice, the second replacing the first's operand, left the first one's NumPy
+    value stale: GPU fuzzer seed 8103026355)."""
+    if any(re.search(rf"\b{x.name}\b", line) for line in b.lines):
+        return b.values[x.name]   # its values now (the caller's Value may hold replaced ones)
     arr = np.where(b.rng.random(x.shape) < 0.5, -1.0, 1.0)
     k = b.rng.integers(0, max(arr.size, 1), size=min(arr.size, 12))
     arr.flat[k] *= b.rng.choice([0.5, 2.0], size=len(k))
