@@ -214,13 +214,14 @@ def wide_cases() -> list[Case]:
 
 def strided_row_cases() -> list[Case]:
     """Reductions along a non-last axis used back at full shape (`--only "strided rows"`):
-    one row kernel a thread per row, or a column reduction and a pointwise kernel."""
+    one row kernel a thread per row, a block per slab of rows (96-256 columns, more than a
+    thread's registers hold), or a column reduction and a pointwise kernel (1024)."""
     out = []
-    for dt, counts in (("float32", (2, 4, 8, 16, 32, 64, 256)), ("float16", (2, 16))):
+    for dt, counts in (("float32", (2, 4, 8, 16, 32, 64, 96, 128, 256, 1024)), ("float16", (2, 16, 256))):
         for r in counts:
             out.append(Case(f"strided rows {dt}", f"x - x.mean(0) ({r},{_fmt(N // r)})", "y = x - x.mean(axis=0)",
                             {"x": ((r, N // r), dt)}, lambda x: x - x.mean(0)))
-    for r in (8, 64):
+    for r in (8, 64, 256):
         out.append(Case("strided rows float32", f"standardize axis 0 ({r},{_fmt(N // r)})",
                         "y = (x - x.mean(axis=0)) / x.std(axis=0)", {"x": ((r, N // r), "float32")},
                         lambda x: (x - x.mean(0)) / x.std(0, unbiased=False)))
@@ -228,9 +229,10 @@ def strided_row_cases() -> list[Case]:
         out.append(Case(f"strided rows {dt}", f"softmax axis 1 {str(shape).replace(' ', '')}",
                         "m = x.max(axis=1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(axis=1, keepdims=True)",
                         {"x": (shape, dt)}, _midsoftmax))
-    out.append(Case("strided rows float32", f"softmax axis 0 (32,{_fmt(N // 32)})",
-                    "m = x.max(axis=0, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(axis=0, keepdims=True)",
-                    {"x": ((32, N // 32), "float32")}, _colsoftmax))
+    for r in (32, 256):
+        out.append(Case("strided rows float32", f"softmax axis 0 ({r},{_fmt(N // r)})",
+                        "m = x.max(axis=0, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(axis=0, keepdims=True)",
+                        {"x": ((r, N // r), "float32")}, _colsoftmax))
     return out + slab_row_cases()
 
 

@@ -34,7 +34,7 @@ log "driver done"
 # own), two Numba threads each (the thread-count tests still compare 1 and 2): 14 processes of 16 threads loaded the machine to 86 and
 # none finished (2026-12-04). At most 100 s.
 export FUSELAB_CACHE_DIR="$OUT/cache-tests"
-$PY -m pytest --collect-only -q -p no:cacheprovider tests/test_numba_*.py 2> /dev/null | grep '::' > "$OUT/test_ids.txt"
+$PY -m pytest --collect-only -q -p no:cacheprovider tests/test_numba_*.py 2> /dev/null | grep -E '^tests/[^ ]+::' > "$OUT/test_ids.txt"
 N=14
 for k in $(seq 0 $((N - 1))); do
   awk -v n=$N -v k=$k '(NR - 1) % n == k' "$OUT/test_ids.txt" > "$OUT/test_ids_$k.txt"

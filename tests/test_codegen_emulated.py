@@ -680,3 +680,24 @@ def test_column_blocks_of_whole_rows_fold_every_element_once(run):
     _reduction_configs_match_numpy("a = x.sum(axis=1)\nb = x.argmax(axis=1)\nc = (x > 990).any(axis=1)", inputs, cfgs,
                                    f"whole rows of {run} threads")
     _reduction_configs_match_numpy("m = f.max(axis=0)\ni = f.argmin(axis=0)", inputs, cfgs, f"whole rows of {run} threads")
+
+
+@needs_cxx
+def test_long_strided_rows_run_as_slabs_no_wider_than_the_shared_memory_target():
+    """Rows along axis 0 of 70 columns (one past a thread's registers) run a block per slab
+    kept in shared memory, the slab as wide as SLAB_SMEM_TARGET allows (64 rows of 280
+    bytes; 128 would take 35 KiB), and give NumPy's result."""
+    from fuselab.codegen.row import SLAB_SMEM_TARGET
+    from fuselab.plan import make_plan
+    from fuselab.trace import trace_cell
+    x = np.random.default_rng(5).standard_normal((70, 40000)).astype(np.float32)
+    g = trace_cell("y = x - x.mean(axis=0)", {"np": np, "x": x}).graph
+    plan = make_plan(g, "auto")
+    assert [k.template.value for k in plan.kernels] == ["row"]
+    runner = HostRunner([plan], EMULATED)
+    code = runner.codes[(plan, runner.default)][0]
+    assert code.config.tier == "slab-smem", code.notes
+    assert code.notes[0].startswith("slab tier: a block per slab of 64 adjacent rows"), code.notes[0]
+    assert 64 * 70 * 4 <= code.shared_mem <= SLAB_SMEM_TARGET
+    check = compare(runner.run(plan, {"x": x}), run_graph(g, {"x": x}), 1e-5)
+    assert check.ok, check.worst

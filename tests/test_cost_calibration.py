@@ -37,17 +37,11 @@ RANDOM = {c for c in POINTS if c.startswith("random ")}
 FIXED = set(POINTS) - RANDOM
 # measured well off the model, for reasons outside it (benchmarks/COST_MODEL.md):
 KNOWN_MISSES = {
-    # a slab of 64 KiB in shared memory, 3 an SM: the model's shared-memory phases
-    # (chip_rows) take it for slower than it runs (1.50)
-    "slab rows float32 softmax axis 1 (4096,1024,16)",
     # rows of 3 columns: a lane a row, the warp mostly idle (0.71)
     "odd softmax 3",
     # Welford over 65536 rows of 1024 columns: 69% of copy, the model takes it for a
     # copy's (0.63)
     "var/std std axis 0 (65536,1024)",
-    # softmax along the middle axis: strided rows a block per slab, faster than
-    # eff_row_slab (0.7) says for this shape (1.28)
-    "softmax axis axis 1 (64,1024,256)",
     # the wide sweep's machine start ran short cells at 11.0-11.8 us, the others at
     # 12.1-13.3: under run_s + launch_s (1.25-1.33)
     "small chain 10000",

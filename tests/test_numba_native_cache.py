@@ -72,7 +72,7 @@ def test_a_kernel_compiled_here_is_loaded_from_its_object_file_by_the_next_proce
     assert _run_in_new_process(tmp_path, 0.731)["bits"] == want
 
 
-@pytest.mark.parametrize("k, damage", enumerate(["truncated", "flipped byte", "other format", "unknown symbol"]))
+@pytest.mark.parametrize("k, damage", list(enumerate(["truncated", "flipped byte", "other format", "unknown symbol"])))
 def test_a_damaged_object_file_falls_back_to_numbas_cache(tmp_path, monkeypatch, k, damage):
     c = 0.6 + 0.01 * k
     want = _compile_here(tmp_path, monkeypatch, c)

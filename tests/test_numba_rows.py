@@ -226,7 +226,7 @@ def test_rows_along_axis_0_on_the_cpu_are_planned_where_they_stream():
     src = "m = x.max(1, keepdims=True)\ne = np.exp(x - m)\ny = e / e.sum(1, keepdims=True)"
     g = trace_cell(src, {"np": np, "x": np.zeros((300, 1000, 17), np.float32)}).graph
     assert [k.template.value for k in make_plan(g, "auto").kernels] == ["row"]   # the GPU's
-    slow = DeviceParams.from_dict({"sm_count": 2, "bandwidth_GBps": 20, "launch_us": 2, "eff_row_slab": 0.2,
+    slow = DeviceParams.from_dict({"sm_count": 2, "bandwidth_GBps": 20, "launch_us": 2, "eff_row_slab": 0.2, "eff_row_slab_smem": 0.2,
                                    "run_s": 0.0})
     assert "row" not in [k.template.value for k in make_plan(g, "auto", params=slow).kernels]
 

@@ -117,6 +117,10 @@ def test_centering_many_short_columns_is_one_row_kernel_along_axis_0():
     ((40, 3000, 3), 1, None),           # 40 slabs: too few blocks
     ((64, 32), 0, None),                # 32 rows of 64: neither
     ((200000, 4, 3), 1, "thread"),      # slabs of 12 elements: too small to share out
+    ((256, 262144), 0, "slab"),         # rows of 256 a thread would re-read: a slab keeps them on chip
+    ((65, 100000), 0, "slab"),          # 65 columns: one past a thread's registers
+    ((64, 100000), 0, "thread"),        # 64 columns: in a thread's registers
+    ((1024, 65536), 0, "thread"),       # a slab of 32 rows of 1024 takes a block an SM: re-read
 ])
 def test_strided_rows_run_a_thread_each_or_a_block_per_slab(shape, axis, layout):
     from fuselab.plan.analysis import row_problem_ok, row_shapes, strided_layout

@@ -81,6 +81,11 @@ SMEM_THREADS = 512
 SMEM_CANDIDATE_PACKS = 64
 SMEM_FILL_UNROLL = 64
 SLAB_SCRATCH_LIMIT = 40 * 1024   # static shared memory of a slab's combines (48 KB without opt-in)
+# A slab kept in shared memory: 32 KiB or less leaves room for several blocks an SM, one
+# loading while the others combine and store. H100, 2026-12-05, x - x.mean(0) of (128,
+# 512k) float32: slabs of 64 rows (32 KiB) 212 us, of 128 (64 KiB) 228, of 256 (128 KiB,
+# one block an SM) 356; its float16 form (256, 256k) 137 us at 64 rows, 159 at 128.
+SLAB_SMEM_TARGET = 32 * 1024
 ALIGNED_MIN_PACKS = 4            # packs a row needs before its packs follow memory (two partial ones)
 
 
@@ -134,20 +139,27 @@ class _Slab:
 SLAB_TIERS = ("slab", "slab-smem")
 
 
-def _slab(ctx: KernelContext, p: "_Row", threads: int) -> _Slab:
+def _slab(ctx: KernelContext, p: "_Row", threads: int, cached_bytes: int = 0) -> _Slab:
     """All of an outer index's rows when they are at most SLAB_INNER, else the widest
-    chunk of 32-256 that still gives two blocks an SM."""
+    chunk of 32-256 that still gives two blocks an SM; a slab kept in shared memory
+    (`cached_bytes` a row) no wider than SLAB_SMEM_TARGET bytes, down to 32 rows."""
     S = p.stride
     outer = p.rows // S if S else 0
     width = S
     if S > SLAB_INNER:
         width = SLAB_INNER
         for w in (256, 128, 64):
-            if w <= S and outer * ix.ceil_div(S, w) >= 2 * ctx.options.sm_count:
+            if w <= S and outer * ix.ceil_div(S, w) >= 2 * ctx.options.sm_count and \
+                    w * cached_bytes <= SLAB_SMEM_TARGET:
                 width = w
                 break
     chunks = ix.ceil_div(S, width) if S else 0
     return _Slab(width, max(1, threads // width), chunks, outer * chunks)
+
+
+def _slab_cached_bytes(ctx: KernelContext, p: "_Row", row_cached: list[int], tier: str) -> int:
+    """Shared memory a row of the slab takes (0 where the slab is re-read, not kept)."""
+    return _cache_bytes(ctx, row_cached, p.cols) if tier == "slab-smem" else 0
 
 
 def _scratch_bytes(ctx: KernelContext, p: "_Row", threads: int) -> int:
@@ -293,7 +305,7 @@ def _fits(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: list
     if cfg.tier in SLAB_TIERS:   # strided rows, a block per slab (in shared memory when it fits)
         if p.stride <= 1 or cfg.threads not in (128, 256, 512, 1024):
             return False
-        slab = _slab(ctx, p, cfg.threads)
+        slab = _slab(ctx, p, cfg.threads, _slab_cached_bytes(ctx, p, row_cached, cfg.tier))
         scratch = _scratch_bytes(ctx, p, slab.threads)   # float64 variances take 40 bytes a thread
         return scratch <= SLAB_SCRATCH_LIMIT and (
             cfg.tier == "slab" or _cache_bytes(ctx, row_cached, p.cols * slab.width) + scratch <= SMEM_LIMIT)
@@ -481,11 +493,14 @@ def _heuristic(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached:
             threads = 1024 if forced == "auto" and p.cols * min(p.stride, SLAB_INNER) >= 64 * 1024 else 512
             while threads > 128 and _scratch_bytes(ctx, p, threads) > SLAB_SCRATCH_LIMIT:
                 threads //= 2
-            slab = f"{why}: a block per slab of {_slab(ctx, p, threads).width} adjacent rows"
-            cached = RowConfig(tier="slab-smem", threads=threads, why=f"{slab}, kept in shared memory")
+            slab = f"{why}: a block per slab of {{}} adjacent rows"
+            width = _slab(ctx, p, threads, _slab_cached_bytes(ctx, p, row_cached, "slab-smem")).width
+            cached = RowConfig(tier="slab-smem", threads=threads,
+                               why=f"{slab.format(width)}, kept in shared memory")
             if forced != "slab" and _fits(ctx, p, row_cached, col_cached, cached):
                 return cached
-            return RowConfig(tier="slab", threads=threads, why=f"{slab}, re-read in every pass")
+            return RowConfig(tier="slab", threads=threads,
+                             why=f"{slab.format(_slab(ctx, p, threads).width)}, re-read in every pass")
         staged = RowConfig(tier="staged", threads=1, why=f"{why}: strided rows of {C} columns, {p.stride} elements "
                                                         "apart, through shared memory")
         if forced == "staged" and _fits(ctx, p, row_cached, col_cached, staged):
@@ -527,7 +542,8 @@ def _layout(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached: li
     # a warp works through many rows: caching the column inputs pays off (not where each
     # row's packs start at another column)
     col_regs = cfg.tier == "warp" and packs * pack * (n_row + n_col) <= REG_BUDGET and not aligned
-    slab = _slab(ctx, p, cfg.threads) if cfg.tier in SLAB_TIERS else None
+    slab = _slab(ctx, p, cfg.threads, _slab_cached_bytes(ctx, p, row_cached, cfg.tier)) \
+        if cfg.tier in SLAB_TIERS else None
     if cfg.tier == "staged" and p.stride == 1:   # a thread a row, its columns one at a time from the stage
         return _Layout("warp", 1, 1, max(1, C), row_cached, col_cached, C * (n_row + n_col) <= REG_BUDGET,
                        staged=_staged_threads(ctx, p, row_cached))

@@ -183,5 +183,5 @@ def device_params(force: bool = False):
     # measurement says more. (slabs of strided rows run in the same tiles.) No element rate:
     # a core's loops are bound by their bytes or their flops
     return DeviceParams.from_dict({**calibrate(force), "run_s": 0.0, "step_s": 0.0, "chip_exp": 0.0, "eff_row_strided": 0.2,
-                                   "eff_row_slab": 0.2, "strided_cols": 16, "elem_rate": 0.0},
+                                   "eff_row_slab": 0.2, "eff_row_slab_smem": 0.2, "strided_cols": 16, "elem_rate": 0.0},
                                   source="calibration (CPU)")

@@ -87,6 +87,16 @@ SLAB_MIN_ELEMS = 2048       # elements of one slab chunk: 4 a thread of a 512-th
 SLAB_BLOCKS_PER_ROW = 128   # min_strided_rows / this: the slabs the planner asks for
 
 
+# Rows longer than a thread's registers hold (STRIDED_REGISTER_COLS four-byte columns) are
+# re-read in every pass by the thread layout; up to SLAB_SMEM_COLS columns a slab of 32
+# of them fits shared memory several times an SM and is read once. H100, 2026-12-05:
+# x - x.mean(0) of (256, 256k) float32 224 us as slabs, 303 a thread a row, 283 as a
+# column mean and a pointwise kernel; the softmax over its axis 0 236 against 439 and
+# 407; at 1024 columns a slab takes a block an SM and lost (363 against 283).
+STRIDED_REGISTER_COLS = 64
+SLAB_SMEM_COLS = 256
+
+
 def slab_blocks(rs: RowShapes) -> int:
     """Blocks of the slab layout with chunks of SLAB_INNER inner positions (the most it
     splits into without breaking a warp's 128-byte reads)."""
@@ -98,10 +108,12 @@ def strided_layout(rs: RowShapes, min_strided_rows: int = MIN_STRIDED_ROWS) -> s
     adjacent threads), "slab" (a block per slab of adjacent rows, its threads striped over
     the columns), or None (neither keeps the GPU busy: legality refuses the row kernel).
     Slabs where the thread layout has too few rows, or rows so few a slab (under 32) that
-    a warp's loads straddle slabs, as long as the slab is big enough to share out."""
+    a warp's loads straddle slabs, or rows a thread would re-read that a slab keeps on
+    chip, as long as the slab is big enough to share out."""
     slab_ok = (rs.cols * min(rs.stride, SLAB_INNER) >= SLAB_MIN_ELEMS
                and slab_blocks(rs) >= min_strided_rows // SLAB_BLOCKS_PER_ROW)
-    if slab_ok and (rs.rows < min_strided_rows or rs.stride < SLAB_INNER):
+    if slab_ok and (rs.rows < min_strided_rows or rs.stride < SLAB_INNER
+                    or STRIDED_REGISTER_COLS < rs.cols <= SLAB_SMEM_COLS):
         return "slab"
     return "thread" if rs.rows >= min_strided_rows else None
 

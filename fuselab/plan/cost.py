@@ -319,7 +319,7 @@ def estimate(an: Analysis, mask: int, stored: int, space: Space, params: DeviceP
                 resident = max(1, params.smem_per_sm // max(row_bytes, 1))
                 eff = params.eff_row_smem * min(1.0, resident / params.chip_rows) ** params.chip_exp
                 if kind == "slab-smem":
-                    eff *= params.eff_row_slab
+                    eff *= params.eff_row_slab_smem
             else:   # looped, strided-looped, slab: re-read in every pass
                 eff = params.eff_row_looped
                 if kind == "strided-looped":

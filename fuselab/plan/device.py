@@ -53,7 +53,7 @@ class DeviceParams:
       registers hold 64; a CPU core's prefetchers follow about 16 strided streams);
       eff_row_slab multiplies it for strided rows a block per slab of adjacent rows (the
       GPU's block combines its stripes between passes; the CPU runs those row by row,
-      strided);
+      strided), eff_row_slab_smem for such slabs kept in shared memory;
     - chip_rows, chip_exp: a block that keeps its row in shared memory loads, reduces and
       stores in phases; the other rows resident on the SM (r = shared memory per SM / row
       bytes) keep DRAM busy meanwhile. From `chip_rows` resident rows on that hides it;
@@ -102,6 +102,10 @@ class DeviceParams:
     # a slab's block loads, combines through shared memory and stores in turn: 0.6-0.96 of
     # the prediction at full efficiency on the H200 (2026-12-03, seven slab shapes)
     eff_row_slab: float = 0.7
+    # a slab kept in shared memory (beside chip_rows' phases): the wide sweep's three such
+    # shapes and six of (96-256, 256k-512k) float32 at 0.8-0.98 of copy (H100 2026-12-05;
+    # 0.7 predicted them 1.28-1.82x too slow)
+    eff_row_slab_smem: float = 0.9
     strided_cols: int = 64
     chip_rows: float = 12.0
     chip_exp: float = 0.2
@@ -142,7 +146,7 @@ class DeviceParams:
         "eff_pointwise": ("eff_pointwise", 1.0), "eff_reduction": ("eff_reduction", 1.0),
         "eff_row_warp": ("eff_row_warp", 1.0), "eff_row_block": ("eff_row_block", 1.0), "eff_row_smem": ("eff_row_smem", 1.0),
         "eff_row_looped": ("eff_row_looped", 1.0), "eff_row_strided": ("eff_row_strided", 1.0),
-        "eff_row_slab": ("eff_row_slab", 1.0),
+        "eff_row_slab": ("eff_row_slab", 1.0), "eff_row_slab_smem": ("eff_row_slab_smem", 1.0),
         "strided_cols": ("strided_cols", 1),
         "chip_rows": ("chip_rows", 1.0), "chip_exp": ("chip_exp", 1.0),
         "smem_per_sm": ("smem_per_sm", 1), "l2_bandwidth": ("l2_bandwidth", 1.0),
