@@ -6,6 +6,7 @@ exactly as it would on the GPU.
 """
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass
 from types import ModuleType
@@ -184,9 +185,34 @@ def evaluate_node(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_err
         on_fp_error(i, PythonWarning(str(w.message), w.category, *library_line(w)))
     if exact is not None and exact != int(out):
         kinds.append(FPKind("overflow", 2))  # NumPy warns about this for integer scalars (not arrays)
+    located = _numpy_located_fp_warnings(xp, node, vals) if kinds and node.op == "opaque" else {}
     for kind in dict.fromkeys(kinds):
-        on_fp_error(i, kind)
+        for w in located.get(str(kind), [kind]):
+            on_fp_error(i, w)
     return out
+
+
+_FP_MESSAGE = re.compile(r"(divide by zero|overflow|underflow|invalid value) encountered in ")
+
+
+def _numpy_located_fp_warnings(xp: ModuleType, node: Node, vals: list[Any]) -> dict[str, list[PythonWarning]]:
+    """The floating-point warnings an opaque function that met errors gives from its own
+    Python code, by kind: NumPy's words and line (np.diff of infinities: "invalid value
+    encountered in subtract", from numpy/lib/_function_base_impl.py, not "in diff" at the
+    user's line). Found by running it again under np.errstate(all='warn'), recording
+    every warning; a kind warned at the caller's line (a ufunc the function runs in C)
+    is not in the result. Functions drawing random numbers are not run twice."""
+    if "random" in str(getattr(node.args.get("fn"), "name", "")):
+        return {}
+    found: dict[str, list[PythonWarning]] = {}
+    with recorded(fresh=True) as caught, np.errstate(all="warn"):
+        eval_node(xp, node, vals)
+    for w in caught:
+        m = _FP_MESSAGE.match(str(w.message))
+        where = library_line(w)
+        if m and where and issubclass(w.category, RuntimeWarning):
+            found.setdefault(m.group(1), []).append(PythonWarning(str(w.message), w.category, *where, fp=True))
+    return found
 
 
 def _evaluate_var(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_error: FPErrorHook,

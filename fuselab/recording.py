@@ -71,6 +71,38 @@ def _set_aside_registries() -> dict[int, tuple[dict, Any]]:
     return out
 
 
+def filters_version() -> int:
+    """The warnings filters' version, which a registry records when it is (re)filled: a
+    warning whose registry holds another forgets what that registry remembered."""
+    registry: dict = {}
+    with recorded():
+        warnings.warn_explicit("fuselab probe", UserWarning, "fuselab-probe", 1, module="fuselab_probe",
+                               registry=registry)
+    return int(registry.get("version", 0))
+
+
+@contextlib.contextmanager
+def registries_kept() -> Iterator[None]:
+    """Library code fuselab runs for itself (Numba's set-up imports SciPy, which enters
+    `catch_warnings`; `platform` and `subprocess` do the same) moves the filters' version,
+    and every module's once-per-location registry forgets the warnings it had shown:
+    NumPy's own lines (np.diff's "invalid value encountered in subtract") would show them
+    again, where plain execution, which runs none of that code, does not. Registries
+    valid when the block starts are valid again when it ends."""
+    before = filters_version()
+    try:
+        yield
+    finally:
+        after = filters_version()
+        if after != before:
+            for m in list(sys.modules.values()):
+                if not issubclass(type(m), types.ModuleType):
+                    continue
+                registry = _NAMESPACE.__get__(m, type(m)).get("__warningregistry__")
+                if isinstance(registry, dict) and registry.get("version") == before:
+                    registry["version"] = after
+
+
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 

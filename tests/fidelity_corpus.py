@@ -281,6 +281,17 @@ HAND = [
     Case("plain NumPy warns after a traced overflow above it",
          "a = x * np.float32(1e38)\nb = np.float32(2) * np.nan_to_num(i32 / 0)\nc = a + b.sum()"),
     Case("untraced function warns between traced ones", "a = np.log(z)\nc = np.nanmedian(a * np.nan)\nd = a / 0"),
+    # NumPy functions written in Python warn of their floating-point errors in the words
+    # of the ufunc they run, from their own line (np.diff: "invalid value encountered in
+    # subtract", numpy/lib/_function_base_impl.py), once there a session, under the
+    # errstate of the user's line (random cell 222615)
+    Case("a NumPy function's floating-point warning comes from its line",
+         "d1 = np.diff(np.array([np.inf, np.inf, 1.0]))\nd2 = np.diff(x / 0)\nc = np.corrcoef(np.ones(5), x[:5])\n"
+         "g = np.gradient(np.array([np.inf, np.inf, 1.0]))\np = np.polyval([1e200, 1e200], 1e200)\n"
+         "with np.errstate(invalid='ignore'):\n    d3 = np.diff(-x / 0)", numpy_only=True),
+    Case("a NumPy function's floating-point error raises in its words",
+         "try:\n    with np.errstate(invalid='raise'):\n        d = np.diff(np.array([np.inf, np.inf]))\n"
+         "except FloatingPointError as err:\n    msg = str(err)", numpy_only=True),
     Case("errstate raise", "try:\n    with np.errstate(divide='raise'):\n        y = x / 0\nexcept FloatingPointError:\n    y = None"),
     Case("scalar divide", "s = z.sum()\nq = s / s"),
     # errors: the namespace stays as it was

@@ -609,6 +609,10 @@ REGRESSIONS = [
          setup="a = np.array(1.5, np.float32)\n"),
     Case("diff n=0 is the array", "r = np.diff(a, n=0)\nt = a * 2\ns = np.diff(t, 0)\nt[0] = 100",
          setup="a = np.arange(6.0)\n"),
+    # a known limit until the opaque functions' floating-point warnings took NumPy's words
+    # (NumPy: "invalid value encountered in cast", not "in accumulate")
+    Case("cumsum's cast warning", "r = np.cumsum(a, axis=0, dtype=np.int8)",
+         setup="a = np.arange(12.0).reshape(3, 4)\na[1, 2] = np.nan\n"),
 ]
 
 
@@ -636,10 +640,6 @@ LIMITS = [
     (Case("broadcast_to's length-1 strides", "r = np.broadcast_to(a, a.shape)", setup="a = np.arange(4.0).reshape(1, 4)\n"),
      "NumPy's broadcast_to gives a length-1 axis stride 0; to the array's own shape the graph has no "
      "broadcast node, and the view is bound with the array's strides (values and flags are NumPy's)"),
-    (Case("cumsum's cast warning", "r = np.cumsum(a, axis=0, dtype=np.int8)",
-          setup="a = np.arange(12.0).reshape(3, 4)\na[1, 2] = np.nan\n"),
-     "NaN cast into int8 by cumsum's dtype= warns 'invalid value encountered in accumulate' "
-     "(NumPy: 'in cast'): the plan names the accumulation's floating-point errors by the op"),
     (Case("getfield then write", "v = a.getfield(np.int8)\na[...] = 1", setup="a = np.arange(4.0)\n"),
      "an update of an array while a view of it in another dtype lives is refused (redteam2)"),
 ]

@@ -255,6 +255,30 @@ def test_after_the_warm_up_a_first_cpu_plan_imports_nothing_and_measures_nothing
     assert out.returncode == 0 and out.stdout.strip() == "warm", out.stderr[-2000:]
 
 
+def test_numbas_set_up_leaves_the_warnings_numpy_showed_shown(tmp_path):
+    """A warning NumPy's own line gave shows once a session in plain execution. The
+    warm-up imports SciPy (through Numba) and reads the CPU's name, code that enters
+    `catch_warnings` and so moves the filters' version: every registry forgot what it had
+    shown, and np.diff's "invalid value encountered in subtract" showed again after the
+    first Numba cell (random fidelity cell 222615, run twice). Registries valid before
+    the set-up are valid after it (recording.registries_kept)."""
+    import os
+    script = textwrap.dedent("""
+        import numpy as np
+        def diff():
+            return np.diff(np.array([np.inf, np.inf]))
+        diff()
+        from fuselab import numba_backend
+        numba_backend.warm_up().join()
+        diff()
+        print("done")
+    """)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "FUSELAB_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert out.returncode == 0 and out.stdout.strip() == "done", out.stderr[-2000:]
+    assert out.stderr.count("invalid value encountered in subtract") == 1, out.stderr[-2000:]
+
+
 # -- the compile cache -----------------------------------------------------------------
 
 def test_compiled_once_per_process_and_loaded_from_disk_by_the_next(tmp_path, monkeypatch):

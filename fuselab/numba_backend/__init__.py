@@ -20,6 +20,7 @@ from __future__ import annotations
 import threading
 from functools import lru_cache
 
+from ..recording import registries_kept
 from .codegen import generate, generate_kernel
 from .emit import CodegenError
 from .model import NumbaOptions, PyKernel
@@ -29,7 +30,8 @@ from .model import NumbaOptions, PyKernel
 def available() -> tuple[bool, str]:
     """(True, "") when Numba imports here, else (False, why not)."""
     try:
-        import numba  # noqa: F401
+        with registries_kept():
+            import numba  # noqa: F401
     except Exception as e:  # noqa: BLE001 - any import failure means "no"
         return False, f"Numba is not importable ({type(e).__name__}: {e}); pip install 'fuselab[cpu]'"
     return True, ""
@@ -56,17 +58,20 @@ def warm_up() -> threading.Thread | None:
 
 
 def _set_up_numba() -> None:
-    from . import driver, pointwise, reduction, row, run, scalar  # noqa: F401 - the modules a first kernel needs
-    from numba.core.compiler_lock import global_compiler_lock
-    from numba.core.registry import cpu_target
-    with global_compiler_lock:
-        cpu_target.target_context.refresh()
-    # what a first plan reads besides: the CPU's cached calibration (never measured here:
-    # a measurement would compete with the user's cell for the cores) and the planner's
-    # search modules
-    from .calibrate import cached
-    from ..plan.search import planner  # noqa: F401
-    cached()
+    # (importing the driver imports SciPy, whose catch_warnings would make NumPy's lines
+    # show again the warnings they had shown: recording.registries_kept)
+    with registries_kept():
+        from . import driver, pointwise, reduction, row, run, scalar  # noqa: F401 - the modules a first kernel needs
+        from numba.core.compiler_lock import global_compiler_lock
+        from numba.core.registry import cpu_target
+        with global_compiler_lock:
+            cpu_target.target_context.refresh()
+        # what a first plan reads besides: the CPU's cached calibration (never measured here:
+        # a measurement would compete with the user's cell for the cores) and the planner's
+        # search modules
+        from .calibrate import cached
+        from ..plan.search import planner  # noqa: F401
+        cached()
 
 
 __all__ = ["available", "warm_up", "generate", "generate_kernel", "CodegenError", "NumbaOptions", "PyKernel"]

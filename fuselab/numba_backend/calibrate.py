@@ -64,7 +64,9 @@ def fl_exp(out, a, n):
 
 def cpu_name() -> str:
     """The processor's model name and the threads Numba runs on."""
-    model = platform.processor() or platform.machine()
+    # (platform.processor() runs `uname -p` in a subprocess, whose catch_warnings moves
+    # the warnings filters' version: recording.registries_kept)
+    model = platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.lower().startswith("model name"):
