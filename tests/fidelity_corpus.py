@@ -289,6 +289,12 @@ HAND = [
          "d1 = np.diff(np.array([np.inf, np.inf, 1.0]))\nd2 = np.diff(x / 0)\nc = np.corrcoef(np.ones(5), x[:5])\n"
          "g = np.gradient(np.array([np.inf, np.inf, 1.0]))\np = np.polyval([1e200, 1e200], 1e200)\n"
          "with np.errstate(invalid='ignore'):\n    d3 = np.diff(-x / 0)", numpy_only=True),
+    # np.round's scale is NumPy's power of ten (1e9 times 10 per further digit, rounded
+    # each time); past what the dtype holds (np.around(x, -400)) NumPy computes it
+    Case("np.round past the dtype's powers of ten",
+         "s = np.around(x, -400)\nt = x.round(400)\na = np.around(i32, -400)\nc = np.round(u8, -400)\n"
+         "d = np.round(h, 5)\ne2 = np.round(x, 39)\nu = np.round(m, 30)\nw = np.round(m, -308)\n"
+         "try:\n    k = np.around(x, 2**40)\nexcept OverflowError as err:\n    msg = str(err)", numpy_only=True),
     Case("a NumPy function's floating-point error raises in its words",
          "try:\n    with np.errstate(invalid='raise'):\n        d = np.diff(np.array([np.inf, np.inf]))\n"
          "except FloatingPointError as err:\n    msg = str(err)", numpy_only=True),

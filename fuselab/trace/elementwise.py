@@ -4,6 +4,7 @@ its three operands; Python integers outside an integer dtype dropped as NumPy dr
 `round` (numpy's PyArray_Round: multiply, rint, divide; integers round via float64)."""
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -81,6 +82,18 @@ def _clip(ctx: TraceContext, a: Any, a_min: Any, a_max: Any, out: Any, *, min: A
     return wrap(ctx, b.elemwise("minimum", [b.elemwise("maximum", [xn, lon], loc), hin], loc), scalar=True)
 
 
+def _numpy_power_of_ten(n: int) -> float:
+    """NumPy's scale for np.round (calculation.c power_of_ten): 1e9 multiplied by 10 once
+    per further digit, each product rounded to double, so that from 1e23 on it is not
+    the nearest double to 10**n (np.round(x, 308) differed from x * 1e308 / 1e308)."""
+    if n < 9:
+        return 10.0 ** n
+    r = 1e9
+    for _ in range(n - 9):
+        r *= 10.0
+    return r
+
+
 @handles("round", "around")
 def round_(ctx: TraceContext, x: Any, decimals: int = 0, out: Any = None):
     return k_ordered(ctx, _round(ctx, x, decimals, out), (x,))
@@ -105,7 +118,11 @@ def _round(ctx: TraceContext, x: Any, decimals: int, out: Any):
         return wrap(ctx, b.elemwise("rint", [n], loc), scalar=True)
     first, second = ("multiply", "true_divide") if decimals > 0 else ("true_divide", "multiply")
     f_dtype = np.dtype(np.float64) if dt.kind in "biu" else dt
-    f = b.const(10.0 ** abs(decimals), f_dtype, loc)
+    if abs(decimals) > np.finfo(f_dtype).maxexp * math.log10(2):
+        # a power of ten the dtype does not hold (np.around(x, -400): Python's float
+        # overflowed here; NumPy's is inf, its steps warn from its own line): NumPy's
+        raise RunForReal(decimals)
+    f = b.const(10.0 ** abs(decimals) if ctx.uses_cupy else _numpy_power_of_ten(abs(decimals)), f_dtype, loc)
     v = b.astype(n, f_dtype, loc) if f_dtype != dt else n
     r = b.elemwise(second, [b.elemwise("rint", [b.elemwise(first, [v, f], loc)], loc), f], loc)
     # NumPy rounds into an array of x's own dtype, byte order included
