@@ -57,17 +57,25 @@ def recorded(fresh: bool = False) -> Iterator[list[warnings.WarningMessage]]:
 _NAMESPACE = types.ModuleType.__dict__["__dict__"]
 
 
-def _set_aside_registries() -> dict[int, tuple[dict, Any]]:
-    """Every loaded module's once-per-location registry, replaced by an empty one (a
-    warning finds its registry in the globals of the frame it is attributed to)."""
-    out: dict[int, tuple[dict, Any]] = {}
+def _module_namespaces() -> Iterator[dict]:
+    """Every loaded module's namespace, once each (a warning finds its once-per-location
+    registry, `__warningregistry__`, in the globals of the frame it is attributed to)."""
+    seen: set[int] = set()
     for m in list(sys.modules.values()):
         if not issubclass(type(m), types.ModuleType):
             continue
         namespace = _NAMESPACE.__get__(m, type(m))
-        if isinstance(namespace, dict) and id(namespace) not in out:
-            out[id(namespace)] = (namespace, namespace.get("__warningregistry__"))
-            namespace["__warningregistry__"] = {}
+        if isinstance(namespace, dict) and id(namespace) not in seen:
+            seen.add(id(namespace))
+            yield namespace
+
+
+def _set_aside_registries() -> dict[int, tuple[dict, Any]]:
+    """Every loaded module's once-per-location registry, replaced by an empty one."""
+    out: dict[int, tuple[dict, Any]] = {}
+    for namespace in _module_namespaces():
+        out[id(namespace)] = (namespace, namespace.get("__warningregistry__"))
+        namespace["__warningregistry__"] = {}
     return out
 
 
@@ -95,10 +103,8 @@ def registries_kept() -> Iterator[None]:
     finally:
         after = filters_version()
         if after != before:
-            for m in list(sys.modules.values()):
-                if not issubclass(type(m), types.ModuleType):
-                    continue
-                registry = _NAMESPACE.__get__(m, type(m)).get("__warningregistry__")
+            for namespace in _module_namespaces():
+                registry = namespace.get("__warningregistry__")
                 if isinstance(registry, dict) and registry.get("version") == before:
                     registry["version"] = after
 

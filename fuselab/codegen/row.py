@@ -493,14 +493,13 @@ def _heuristic(ctx: KernelContext, p: "_Row", row_cached: list[int], col_cached:
             threads = 1024 if forced == "auto" and p.cols * min(p.stride, SLAB_INNER) >= 64 * 1024 else 512
             while threads > 128 and _scratch_bytes(ctx, p, threads) > SLAB_SCRATCH_LIMIT:
                 threads //= 2
-            slab = f"{why}: a block per slab of {{}} adjacent rows"
-            width = _slab(ctx, p, threads, _slab_cached_bytes(ctx, p, row_cached, "slab-smem")).width
-            cached = RowConfig(tier="slab-smem", threads=threads,
-                               why=f"{slab.format(width)}, kept in shared memory")
+            def slab(tier: str, how: str) -> RowConfig:
+                width = _slab(ctx, p, threads, _slab_cached_bytes(ctx, p, row_cached, tier)).width
+                return RowConfig(tier=tier, threads=threads, why=f"{why}: a block per slab of {width} adjacent rows, {how}")
+            cached = slab("slab-smem", "kept in shared memory")
             if forced != "slab" and _fits(ctx, p, row_cached, col_cached, cached):
                 return cached
-            return RowConfig(tier="slab", threads=threads,
-                             why=f"{slab.format(_slab(ctx, p, threads).width)}, re-read in every pass")
+            return slab("slab", "re-read in every pass")
         staged = RowConfig(tier="staged", threads=1, why=f"{why}: strided rows of {C} columns, {p.stride} elements "
                                                         "apart, through shared memory")
         if forced == "staged" and _fits(ctx, p, row_cached, col_cached, staged):
