@@ -34,6 +34,17 @@ CELLS = [
     ("int64 min floordiv", "a = np.array([np.iinfo(np.int64).min])", "r = a // -1\n"),
     ("int8 min floordiv inplace", "a = np.array([-128, 5], dtype=np.int8)", "a //= -1\n"),
     ("int8 min floordiv raise", "a = np.array([-128], dtype=np.int8)", "with np.errstate(over='raise'):\n    r = a // -1\n"),
+    # np.round(x, d) runs the array's method from fromnumeric.py's _wrapfunc: its steps'
+    # overflows warn from that line (once a session), x.round(d)'s from the user's line
+    ("np.round overflow from numpy's line", "h2 = np.array([1.0, 700.0], dtype=np.float16)",
+     "r = np.round(h2, 2)\ns = np.around(h2 * 2, 2)\nt = h2.round(2)\n"),
+    ("np.round overflow in a loop", "a = np.array([1.0, 1e307])", "for k in range(1, 4):\n    r = np.round(a, k)\n"),
+    # steps an operation traces without a tracer of their own (the product inside
+    # x.round(d), the squares inside np.linalg.norm) raise at the line under its errstate
+    ("x.round overflow raise", "a = np.array([1.0, 2.0])", "with np.errstate(over='raise'):\n    r = (a * 1e307).round(1)\n"),
+    ("np.round overflow raise", "a = np.array([1.0, 2.0])", "with np.errstate(over='raise'):\n    r = np.round(a * 1e307, 1)\n"),
+    ("norm overflow raise", "a = np.array([[1.0, 1e300], [2.0, 3.0]])",
+     "with np.errstate(over='raise'):\n    r = np.linalg.norm(a, axis=1)\n"),
     # NumPy's names for the operation
     ("complex divide by zero", "c = np.array([1+2j, 0j])", "r = c / 0\ns = np.true_divide(c, 0)\n"),
     ("float32 inplace add float64 scalar", "x2 = np.array([0.1], dtype=np.float32)", "x2 += np.float64(1e300)\n"),

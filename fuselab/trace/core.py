@@ -31,7 +31,7 @@ from ..interp import PythonWarning
 from ..ir import GraphBuilder, SourceLoc
 from ..ops import OPS, SUPPORTED_DTYPES, Aval, Kind
 from .concrete import Evaluator
-from .numpy_sites import REDUCING, numpy_reduce_line, numpy_site, numpy_step_line
+from .numpy_sites import REDUCING, numpy_reduce_line, numpy_site, numpy_step_line, numpy_wrapped_line
 from .active import CURRENT, active  # noqa: F401  (active: re-exported)
 from .warn import CellWarnings, Origin, Position, Site, fp_label, overflow_warns
 
@@ -144,6 +144,7 @@ class TraceContext:
         # nodes NumPy computes inside its own Python code (np.mean's division, np.var's
         # steps): their warnings come from NumPy's file, whose line Python's registry shows once
         self.internal: set[int] = set()
+        self._sited = 0   # nodes below this number have their own place (made: the steps of an operation)
         self._seq = 0
         self.shared_asks = 0   # operations that gave an existing node (asked_again)
         self.versions: dict[int, int] = {}           # id(tracer) -> in-place updates so far
@@ -298,19 +299,31 @@ class TraceContext:
               modes: Mapping[str, str] | None) -> Site:
         """A place of `node`'s warnings. A reduction traced by the NumPy call running now
         (np.sum(x), x.sum(), np.mean(x), x.cumsum()) warns at every call, from the line
-        of NumPy's code that runs its ufunc (numpy_sites.numpy_reduce_line) or the user's."""
+        of NumPy's code that runs its ufunc (numpy_sites.numpy_reduce_line) or the user's;
+        so do the steps of a function that runs the array's method (np.round(x, 2), from
+        fromnumeric.py: numpy_sites.numpy_wrapped_line)."""
         n = self.builder.nodes[node]
         if self.calling_path in REDUCING and (OPS[n.op].kind is Kind.REDUCE or n.op == "opaque"):
             return Site(position, loc, modes, numpy_reduce_line(self.calling_path, self.calling_method),
                         per_call=True)
+        wrapped = None if self.calling_method else numpy_wrapped_line(self.calling_path)
+        if wrapped is not None:
+            return Site(position, loc, modes, wrapped, per_call=True)
         return Site(position, loc, modes)
 
     def made(self, node: int) -> None:
         """A tracer for `node` was made at the current line. The first time, this is the
         node's own place for its warnings, under the errstate here (a later line whose
         operation gives the node again gets a place of its own: asked_again); and the
-        node is computed now if NumPy is set to raise here."""
+        node is computed now if NumPy is set to raise here. The steps the operation traced
+        on its way to `node` (np.linalg.norm's squares, x.round(2)'s product) get no tracer:
+        this line is their place too, under its errstate (an overflow in one raises here
+        where np.errstate(over='raise') says so)."""
         custom = self._errstate()
+        for step in range(self._sited, len(self.builder.nodes)):
+            if not self.sites.get(step):
+                self.sites[step] = [self._own_site(step, custom)]
+        self._sited = len(self.builder.nodes)
         sites = self.sites.setdefault(node, [])
         if not sites:
             sites.append(self._own_site(node, custom))

@@ -13,6 +13,7 @@ import numpy as np
 from .core import TraceContext
 from .creation import copy_of
 from .opaque import data_dependent
+from .numpy_sites import numpy_wrapped_line
 from .operands import (RunForReal, Weak, cupy_decides_out_of_range_ints, materialise, node_of, operand,
                        resolution_dtypes, wrap)
 from .registry import handles
@@ -104,6 +105,7 @@ def _round(ctx: TraceContext, x: Any, decimals: int, out: Any):
         raise RunForReal(out)
     b, loc = ctx.builder, ctx.loc()
     n = node_of(ctx, x)
+    since = len(b.nodes)
     dt = b.aval(n).dtype
     decimals = operator.index(decimals)   # (x.round(1.5): NumPy's TypeError)
     if dt.kind == "c" or (dt.kind == "b" and decimals != 0):
@@ -125,5 +127,9 @@ def _round(ctx: TraceContext, x: Any, decimals: int, out: Any):
     f = b.const(10.0 ** abs(decimals) if ctx.uses_cupy else _numpy_power_of_ten(abs(decimals)), f_dtype, loc)
     v = b.astype(n, f_dtype, loc) if f_dtype != dt else n
     r = b.elemwise(second, [b.elemwise("rint", [b.elemwise(first, [v, f], loc)], loc), f], loc)
-    # NumPy rounds into an array of x's own dtype, byte order included
-    return wrap(ctx, b.astype(r, dt, loc), scalar=True, dtype=getattr(x, "dtype", None))
+    r = b.astype(r, dt, loc)    # NumPy rounds into an array of x's own dtype, byte order included
+    if not ctx.calling_method and numpy_wrapped_line(ctx.calling_path) is not None:
+        # np.round(x, 2)'s steps warn from fromnumeric.py (before the tracer: an errstate
+        # that raises computes the result at once), x.round(2)'s from the user's line
+        ctx.numpy_internal(since)
+    return wrap(ctx, r, scalar=True, dtype=getattr(x, "dtype", None))

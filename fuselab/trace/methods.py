@@ -165,7 +165,8 @@ def _round(self: Tracer, ndigits: Any = None) -> Any:
         raise TypeError("type numpy.ndarray doesn't define __round__ method")
     if ndigits is None:
         return round(self._value("round()"))
-    return call_function(self._ctx, "round", np.round, (self, ndigits), {})
+    # (a NumPy scalar's __round__: its warnings come from the user's line, as a method's)
+    return call_function(self._ctx, "round", np.round, (self, ndigits), {}, method=True)
 
 
 def _view(self: Tracer, *args: Any, **kwargs: Any) -> Any:

@@ -103,10 +103,35 @@ def numpy_reduce_line(function: str, method: bool) -> tuple[str, int] | None:
         return None
     a = np.array([1e308, 1e308])   # overflows float64's sum, product and running sums
     call = (lambda: getattr(a, function)()) if method else (lambda: getattr(np, function)(a))
+    return _probe_line(call, " encountered in ")
+
+
+def _probe_line(call: Callable[[], Any], words: str) -> tuple[str, int] | None:
+    """Where the first warning of `call()` whose message holds `words` came from: a line
+    of NumPy's, or None (the caller's line, or no such warning)."""
     for w in _recorded(call, "warn"):
-        if " encountered in " in str(w.message):
+        if words in str(w.message):
             return _located(w)
     return None
+
+
+# NumPy functions that run the array's method (C code) from fromnumeric.py's _wrapfunc:
+# every floating-point warning of their steps comes from that line (np.round(h, 2) of
+# float16 values past 655: "overflow encountered in multiply"), the method's (h.round(2))
+# from the caller's
+_WRAPPED_PROBES: dict[str, Callable[[], Any]] = {
+    "round": lambda: np.round(np.array([1e308]), 1),
+    "around": lambda: np.around(np.array([1e308]), 1),
+}
+
+
+@functools.cache
+def numpy_wrapped_line(function: str | None) -> tuple[str, int] | None:
+    """The file and line from which NumPy's `function` ("round"), called as a function,
+    gives the floating-point warnings of its steps, or None where they come from the
+    caller's line (or `function` is no such function)."""
+    probe = _WRAPPED_PROBES.get(function or "")
+    return None if probe is None else _probe_line(probe, " encountered in ")
 
 
 # NumPy functions written in Python that cast a fill value with copyto: a cast's warning
@@ -124,7 +149,4 @@ def numpy_cast_line(function: str) -> tuple[str, int] | None:
     probe = _CASTING_PROBES.get(function)
     if probe is None:
         return None
-    for w in _recorded(probe, "warn"):
-        if " encountered in cast" in str(w.message):
-            return _located(w)
-    return None
+    return _probe_line(probe, " encountered in cast")
