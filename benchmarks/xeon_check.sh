@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The Numba backend's check on the GPU machine's CPU (16-thread Xeon, no network), within
-# 240 s: the driver's one-time compile, the Numba tests (at most 100 s, split over
-# 14 processes), then benchmarks/bench_cpu.py with a fresh kernel cache (cold compiles),
-# then again on the same cache (disk-cached loads). Everything goes under $OUT (logs, the
-# two JSON results, a summary).
+# 240 s: the driver's one-time compile, benchmarks/bench_cpu.py with a fresh kernel cache
+# (cold compiles), again on the same cache (disk-cached loads), then the Numba tests (at
+# most 100 s, split over 14 processes: after the benchmarks, which they would find
+# loaded). Everything goes under $OUT (logs, the two JSON results, a summary).
 # Usage, from the repository root of a checkout of this branch:
 #   OUT=/some/folder bash benchmarks/xeon_check.sh
 set -u
@@ -30,9 +30,19 @@ print(f"import numba {t1 - t0:.2f} s; driver compiled or loaded in {t2 - t1:.2f}
 EOF
 log "driver done"
 
-# 2. The Numba tests, -x -q, dealt round-robin to 14 processes (a kernel cache of their
-# own), two Numba threads each (the thread-count tests still compare 1 and 2): 14 processes of 16 threads loaded the machine to 86 and
-# none finished (2026-12-04). At most 100 s.
+# 2. bench_cpu.py with a fresh kernel cache: cold compiles, then run times.
+export FUSELAB_CACHE_DIR="$OUT/cache-bench"
+rm -rf "$FUSELAB_CACHE_DIR"
+timeout 70 $PY benchmarks/bench_cpu.py "$OUT/cpu_cold.json" --repeats 4 > "$OUT/bench_cold.log" 2>&1
+log "bench (cold cache) rc=$?"
+# 3. Again, on the same cache: every kernel from Numba's disk cache.
+timeout 50 $PY benchmarks/bench_cpu.py "$OUT/cpu_cached.json" --repeats 4 > "$OUT/bench_cached.log" 2>&1
+log "bench (cached) rc=$?"
+rm -rf "$FUSELAB_CACHE_DIR"
+# 4. The Numba tests, -x -q, dealt round-robin to 14 processes (a kernel cache of their
+# own), two Numba threads each (the thread-count tests still compare 1 and 2): 14 processes
+# of 16 threads loaded the machine to 86 and none finished (2026-12-04). At most 100 s.
+# After the benchmarks: the benchmark of 2026-12-05 17:19 ran behind them at load 55 -> 18.
 export FUSELAB_CACHE_DIR="$OUT/cache-tests"
 $PY -m pytest --collect-only -q -p no:cacheprovider tests/test_numba_*.py 2> /dev/null | grep -E '^tests/[^ ]+::' > "$OUT/test_ids.txt"
 N=14
@@ -48,14 +58,6 @@ sort "$OUT/tests_rc.txt" >> "$OUT/summary.txt"
 log "tests done"
 rm -rf "$OUT/cache-tests"
 
-# 3. bench_cpu.py with a fresh kernel cache: cold compiles, then run times.
-export FUSELAB_CACHE_DIR="$OUT/cache-bench"
-rm -rf "$FUSELAB_CACHE_DIR"
-timeout 70 $PY benchmarks/bench_cpu.py "$OUT/cpu_cold.json" --repeats 4 > "$OUT/bench_cold.log" 2>&1
-log "bench (cold cache) rc=$?"
-# 4. Again, on the same cache: every kernel from Numba's disk cache.
-timeout 50 $PY benchmarks/bench_cpu.py "$OUT/cpu_cached.json" --repeats 4 > "$OUT/bench_cached.log" 2>&1
-log "bench (cached) rc=$?"
 $PY - "$OUT" >> "$OUT/summary.txt" 2>&1 <<'EOF'
 import json, statistics, sys
 from pathlib import Path
@@ -74,5 +76,4 @@ for name in ("cpu_cold.json", "cpu_cached.json"):
               f"NumPy {r['numpy_s'] * 1e3:.1f} ms, {100 * r['copy_fraction']:.0f}% of copy [{r['check']}]")
     print("cached_compile:", json.dumps(d.get("cached_compile", {})))
 EOF
-rm -rf "$FUSELAB_CACHE_DIR"
 log "end"
