@@ -95,3 +95,64 @@ def test_outputs_without_order_free_reductions_keep_the_relative_check():
     got["a"].flat[0] = 1e-300        # exact zeros everywhere in NumPy: any difference fails
     verdict = check(plan, got, want, inputs)
     assert not verdict.ok and "reduction-order slack" not in verdict.worst
+
+
+# -- integer and bool outputs of library-rounded values ---------------------------------
+# A truncating cast or a comparison turns an ulp of a transcendental's result into a whole
+# unit: NumPy's float32 power on AVX-512 (SIMD) and libm's (CUDA's, the backend's) give
+# (255 * (f ** g) ** (1 / g)) one ulp apart, 176.99998 against 177.0, and the uint8 176
+# against 177 for a fifth of the pixels. The check judges such an element against what
+# NumPy gives with the value moved within its tolerance; any other difference still fails.
+
+_GAMMA = "f = img.astype(np.float32) / 255\nlin = f ** (1 / 2.2)\nout = (255 * lin ** 2.2).astype(np.uint8)\n"
+_TIE = "t = np.exp(x)\nbig = t > np.float32(2.0)\nn = (t * 100).astype(np.int32)\n"
+
+
+def _planned(cell: str, inputs: dict):
+    import fuselab
+    from fuselab.plan import make_plan
+    traced = fuselab.trace_cell(cell, {"np": np, **inputs})
+    return make_plan(traced.graph, "auto"), dict(traced.inputs)
+
+
+def _gamma_one_ulp_up(img: np.ndarray) -> np.ndarray:
+    """The cell computed as NumPy does, but with the last power one ulp larger (as another
+    library's pow may round it)."""
+    f = img.astype(np.float32) / np.float32(255)
+    p = (f ** np.float32(1 / 2.2)) ** np.float32(2.2)
+    return (np.float32(255) * np.nextafter(p, np.float32(np.inf))).astype(np.uint8)
+
+
+def test_an_ulp_through_a_truncating_cast_passes_the_check():
+    img = np.arange(256, dtype=np.uint8).reshape(16, 16)
+    plan, inputs = _planned(_GAMMA, {"img": img})
+    want = reference(plan, inputs)
+    got = {"out": _gamma_one_ulp_up(img)}
+    assert (got["out"] != want["out"]).any()    # the ulp does move some pixels a whole unit
+    c = check(plan, got, want, inputs)
+    assert c.ok, c.worst
+
+
+def test_a_real_error_of_an_integer_output_still_fails():
+    img = np.arange(256, dtype=np.uint8).reshape(16, 16)
+    plan, inputs = _planned(_GAMMA, {"img": img})
+    want = reference(plan, inputs)
+    for wrong in (want["out"].astype(np.int32) + 2, want["out"].astype(np.int32) - 1):
+        got = {"out": np.clip(wrong, 0, 255).astype(np.uint8)}
+        got["out"][0, :8] = want["out"][0, :8]       # (some equal, most not)
+        c = check(plan, got, want, inputs)
+        assert not c.ok and "differ" in c.worst
+
+
+def test_a_comparison_at_a_tie_passes_and_a_flipped_one_fails():
+    x = np.full(64, np.log(np.float32(2.0)), np.float32)
+    x[::2] = np.float32(0.25)
+    plan, inputs = _planned(_TIE, {"x": x})
+    want = reference(plan, inputs)
+    t = np.nextafter(np.exp(x), np.float32(np.inf)) if np.exp(x[1]) <= 2 else np.nextafter(np.exp(x), np.float32(0))
+    got = {"big": t > np.float32(2.0), "n": (t * np.float32(100)).astype(np.int32)}
+    assert (got["big"] != want["big"]).any()
+    c = check(plan, got, want, inputs)
+    assert c.ok, c.worst
+    flipped = dict(got, big=~want["big"])          # every element wrong, the far ones too
+    assert not check(plan, flipped, want, inputs).ok

@@ -8,7 +8,10 @@ float32 transcendentals within an ulp (README: "Numba backend"). An output outsi
 that follows from a float sum or variance is judged again with the reduction-order
 slack of tolerance.py: the documented tolerance relative to the magnitudes of the reduced
 inputs, carried through the ops that follow (values that cancel to about 0, such as
-`t - t.mean()`, would otherwise be judged relative to their own rounding residue).
+`t - t.mean()`, would otherwise be judged relative to their own rounding residue). An
+integer or bool output that differs is judged against what NumPy gives it with one
+library-rounded value on its path (a transcendental's, a reduction's) moved within its
+tolerance: a truncating cast or a comparison makes a whole unit of an ulp.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from ..runtime.timing import Timing, summarize_rounds
 from ..runtime.verify import RTOL, Check, compare_one
 from .model import NumbaOptions
 from .run import Executable
-from .tolerance import compare_with_slack, node_rtols, output_slacks
+from .tolerance import compare_discrete, compare_with_slack, node_rtols, output_alternatives, output_slacks
 
 
 def time_interleaved(fns: Mapping[str, Callable[[], Any]], repeats: int = 20, rounds: int = 4,
@@ -61,7 +64,8 @@ def check(plan: Plan, got: Mapping[str, Any], want: Mapping[str, Any],
     """`got` against the reference `want`, each output at its output_rtols tolerance; with
     the cell's `inputs` (and `known`, the values taken at graph breaks), a float output
     outside it is judged again with the reduction-order slack of the reductions it
-    follows from (tolerance.py)."""
+    follows from, and an integer or bool output that differs against what NumPy gives
+    with a library-rounded value on its path moved within its tolerance (tolerance.py)."""
     rtols = output_rtols(plan)
     checks = [compare_one(name, got[name], want[name], rtols.get(name)) for name in want]
     again = [k for k, c in enumerate(checks) if not c.ok and inputs is not None
@@ -74,6 +78,16 @@ def check(plan: Plan, got: Mapping[str, Any], want: Mapping[str, Any],
             name = checks[k].name
             if np.any(slack[name]):
                 checks[k] = compare_with_slack(name, got[name], want[name], rtols[name], slack[name])
+    discrete = [k for k, c in enumerate(checks) if not c.ok and inputs is not None
+                and np.asarray(got[c.name]).dtype.kind in "biu"
+                and np.shape(got[c.name]) == np.shape(want[c.name])
+                and np.asarray(got[c.name]).dtype == np.asarray(want[c.name]).dtype]
+    if discrete:
+        alternatives = output_alternatives(plan.graph, [checks[k].name for k in discrete], inputs, known)
+        for k in discrete:
+            name = checks[k].name
+            if alternatives[name]:
+                checks[k] = compare_discrete(name, got[name], want[name], alternatives[name])
     checks = tuple(checks)
     bad = [c for c in checks if not c.ok]
     return Check(not bad, max(bad, key=lambda c: c.max_error).message if bad else "",
