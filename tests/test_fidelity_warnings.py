@@ -45,6 +45,29 @@ CELLS = [
     ("np.round overflow raise", "a = np.array([1.0, 2.0])", "with np.errstate(over='raise'):\n    r = np.round(a * 1e307, 1)\n"),
     ("norm overflow raise", "a = np.array([[1.0, 1e300], [2.0, 3.0]])",
      "with np.errstate(over='raise'):\n    r = np.linalg.norm(a, axis=1)\n"),
+    # np.linalg.norm's steps warn from numpy/linalg/_linalg.py in NumPy's words (the full
+    # 2-norm is a dot), at each computation: a square the user's own line shares warns
+    # there too, and a second norm under errstate(over='raise') raises
+    ("norm axis from numpy's line", "a = np.array([[1.0, 1e300], [2.0, 3.0]])",
+     "r = np.linalg.norm(a, axis=1)\ns = np.linalg.norm(a, axis=0)\nt = np.linalg.norm(a, axis=(0, 1))\n"),
+    ("norm full is a dot", "a = np.array([[1.0, 1e300], [2.0, 3.0]])",
+     "r = np.linalg.norm(a)\nwith np.errstate(all='raise'):\n    try:\n        s = np.linalg.norm(a)\n"
+     "    except FloatingPointError as ex:\n        msg = str(ex)\n"),
+    ("norm ord 1 sum from numpy's line", "a = np.array([1e308, 1e308])", "r = np.linalg.norm(a, ord=1)\n"),
+    ("norm square shared after", "a = np.array([[1.0, 1e300], [2.0, 3.0]])",
+     "r = np.linalg.norm(a, axis=1)\nq = a * a\n"),
+    ("norm square shared before", "a = np.array([[1.0, 1e300], [2.0, 3.0]])",
+     "q = a * a\nr = np.linalg.norm(a, axis=1)\n"),
+    # a NumPy function's step whose warning showed once (from NumPy's line) still
+    # raises when a later line computes it under errstate(...='raise')
+    ("var again under raise", "a = np.array([1.0, 700.0], dtype=np.float16)",
+     "v = np.var(a * np.float16(300))\nwith np.errstate(over='raise'):\n    w = np.var(a * np.float16(300))\n"),
+    ("mean of empty again under raise", "e2 = np.zeros(0)",
+     "k = np.mean(e2)\nwith np.errstate(invalid='raise'):\n    k2 = np.mean(e2)\n"),
+    ("std again under raise", "a = np.array([1.0, -2.0]) * 1e200",
+     "v = np.std(a)\nwith np.errstate(over='raise'):\n    w = np.std(a)\n"),
+    ("norm again under raise", "a = np.array([[1.0, 2.0], [2.0, 3.0]])",
+     "r = np.linalg.norm(a * 1e300, axis=1)\nwith np.errstate(over='raise'):\n    s = np.linalg.norm(a * 1e300, axis=1)\n"),
     # NumPy's names for the operation
     ("complex divide by zero", "c = np.array([1+2j, 0j])", "r = c / 0\ns = np.true_divide(c, 0)\n"),
     ("float32 inplace add float64 scalar", "x2 = np.array([0.1], dtype=np.float32)", "x2 += np.float64(1e300)\n"),

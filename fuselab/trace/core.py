@@ -13,6 +13,7 @@ The tracing state lives in a ContextVar, so nested or concurrent traces cannot m
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
 import linecache
@@ -21,7 +22,7 @@ import operator
 import sys
 import weakref
 from types import FrameType
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -122,10 +123,11 @@ class TraceContext:
         self._tracer_by_id: dict[int, InputTracer] = {}  # id(array) -> its one tracer
         self._names_by_id = {id(v): k for k, v in namespace.items() if is_array(v)}
         self.uses_cupy = False
-        # node -> (NumPy function, input dtype, whole reduction, ufunc, occurrence): a step
-        # of NumPy's Python code (np.mean's division, a float16 variance's squaring), whose
-        # warnings come from NumPy's line for it (numpy_sites.numpy_step_line)
-        self.numpy_steps: dict[int, tuple[str, str, bool, str, int]] = {}
+        # node -> (NumPy function, input dtype, whole reduction, ufunc, occurrence[, the
+        # call's keyword options]): a step of NumPy's Python code (np.mean's division, a
+        # float16 variance's squaring, np.linalg.norm's squares), whose warnings come from
+        # NumPy's line for it (numpy_sites.numpy_step_line)
+        self.numpy_steps: dict[int, tuple] = {}
         # nodes computed at a graph break only so that their warnings keep their place
         # (_compute_small): not values Python saw, so not break values
         self.for_warnings: set[int] = set()
@@ -145,6 +147,7 @@ class TraceContext:
         # steps): their warnings come from NumPy's file, whose line Python's registry shows once
         self.internal: set[int] = set()
         self._sited = 0   # nodes below this number have their own place (made: the steps of an operation)
+        self._call_steps: dict[str, tuple[tuple[str, int] | None, str | None]] = {}   # numpy_call_steps
         self._seq = 0
         self.shared_asks = 0   # operations that gave an existing node (asked_again)
         self.versions: dict[int, int] = {}           # id(tracer) -> in-place updates so far
@@ -306,10 +309,25 @@ class TraceContext:
         if self.calling_path in REDUCING and (OPS[n.op].kind is Kind.REDUCE or n.op == "opaque"):
             return Site(position, loc, modes, numpy_reduce_line(self.calling_path, self.calling_method),
                         per_call=True)
+        line, label = self._call_steps.get(n.op, (None, None))
+        if line is not None:
+            return Site(position, loc, modes, line, per_call=True, label=label)
         wrapped = None if self.calling_method else numpy_wrapped_line(self.calling_path)
         if wrapped is not None:
             return Site(position, loc, modes, wrapped, per_call=True)
         return Site(position, loc, modes)
+
+    @contextlib.contextmanager
+    def numpy_call_steps(self, steps: Mapping[str, tuple[tuple[str, int] | None, str | None]]) -> Iterator[None]:
+        """While a handler traces a NumPy function written in Python (np.linalg.norm), the
+        nodes of op `op` it makes or shares warn from NumPy's line for that step, in its
+        words: steps[op] = (file and line, label). Per place, so that a node the user's
+        own line shares still warns there too."""
+        outer, self._call_steps = self._call_steps, dict(steps)
+        try:
+            yield
+        finally:
+            self._call_steps = outer
 
     def made(self, node: int) -> None:
         """A tracer for `node` was made at the current line. The first time, this is the
@@ -370,9 +388,15 @@ class TraceContext:
 
     def _fp_error(self, node: int, kind: "str | PythonWarning") -> None:
         self.fp_errors.setdefault(node, []).append(kind)
+        shown = False
         for site in self.sites.get(node) or [self._own_site(node)]:
+            # once shown where a warning shows once, a later place still raises (or calls
+            # np.seterrcall's function) where its line's errstate says so, as NumPy does
+            # at each computation: np.linalg.norm(t) again under errstate(over='raise')
+            if shown and not self.warnings.acts_each_call(site.modes, kind):
+                continue
             if self._report(node, site, kind) and not self._warns_per_site(node, kind, site):
-                break
+                shown = True
 
     def _warns_per_site(self, node: int, kind: "str | PythonWarning", site: Site) -> bool:
         """Whether NumPy gives this error's warning at each place that computes the node:

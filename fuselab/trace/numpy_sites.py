@@ -52,17 +52,20 @@ def numpy_site(function: str, method: bool, message: str) -> PythonWarning | Non
     return None
 
 
-def numpy_step_line(function: str, dtype: str, full: bool, op: str, k: int) -> tuple[str, int] | None:
+def numpy_step_line(function: str, dtype: str, full: bool, op: str, k: int,
+                    options: tuple[tuple[str, Any], ...] = ()) -> tuple[str, int] | None:
     """The file and line of the `k`-th step of NumPy's Python code for `function` ("mean",
-    "var") over `dtype` that runs the ufunc `op` ("divide", "subtract", "square", or
-    "reduce" for its sums), reduced whole (`full`) or along an axis: where that step's
-    floating-point warnings come from (numpy/_core/_methods.py)."""
-    lines = [where for name, where in numpy_steps(function, dtype, full) if name == op]
+    "var", "linalg.norm"; called with keyword `options`) over `dtype` that runs the ufunc
+    `op` ("divide", "subtract", "square", "dot", or "reduce" for its sums), reduced whole
+    (`full`) or along an axis: where that step's floating-point warnings come from
+    (numpy/_core/_methods.py, numpy/linalg/_linalg.py)."""
+    lines = [where for name, where in numpy_steps(function, dtype, full, options) if name == op]
     return lines[k] if k < len(lines) else None
 
 
 @functools.cache
-def numpy_steps(function: str, dtype: str, full: bool) -> tuple[tuple[str, tuple[str, int] | None], ...]:
+def numpy_steps(function: str, dtype: str, full: bool,
+                options: tuple[tuple[str, Any], ...] = ()) -> tuple[tuple[str, tuple[str, int] | None], ...]:
     """The steps of NumPy's Python code for `function` over `dtype` that give floating-
     point warnings, in order of their first warning: (the ufunc it names, e.g. "divide",
     "square", "reduce"; where). Found by running NumPy on arrays that make each step
@@ -70,7 +73,8 @@ def numpy_steps(function: str, dtype: str, full: bool) -> tuple[tuple[str, tuple
     deviations), the dtype's largest value twice (the mean's sum overflows) and pairs +-c
     whose squares overflow the dtype, or whose sum of squares does."""
     dt = np.dtype(dtype)
-    fn = getattr(np, function)
+    fn = functools.reduce(getattr, function.split("."), np)
+    kw = dict(options)
     with np.errstate(all="ignore"):
         top = float(np.finfo(dt).max) if dt.kind == "f" else 0.0
         probes = [np.zeros(0, dt), np.array([np.inf, 1.0]).astype(dt)]
@@ -80,7 +84,8 @@ def numpy_steps(function: str, dtype: str, full: bool) -> tuple[tuple[str, tuple
     seen: list[tuple[str, tuple[str, int] | None]] = []
     for a in probes:
         a = a if full else a.reshape(-1, 1)
-        for w in _recorded(lambda: fn(a) if full else fn(a, axis=0), "warn"):
+        # (an `axis` among the options: the probe's two axes, (0, 1) of a column)
+        for w in _recorded(lambda: fn(a, **kw) if full or "axis" in kw else fn(a, axis=0, **kw), "warn"):
             text = str(w.message)
             if " encountered in " in text:
                 step = (text.rpartition(" ")[2], _located(w))

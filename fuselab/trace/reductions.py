@@ -13,7 +13,7 @@ from ..interp import PythonWarning
 from ..ops import normalize_axes
 from .core import TraceContext
 from .operands import RunForReal, node_of, wrap
-from .numpy_sites import numpy_reduce_line, numpy_steps
+from .numpy_sites import numpy_reduce_line, numpy_step_line, numpy_steps
 from .registry import handles
 
 
@@ -250,20 +250,37 @@ def norm(ctx, x, ord=None, axis=None, keepdims=False):
     elif len(axes) != 1:
         raise RunForReal(axis)
     keep = bool(keepdims)
-    if (ord is None or ord == 2) and axis is None and a.dtype == np.float16:
-        # NumPy's norm over every axis is sqrt(x.dot(x)), and float16's dot multiplies and
-        # adds in float32, rounding once at the end: squares rounded to half lose the
-        # small values (1,000 halves of 1e-4: 0.003164, not 0.0)
-        n32 = b.astype(n, np.float32, loc)
-        sq = b.reduce("sum", b.elemwise("multiply", [n32, n32], loc), axes, keep, None, loc)
-        out = b.elemwise("sqrt", [b.astype(sq, np.float16, loc)], loc)
-    elif ord is None or ord == 2:
-        sq = b.elemwise("multiply", [n, n], loc)
-        out = b.elemwise("sqrt", [b.reduce("sum", sq, axes, keep, None, loc)], loc)
-    elif ord == 1:
-        out = b.reduce("sum", b.elemwise("absolute", [n], loc), axes, keep, None, loc)
-    elif ord in (np.inf, -np.inf):
-        out = b.reduce("max" if ord > 0 else "min", b.elemwise("absolute", [n], loc), axes, keep, None, loc)
-    else:
-        raise RunForReal(ord)
+    # NumPy's own steps (numpy/linalg/_linalg.py) warn from its lines, each computation
+    # (a square the user's line shares warns there too): the full 2-norm's x.dot(x) as
+    # "dot", an axis's squares and sums as "multiply" and "reduce"
+    full = axis is None and (ord is None or (ord in ("fro", "f") and a.ndim == 2) or (ord == 2 and a.ndim == 1))
+    float_dtype = str(a.dtype if a.dtype.kind == "f" else np.dtype(np.float64))
+    # (a matrix's Frobenius norm over two axes given: NumPy's matrix branch, other lines)
+    options = ((("axis", (0, 1)),) if len(axes) == 2 and axis is not None else ()) + \
+        (() if ord is None else (("ord", ord),))
+
+    def step(op: str) -> tuple[tuple[str, int] | None, str | None]:
+        return numpy_step_line("linalg.norm", float_dtype, full, op, 0, options), (op if op == "dot" else None)
+    since = len(b.nodes)
+    with ctx.numpy_call_steps(
+            {"multiply": step("dot"), "sum": step("dot"), "astype": step("dot")} if full and ord in (None, 2, "fro", "f")
+            else {"multiply": step("multiply"), "sum": step("reduce")} if ord in (None, 2)
+            else {"sum": step("reduce")}):
+        if (ord is None or ord == 2) and axis is None and a.dtype == np.float16:
+            # NumPy's norm over every axis is sqrt(x.dot(x)), and float16's dot multiplies and
+            # adds in float32, rounding once at the end: squares rounded to half lose the
+            # small values (1,000 halves of 1e-4: 0.003164, not 0.0)
+            n32 = b.astype(n, np.float32, loc)
+            sq = b.reduce("sum", b.elemwise("multiply", [n32, n32], loc), axes, keep, None, loc)
+            out = b.elemwise("sqrt", [b.astype(sq, np.float16, loc)], loc)
+        elif ord is None or ord == 2:
+            sq = b.elemwise("multiply", [n, n], loc)
+            out = b.elemwise("sqrt", [b.reduce("sum", sq, axes, keep, None, loc)], loc)
+        elif ord == 1:
+            out = b.reduce("sum", b.elemwise("absolute", [n], loc), axes, keep, None, loc)
+        elif ord in (np.inf, -np.inf):
+            out = b.reduce("max" if ord > 0 else "min", b.elemwise("absolute", [n], loc), axes, keep, None, loc)
+        else:
+            raise RunForReal(ord)
+        ctx.numpy_internal(since)
     return wrap(ctx, out, scalar=True)

@@ -145,6 +145,15 @@ class CellWarnings:
         each time, and the cell's own filters ('always', record=True) may show each."""
         return self.custom_filters() or any(m in ("call", "print", "log") for m in (modes or {}).values())
 
+    def acts_each_call(self, modes: Mapping[str, str] | None, kind: Any) -> bool:
+        """Does np.errstate (`modes`) act on this error at every computation, whatever
+        was shown before: raise, or call, log or print? (A warning shows once a place.)"""
+        if not isinstance(kind, str) and not getattr(kind, "fp", False):
+            return False
+        word = str(getattr(kind, "message", kind)).partition(" encountered in ")[0]
+        mode = (modes or self.default_modes).get(_ERRSTATE_KEY.get(word, "invalid"), "ignore")
+        return mode in ("raise", "call", "log", "print")
+
     def eager(self, modes: Mapping[str, str] | None, position: Position) -> bool:
         """Must a node asked for at `position` be computed at once, its errors raised or
         shown as its line runs? Where np.errstate raises or calls a function (or prints:
