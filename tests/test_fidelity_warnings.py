@@ -29,6 +29,10 @@ CELLS = [
     ("float of complex", "c = np.array([1+2j])", "r = float(c[0])\n"),
     ("int32 of nan scalar", "a = np.array([np.nan])", "r = np.int32(a[0])\n"),
     ("full nan into int from numpy's line", "", "r = np.full(3, np.nan, dtype=int)\n"),
+    # np.clip's bounds cast into float16 inside numpy/_core/_methods.py _clip: from its
+    # lines (another for one bound), as a function and as a method
+    ("clip bounds cast from numpy's line", "h2 = np.array([1.0, 2.0], dtype=np.float16)",
+     "r = np.clip(h2, -1e6, 1e6)\ns = h2.clip(-1e6, 1e6)\nt = np.clip(h2, None, 1e6)\nu = h2.clip(min=-1e6)\n"),
     # integer floor division's own overflow (MIN // -1), under errstate too
     ("int8 min floordiv", "a = np.array([-128, 5], dtype=np.int8)", "r = a // -1\ns = np.abs(a)\nt = -a\n"),
     ("int64 min floordiv", "a = np.array([np.iinfo(np.int64).min])", "r = a // -1\n"),

@@ -71,8 +71,14 @@ def _clip(ctx: TraceContext, a: Any, a_min: Any, a_max: Any, out: Any, *, min: A
     if lo is None and hi is None:
         return wrap(ctx, ctx.builder.elemwise("positive", [node_of(ctx, a)], ctx.loc()), scalar=True)
     if lo is None or hi is None:
-        return wrap(ctx, elementwise(ctx, "minimum" if lo is None else "maximum", [a, hi if lo is None else lo]),
-                    scalar=True)
+        # (NumPy's _clip runs np.minimum or np.maximum then, from another line: its casts'
+        # warnings come from there, numpy_sites.numpy_cast_line("clip:max"))
+        outer, ctx.calling_path = ctx.calling_path, "clip:max" if lo is None else "clip:min"
+        try:
+            return wrap(ctx, elementwise(ctx, "minimum" if lo is None else "maximum", [a, hi if lo is None else lo]),
+                        scalar=True)
+        finally:
+            ctx.calling_path = outer
     ops = [operand(ctx, v) for v in (a, lo, hi)]
     try:
         loop = _CLIP.resolve_dtypes((*resolution_dtypes(ctx, ops), None))

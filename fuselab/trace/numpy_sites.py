@@ -139,19 +139,30 @@ def numpy_wrapped_line(function: str | None) -> tuple[str, int] | None:
     return None if probe is None else _probe_line(probe, " encountered in ")
 
 
-# NumPy functions written in Python that cast a fill value with copyto: a cast's warning
-# (`np.full(3, np.nan, dtype=int)`: "invalid value encountered in cast") comes from their line
-_CASTING_PROBES: dict[str, Callable[[], Any]] = {
-    "full": lambda: np.full(1, np.nan, dtype=np.int64),
-    "full_like": lambda: np.full_like(np.zeros(1, np.int64), np.nan),
+# NumPy functions written in Python that cast a value with one of their ufuncs: a cast's
+# warning comes from their line (`np.full(3, np.nan, dtype=int)`: "invalid value
+# encountered in cast"; `np.clip(h, -1e6, 1e6)` of float16 values, its bounds: from
+# numpy/_core/_methods.py _clip, whose line depends on the bounds given, called as a
+# function or as a method). Keys: (function, called as a method).
+_H = np.zeros(1, np.float16)
+_CASTING_PROBES: dict[tuple[str, bool], Callable[[], Any]] = {
+    ("full", False): lambda: np.full(1, np.nan, dtype=np.int64),
+    ("full_like", False): lambda: np.full_like(np.zeros(1, np.int64), np.nan),
+    ("clip", False): lambda: np.clip(_H, -1e6, 1e6),
+    ("clip", True): lambda: _H.clip(-1e6, 1e6),
+    ("clip:max", False): lambda: np.clip(_H, None, 1e6),
+    ("clip:max", True): lambda: _H.clip(None, 1e6),
+    ("clip:min", False): lambda: np.clip(_H, -1e6, None),
+    ("clip:min", True): lambda: _H.clip(-1e6, None),
 }
 
 
 @functools.cache
-def numpy_cast_line(function: str) -> tuple[str, int] | None:
-    """The file and line from which NumPy's `function` ("full") gives the warnings of its
+def numpy_cast_line(function: str, method: bool = False) -> tuple[str, int] | None:
+    """The file and line from which NumPy's `function` ("full", "clip"; "clip:max" with
+    only an upper bound), called as a method or a function, gives the warnings of its
     casts, or None where they come from the caller's line (or it is not known)."""
-    probe = _CASTING_PROBES.get(function)
+    probe = _CASTING_PROBES.get((function, method))
     if probe is None:
         return None
     return _probe_line(probe, " encountered in cast")

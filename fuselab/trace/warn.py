@@ -322,8 +322,8 @@ def _give_as_caller(msg: warnings.WarningMessage) -> bool:
     if f is None:
         return False
     ctx = active()
-    line = numpy_cast_line(ctx.calling_path) if ctx is not None and ctx.calling_path and \
-        not ctx.calling_method and str(msg.message).endswith(" encountered in cast") else None
+    line = numpy_cast_line(ctx.calling_path, ctx.calling_method) if ctx is not None and ctx.calling_path and \
+        str(msg.message).endswith(" encountered in cast") else None
     if line is not None:   # a NumPy function of Python code fuselab stands in for: its own line
         give_at(str(msg.message), msg.category, *line)
         return True
