@@ -152,13 +152,17 @@ class PythonWarning:
 
 class FPKind(str):
     """A floating-point error kind ("overflow"), with the flag NumPy hands the function of
-    np.errstate(all='call') with it: the bits of every error the operation met."""
+    np.errstate(all='call') with it: the bits of every error the operation met; `label`,
+    where NumPy names the operation otherwise than fuselab's op would (a.trace()'s
+    overflow is "in reduce", np.inner's "in dot")."""
 
     flag: int
+    label: str | None
 
-    def __new__(cls, kind: str, flag: int) -> "FPKind":
+    def __new__(cls, kind: str, flag: int, label: str | None = None) -> "FPKind":
         k = super().__new__(cls, kind)
         k.flag = flag
+        k.label = label
         return k
 
 
@@ -185,8 +189,10 @@ def evaluate_node(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_err
         on_fp_error(i, PythonWarning(str(w.message), w.category, *library_line(w)))
     if exact is not None and exact != int(out):
         kinds.append(FPKind("overflow", 2))  # NumPy warns about this for integer scalars (not arrays)
-    located = _numpy_located_fp_warnings(xp, node, vals) if kinds and node.op == "opaque" else {}
+    located, words = _numpy_located_fp_warnings(xp, node, vals) if kinds and node.op == "opaque" else ({}, {})
     for kind in dict.fromkeys(kinds):
+        if str(kind) in words:
+            kind = FPKind(kind, kind.flag, words[str(kind)])
         for w in located.get(str(kind), [kind]):
             on_fp_error(i, w)
     return out
@@ -195,24 +201,31 @@ def evaluate_node(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_err
 _FP_MESSAGE = re.compile(r"(divide by zero|overflow|underflow|invalid value) encountered in ")
 
 
-def _numpy_located_fp_warnings(xp: ModuleType, node: Node, vals: list[Any]) -> dict[str, list[PythonWarning]]:
+def _numpy_located_fp_warnings(xp: ModuleType, node: Node,
+                               vals: list[Any]) -> tuple[dict[str, list[PythonWarning]], dict[str, str]]:
     """The floating-point warnings an opaque function that met errors gives from its own
     Python code, by kind: NumPy's words and line (np.diff of infinities: "invalid value
     encountered in subtract", from numpy/lib/_function_base_impl.py, not "in diff" at the
-    user's line). Found by running it again under np.errstate(all='warn'), recording
-    every warning; a kind warned at the caller's line (a ufunc the function runs in C)
-    is not in the result. Functions drawing random numbers are not run twice."""
+    user's line); and, for a kind warned at the caller's line (the function runs its
+    ufunc in C), NumPy's word for the operation (a.trace(): "reduce", np.inner: "dot").
+    Found by running it again under np.errstate(all='warn'), recording every warning.
+    Functions drawing random numbers are not run twice."""
     if "random" in str(getattr(node.args.get("fn"), "name", "")):
-        return {}
+        return {}, {}
     found: dict[str, list[PythonWarning]] = {}
+    words: dict[str, str] = {}
     with recorded(fresh=True) as caught, np.errstate(all="warn"):
         eval_node(xp, node, vals)
     for w in caught:
         m = _FP_MESSAGE.match(str(w.message))
+        if not m or not issubclass(w.category, RuntimeWarning):
+            continue
         where = library_line(w)
-        if m and where and issubclass(w.category, RuntimeWarning):
+        if where:
             found.setdefault(m.group(1), []).append(PythonWarning(str(w.message), w.category, *where, fp=True))
-    return found
+        else:
+            words.setdefault(m.group(1), str(w.message)[m.end():])
+    return found, words
 
 
 def _evaluate_var(xp: ModuleType, i: int, node: Node, vals: list[Any], on_fp_error: FPErrorHook,

@@ -29,6 +29,10 @@ CELLS = [
     ("float of complex", "c = np.array([1+2j])", "r = float(c[0])\n"),
     ("int32 of nan scalar", "a = np.array([np.nan])", "r = np.int32(a[0])\n"),
     ("full nan into int from numpy's line", "", "r = np.full(3, np.nan, dtype=int)\n"),
+    # a C function fuselab runs opaque words its overflow as NumPy does at the user's line:
+    # a.trace() sums ("in reduce"), np.inner of vectors is a dot ("in dot")
+    ("trace method overflow words", "a = np.array([[1e308, 0.0], [0.0, 1e308]])", "t = a.trace()\n"),
+    ("inner overflow words", "a = np.array([1e300, 2.0])", "r = np.inner(a, a)\n"),
     # np.clip's bounds cast into float16 inside numpy/_core/_methods.py _clip: from its
     # lines (another for one bound), as a function and as a method
     ("clip bounds cast from numpy's line", "h2 = np.array([1.0, 2.0], dtype=np.float16)",

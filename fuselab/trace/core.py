@@ -433,7 +433,7 @@ class TraceContext:
             # the user's line, or the library file's line that plain execution names
             self.warnings.python(site.position, kind.message, kind if kind.filename else loc, kind.category)
             return True
-        label = site.label or self.labels.get(node) or fp_label(n)
+        label = site.label or getattr(kind, "label", None) or self.labels.get(node) or fp_label(n)
         if kind == "overflow" and not overflow_warns(n.dtype, label):
             return False  # integer arrays wrap around silently (not in MIN // -1); NumPy's integer scalars warn
         line = site.numpy_line
