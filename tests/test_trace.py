@@ -461,3 +461,27 @@ def test_dropped_views_are_not_computed_while_tracing(cell, monkeypatch):
     res = fuselab.trace_cell(cell, ns)
     assert computed == []
     assert res.graph.outputs
+
+
+# every order and axis np.linalg.norm takes: NumPy's value, or NumPy's error (the
+# handler's warning probes once ran NumPy's norm on an empty array for ord=-inf and
+# turned its ValueError into a TraceError for every such cell)
+_NORM_ORDS = [None, 1, 2, np.inf, -np.inf, 0, 3, -1, -2, "fro", "nuc"]
+_NORM_AXES = [None, 0, 1, -1, (0, 1)]
+
+
+@pytest.mark.parametrize("axis", _NORM_AXES, ids=repr)
+@pytest.mark.parametrize("order", _NORM_ORDS, ids=repr)
+def test_every_norm_order_and_axis_as_numpy(order, axis):
+    m = np.random.default_rng(5).standard_normal((3, 4))
+    try:
+        want = np.linalg.norm(m, order, axis=axis)
+    except Exception as e:   # noqa: BLE001
+        with pytest.raises((type(e), TraceError)) as info:   # (run_cell names the cell's line)
+            run_cell({"np": np, "m": m, "o": order, "a": axis}, "v = np.linalg.norm(m, o, axis=a)\n",
+                     backend="cpu", time=False, quiet=True)
+        assert f"{type(e).__name__}: {e}" in str(info.value) or str(info.value) == str(e)
+        return
+    ns = {"np": np, "m": m, "o": order, "a": axis}
+    run_cell(ns, "v = np.linalg.norm(m, o, axis=a)\n", backend="cpu", time=False, quiet=True)
+    np.testing.assert_allclose(ns["v"], want, rtol=1e-12)

@@ -265,7 +265,8 @@ def norm(ctx, x, ord=None, axis=None, keepdims=False):
     with ctx.numpy_call_steps(
             {"multiply": step("dot"), "sum": step("dot"), "astype": step("dot")} if full and ord in (None, 2, "fro", "f")
             else {"multiply": step("multiply"), "sum": step("reduce")} if ord in (None, 2)
-            else {"sum": step("reduce")}):
+            else {"sum": step("reduce")} if ord == 1
+            else {}):   # (a max or min of absolute values: no floating-point errors)
         if (ord is None or ord == 2) and axis is None and a.dtype == np.float16:
             # NumPy's norm over every axis is sqrt(x.dot(x)), and float16's dot multiplies and
             # adds in float32, rounding once at the end: squares rounded to half lose the
