@@ -485,3 +485,14 @@ def test_every_norm_order_and_axis_as_numpy(order, axis):
     ns = {"np": np, "m": m, "o": order, "a": axis}
     run_cell(ns, "v = np.linalg.norm(m, o, axis=a)\n", backend="cpu", time=False, quiet=True)
     np.testing.assert_allclose(ns["v"], want, rtol=1e-12)
+
+
+def test_a_warning_probe_numpy_refuses_tells_nothing():
+    """numpy_sites runs NumPy once to find where its warnings come from; a probe that
+    raises (another NumPy without the function, an empty minimum) must not fail the cell."""
+    from fuselab.trace.numpy_sites import _probe_line, numpy_steps
+
+    def refused():
+        raise AttributeError("module 'numpy' has no attribute 'around'")
+    assert _probe_line(refused, " encountered in ") is None
+    assert numpy_steps("linalg.norm", "float64", False, (("ord", -np.inf),)) == ()
