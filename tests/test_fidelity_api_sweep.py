@@ -541,6 +541,9 @@ def test_generated_api_cell_as_plain_execution(harness, case):
 # -- regressions: one cell for each class of difference the sweep found --------------
 
 REGRESSIONS = [
+    # np.ascontiguousarray's result has at least one dimension: of a 0-d value, (1,)
+    Case("ascontiguousarray of 0-d", "r = np.ascontiguousarray(a.sum())\nt = a * 1\nprint(np.ascontiguousarray(t[0]))\n"
+         "u = np.ascontiguousarray(np.float32(2.5) * a[0])", setup="a = np.arange(4.0, dtype=np.float32)\n"),
     # a library's warning with stacklevel=2 from a call fuselab made in the user's place
     Case("untraced call's warning", "np.cov(a)\nr = a * 1", setup="a = np.float64(-0.5)\n"),
     Case("nanvar of a constant array", "r = np.nanvar(np.array(3 + 3j), ddof=1)"),
@@ -549,6 +552,12 @@ REGRESSIONS = [
     Case("mT of 0-d", "try:\n    r = a.mT\nexcept ValueError as ex:\n    err = str(ex)\n"
          "try:\n    s = (a * 2).mT\nexcept AttributeError as ex:\n    err2 = str(ex)", setup="a = np.array(1.5)\n"),
     Case("place into itself", "np.place(a, a > 0, a)\nr = a * 1", setup="a = np.arange(-3, 9).astype(np.int8)\n"),
+    # ...but a target that is not C-contiguous NumPy writes through a copy, reading its
+    # values from another taken first
+    Case("place into itself, transposed", "np.place(a, a > 0, a)\nr = a * 1",
+         setup="a = (np.arange(12).reshape(4, 3) % 5 - 2).astype(np.int8).T\n"),
+    Case("place into itself, strided", "np.place(a, a > 0, a)\nr = a * 1",
+         setup="a = np.arange(-3, 9).astype(np.int8)[::2]\n"),
     Case("argwhere's layout", "v = np.argwhere(a)\nw = v * 1", setup="a = np.arange(12.0).reshape(3, 4) % 5\n"),
     Case("bound method run for real", "v = a.dump\nw = (a * 2).tobytes\nr = w()", setup="a = np.arange(4.0)\n"),
     Case("conj of a real array", "r = a.conj()\ns = (a * 2).conjugate()\na[0] = 9\nt = r * 1\nq = s is not a",

@@ -222,7 +222,10 @@ def ascontiguousarray(ctx, a, dtype=None, *, like=None):
     if not isinstance(a, Tracer) or dask_lazy(ctx, a):
         raise RunForReal(a)
     if dtype is not None and np.dtype(dtype) != a.dtype:
-        return astype(ctx, a, dtype, "C")
-    contiguous = a._array.flags.c_contiguous if isinstance(a, InputTracer) and not a.mutated else \
-        a._origin is None or a._origin[0] != "view"
-    return a if contiguous and not a._scalar else array(ctx, a, order="C")
+        r = astype(ctx, a, dtype, "C")
+    else:
+        contiguous = a._array.flags.c_contiguous if isinstance(a, InputTracer) and not a.mutated else \
+            a._origin is None or a._origin[0] != "view"
+        r = a if contiguous and not a._scalar else array(ctx, a, order="C")
+    # NumPy's result has at least one dimension: a 0-d array's is a (1,) view of it
+    return r.reshape(1) if r.ndim == 0 else r

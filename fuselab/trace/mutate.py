@@ -162,9 +162,16 @@ def writer(path: str) -> Callable[..., Any]:
             raise RunForReal(target)   # (a NumPy scalar: NumPy's TypeError, `dst` must be an array)
         def run(arr: Any) -> Any:
             # the target passed again (`np.place(a, a > 0, a)`) is the array written into,
-            # as in NumPy, which reads it there as the call changes it
+            # as in NumPy, which reads it there as the call changes it; but a target that
+            # is not C-contiguous NumPy writes through a C-ordered copy (WRITEBACKIFCOPY)
+            # and reads its values from another copy, taken before any write
+            original = ctx.evaluator.value(target._node)
+            snapshot = not ctx.uses_cupy and not getattr(getattr(original, "flags", None), "c_contiguous", True)
+
             def given(v: Any) -> Any:
-                return arr if v is target else plain_values(ctx, v)
+                if v is target:
+                    return arr.copy() if snapshot else arr
+                return plain_values(ctx, v)
             return fn(arr, *[given(v) for v in args], **{k: given(v) for k, v in kwargs.items()})
         update_for_real(ctx, target, f"np.{path}", run)
         return None
