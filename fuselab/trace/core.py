@@ -123,11 +123,11 @@ class TraceContext:
         self._tracer_by_id: dict[int, InputTracer] = {}  # id(array) -> its one tracer
         self._names_by_id = {id(v): k for k, v in namespace.items() if is_array(v)}
         self.uses_cupy = False
-        # node -> (NumPy function, input dtype, whole reduction, ufunc, occurrence[, the
-        # call's keyword options]): a step of NumPy's Python code (np.mean's division, a
-        # float16 variance's squaring, np.linalg.norm's squares), whose warnings come from
-        # NumPy's line for it (numpy_sites.numpy_step_line)
-        self.numpy_steps: dict[int, tuple] = {}
+        # node -> (NumPy function, input dtype, whole reduction, ufunc, occurrence): a step
+        # of NumPy's Python code (np.mean's division, a float16 variance's squaring), whose
+        # warnings come from NumPy's line for it (numpy_sites.numpy_step_line); np.linalg.norm's
+        # steps are placed per place instead (numpy_call_steps)
+        self.numpy_steps: dict[int, tuple[str, str, bool, str, int]] = {}
         # nodes computed at a graph break only so that their warnings keep their place
         # (_compute_small): not values Python saw, so not break values
         self.for_warnings: set[int] = set()
