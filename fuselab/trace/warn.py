@@ -151,8 +151,12 @@ class CellWarnings:
         if not isinstance(kind, str) and not getattr(kind, "fp", False):
             return False
         word = str(getattr(kind, "message", kind)).partition(" encountered in ")[0]
-        mode = (modes or self.default_modes).get(_ERRSTATE_KEY.get(word, "invalid"), "ignore")
-        return mode in ("raise", "call", "log", "print")
+        return self._mode(modes, word) in ("raise", "call", "log", "print")
+
+    def _mode(self, modes: Mapping[str, str] | None, kind: str) -> str:
+        """What np.errstate (`modes`, else the default) does with errors of `kind`
+        ("overflow", "divide by zero"...)."""
+        return (modes or self.default_modes).get(_ERRSTATE_KEY.get(kind, "invalid"), "ignore")
 
     def eager(self, modes: Mapping[str, str] | None, position: Position) -> bool:
         """Must a node asked for at `position` be computed at once, its errors raised or
@@ -217,7 +221,7 @@ class CellWarnings:
         'log') or C's stderr ('print') as NumPy does; whether it warns. `where`: a
         SourceLoc (the user's line) or a located interp.PythonWarning (NumPy's own line)."""
         kind, _, label = message.partition(" encountered in ")
-        mode = (modes or self.default_modes).get(_ERRSTATE_KEY.get(kind, "invalid"), "ignore")
+        mode = self._mode(modes, kind)
         if mode == "raise":
             raise FloatingPointError(message)
         if mode in ("call", "log"):
