@@ -59,6 +59,8 @@ def load_average() -> float | None:
 def bench(w: Workload, repeats: int) -> dict:
     from fuselab.numba_backend.calibrate import _probes, device_params
     from fuselab.numba_backend.measure import reference, time_interleaved
+    from fuselab.numba_backend.model import NumbaOptions
+    from fuselab.numba_backend.scalar import HAS_AVX512
     from fuselab.numba_backend.run import Executable
     from fuselab.plan import make_plan, unfused_plan
     from fuselab.runtime.measure import cell_bytes
@@ -70,6 +72,8 @@ def bench(w: Workload, repeats: int) -> dict:
     exe = Executable(plan)
     compile_s = time.perf_counter() - t0
     un = Executable(unfused_plan(g))
+    # on an AVX-512 CPU, the same kernels as LLVM vectorizes them by itself (256 bits wide)
+    narrow = Executable(plan, NumbaOptions(wide_vectors=False)) if HAS_AVX512 else None
     check = compare(exe.run(inputs), reference(plan, inputs), {"float16": 1e-2, "float32": 1e-4})
     nbytes = cell_bytes(plan)
     src = np.ones(nbytes // 8, np.float32)       # a copy moving as many bytes as the cell
@@ -78,13 +82,17 @@ def bench(w: Workload, repeats: int) -> dict:
     fns = {"copy": lambda: copy(src, dst), "auto": lambda: exe.run(inputs, reuse=True),
            "auto_fresh": lambda: exe.run(inputs), "unfused": lambda: un.run(inputs, reuse=True),
            "numpy": lambda: reference(plan, inputs)}
+    if narrow is not None:
+        fns["auto_256"] = lambda: narrow.run(inputs, reuse=True)
     with np.errstate(all="ignore"):
         timed = time_interleaved(fns, repeats, max_seconds=60)
     row = {"workload": w.name, "kind": w.kind, "kernels": len(plan.kernels), "bytes": nbytes,
            "check": "ok" if check.ok else f"MISMATCH {check.worst}", "compile_s": compile_s,
            "kernel_compile_s": exe.compile_s, "notes": [c.notes[0] for c in exe.codes if getattr(c, "notes", ())],
            "copy_Bps": 2 * src.nbytes / timed["copy"].median_s}
-    for k in ("auto", "auto_fresh", "unfused", "numpy"):
+    for k in ("auto", "auto_fresh", "unfused", "numpy", "auto_256"):
+        if k not in timed:
+            continue
         row[f"{k}_s"] = timed[k].median_s
         row[f"{k}_iqr_s"] = timed[k].spread_s
     row["auto_gbps"] = nbytes / row["auto_s"] / 1e9
@@ -153,6 +161,10 @@ def table(rows: list[dict], meta: dict) -> str:
         if isinstance(v, list):
             lines.append(f"Disk-cached, in a new process ({name}): plan ready in {v[0] * 1e3:.0f} ms "
                          f"({', '.join(f'{k} {s * 1e3:.1f} ms' for k, s in v[1].items())}).")
+    if any("auto_256_s" in r for r in rows):
+        lines += ["", "This CPU has AVX-512: the kernels ask LLVM for 512-bit vectors (NumbaOptions.wide_vectors). "
+                      "The same kernels as LLVM vectorizes them by itself (256 bits), timed in the same rounds: " +
+                      ", ".join(f"{r['workload']} {_ms(r['auto_256_s'])} ms" for r in rows if "auto_256_s" in r) + "."]
     lines += ["", "Kernel strategies:", *[f"- {r['workload']}: {'; '.join(r['notes'])}" for r in rows]]
     return "\n".join(lines)
 
@@ -176,7 +188,8 @@ def main() -> None:
         r = bench(w, args.repeats)
         rows.append(r)
         print(f"{r['workload']}: auto {_ms(r['auto_s'])} ms ({100 * r['copy_fraction']:.0f}% of copy), unfused "
-              f"{_ms(r['unfused_s'])}, NumPy {_ms(r['numpy_s'])} ({r['speedup_vs_numpy']:.1f}x) [{r['check']}]",
+              f"{_ms(r['unfused_s'])}, NumPy {_ms(r['numpy_s'])} ({r['speedup_vs_numpy']:.1f}x) [{r['check']}]"
+              + (f"; 256-bit vectors {_ms(r['auto_256_s'])}" if "auto_256_s" in r else ""),
               flush=True)
         # the rows so far, in case the run is cut short (a time limit on a borrowed machine)
         Path(args.json).write_text(json.dumps({**meta, "rows": rows, "partial": True}, indent=1, default=str))

@@ -98,6 +98,8 @@ class PyContext:
         code = ["# one parallel loop: each call runs its iterations lo..hi-1 (driver.py)" if len(phases) == 1 else
                 f"# {len(phases)} parallel loops, one after the other: each call runs iterations lo..hi-1 of loop "
                 "`phase` (driver.py)", *views]
+        if self.options.wide_vectors:
+            code.append("fl_wide_vectors()  # 512-bit vectors where the CPU has AVX-512 (LLVM's own choice: 256)")
         for k, ph in enumerate(phases):
             hoisted = [l for l in ph.body if _ALLOC.fullmatch(l.split("  #")[0])]
             rest = [l for l in ph.body if l not in hoisted]

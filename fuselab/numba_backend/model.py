@@ -26,6 +26,9 @@ class NumbaOptions:
         when parallel, one chunk when not). A serial run with more meets the chunk bounds
         (iterations lo..hi-1 with lo > 0) that parallel runs on a many-core machine meet:
         the differential fuzzer's way to test them on one thread.
+    wide_vectors: on CPUs with AVX-512, each kernel asks LLVM for 512-bit vectors
+        (scalar.fl_wide_vectors; LLVM's own choice there is 256). Off, LLVM chooses. The
+        results are the same either way; the speed of compute-bound loops is not.
     """
 
     parallel: bool = True
@@ -33,6 +36,7 @@ class NumbaOptions:
     split: int = 8192
     tile: int = 256
     threads: int = 0
+    wide_vectors: bool = True
 
     def __post_init__(self) -> None:
         if self.fp16_math not in FP16_MODES:
