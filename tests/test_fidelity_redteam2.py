@@ -102,6 +102,18 @@ VIEWS_OF_REAL_RUNS += [
     ('einsum view chain', "t = np.einsum('ij->ji', m)\nu = t[::2]\nm[0, 0] = 99\nr = u * 1"),
     ('real run view of view input', 'v = x[1:]\nd2 = np.split(v, [3])[0]\nx[1] = -5\nr = d2 * 1'),
     ('broadcast_arrays views', 'a1, a2 = np.broadcast_arrays(x[None, :], m[:, :1])\nx[0] = 9\nr = a1[1, 0]'),
+    # a view of an array the cell computed, passed alone (`a = np.arange(9.).reshape(3, 3)`:
+    # a view of the arange): the function's view of it follows the cell's later writes
+    ('diag of a reshaped arange then write', 'a = np.arange(9.).reshape(3, 3)\nd2 = np.diag(a)\na[...] = 1\nr = d2.sum()'),
+    ('diagonal offset of a computed transpose', 'a = (m * 2).T\nd2 = np.diagonal(a, 1)\na += 1\nr = d2 + 0'),
+    ('diag of a computed view then its base written', 'b2 = np.arange(16.)\na = b2[2:14].reshape(3, 4)\n'
+     'd2 = np.diag(a)\nb2[2] = 99\nr = d2.copy()'),
+    ('split of a computed view then base write', 'b2 = np.arange(16.)\na = b2.reshape(4, 4)\n'
+     'top, bot = np.split(a, 2)\nb2[0] = -3\nr = top[0, 0] + bot.sum()'),
+    ('rot90 of a computed reversed view', 'a = (np.arange(16.) * 2).reshape(4, 4)[::-1]\nv = np.rot90(a)\n'
+     'a[0] = 9\nr = v.copy()'),
+    ('diag of a computed view in a loop', 'for i in range(3):\n    a = np.arange(16.).reshape(4, 4) * i\n'
+     '    d2 = np.diag(a)\n    a[0, 0] = -1\n    print(d2)'),
     ('meshgrid sparse views', 'X, Y = np.meshgrid(x[:3], x[:2], sparse=True, copy=False)\nx[0] = 7\nr = X * 1'),
     ('atleast_2d of computed', 'a = x * 2\nb2 = np.atleast_2d(a)\na[0] = 1\nr = b2 * 1'),
     ('squeeze fn of computed', 'a = m[None] * 2\nb2 = np.squeeze(a)\na[0, 0, 0] = 1\nr = b2[0, 0]'),
@@ -331,6 +343,13 @@ REFUSED = [
     # a view in another dtype, returned by a function run as plain NumPy, is read stale no more
     ("dtype view then a write of its base", "a = i32.view(np.uint32)\ni32[0] = -1\nr = a[0]",
      ["may still view", "line 2"]),
+    # `.flat`, `.data` and memoryview() read the array's memory when used: were stale, silently
+    ("flat then a write", "a = m * 2\nf = a.flat\na += 1\nr = f.copy()", ["may still view", "line 3"]),
+    ("flat of the user's array then a write", "f = x.flat\nx[2] = -1\nr = sum(f)", ["may still view", "line 2"]),
+    ("memoryview then a write", "a = x * 2\nmv = memoryview(a)\na[0] = 3\nr = mv[0]", ["may still view", "line 3"]),
+    ("memoryview of the user's array then a write", "mv = memoryview(x)\nx[0] = 8\nr = mv[0]",
+     ["may still view", "line 2"]),
+    (".data then a write", "a = x * 2\nd2 = a.data\na[0] = 3\nr = d2[0]", ["may still view", "line 3"]),
 ]
 
 

@@ -933,9 +933,13 @@ def buffer_of(t: Tracer) -> memoryview:
     array, writeable, where t is one unchanged, else the trace's value, read-only (a write
     through it would change a value the trace computed from, unseen)."""
     value = t._value("the buffer protocol (memoryview(), np.ndarray(buffer=))")
-    if not (isinstance(t, InputTracer) and not t.mutated):
+    if isinstance(value, np.ndarray):
         value = value.view()
-        value.flags.writeable = False
+        if not (isinstance(t, InputTracer) and not t.mutated):
+            value.flags.writeable = False
+        # (the memory NumPy's later writes into t would change: an update while the
+        # memoryview lives is refused, as for a view of another dtype)
+        handed_out(t, value)
     return memoryview(value)
 
 

@@ -96,8 +96,9 @@ def update_in_place(ctx: TraceContext, t: Tracer, node: int, what: str, *, throu
 
 def _handed_refusal(ctx: TraceContext, what: str) -> BaseException:
     return ctx.refuse(f"{what} changes an array that a plain NumPy array outside the trace may still view "
-                      "(a window of np.lib.stride_tricks, a view in another dtype, a library's own view of "
-                      "it): NumPy would show the change through it, which %%fuse cannot follow",
+                      "(a window of np.lib.stride_tricks, a view in another dtype, `.flat`, `.data` or a "
+                      "memoryview, a library's own view of it): NumPy would show the change through it, which "
+                      "%%fuse cannot follow",
                       "update a copy (x = x.copy()), or take that view after the update")
 
 
