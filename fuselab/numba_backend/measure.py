@@ -63,7 +63,7 @@ def check(plan: Plan, got: Mapping[str, Any], want: Mapping[str, Any],
           inputs: Mapping[str, Any] | None = None, known: Mapping[int, Any] | None = None) -> Check:
     """`got` against the reference `want`, each output at its output_rtols tolerance; with
     the cell's `inputs` (and `known`, the values taken at graph breaks), a float output
-    outside it is judged again with the reduction-order slack of the reductions it
+    outside it is judged again with the slack of the reductions and transcendentals it
     follows from, and an integer or bool output that differs against what NumPy gives
     with a library-rounded value on its path moved within its tolerance (tolerance.py)."""
     rtols = output_rtols(plan)

@@ -1,6 +1,6 @@
-"""The reduction-order slack of the Numba backend's check: how far a result may be from
-NumPy's because a float sum (or variance) was added in another order, judged at the
-magnitudes of the reduced inputs, not at the result's own.
+"""The slack of the Numba backend's check: how far a result may be from NumPy's because a
+float sum (or variance) was added in another order, or a transcendental rounded by
+another library, judged where that value is computed, not at the result's own magnitude.
 
 The documented freedom (README, "The Numba backend": reduction order) is that a sum is
 within a few units of rounding *relative to the sum of magnitudes* of NumPy's. Where
@@ -16,7 +16,10 @@ values that follow the reduction are computed from it:
 * a float `var` node (one-pass Welford against NumPy's two passes) by
   D = rtol * var + (rtol * mean|x|)**2: its relative rounding plus the square of its
   mean's slack (the deviations are taken from a mean that may be off by that much);
-* each output's slack is the sum over the reductions it depends on of how far it moves
+* a float transcendental (exp, tanh, power, ...: values libraries round differently, an
+  ulp or so apart) by D = ULPS_APART units in the last place of its value: cancelling
+  after it (`np.log(np.expm1(sp)) - x`) turns an ulp into a large part of the result;
+* each output's slack is the sum over those values it depends on of how far it moves
   when r alone is replaced by r + D and by r - D (the graph evaluated by NumPy again from
   r on, every other value as computed), the larger of the two.
 
@@ -39,6 +42,37 @@ from ..runtime.verify import RTOL, OutputCheck
 
 # reductions whose float results the backend adds in another order than NumPy's
 ORDER_FREE = ("sum", "var")
+
+
+# element-wise functions whose float results differ between libraries by an ulp or so
+# (NumPy's SIMD float32 power and exp on AVX-512 against libm's, CUDA's, the Numba
+# backend's own); sqrt is correctly rounded everywhere
+_LIBRARY_ROUNDED = frozenset(name for name, op in OPS.items() if op.transcendental and name != "sqrt")
+
+
+def _moving(graph: Graph, above: set[int], known: Mapping[int, Any]) -> list[int]:
+    """The float nodes on the outputs' paths whose values libraries round differently: an
+    order-free reduction's, a transcendental's (ascending)."""
+    return [i for i in sorted(above) if i not in known and graph.nodes[i].dtype.kind == "f"
+            and (graph.nodes[i].op in ORDER_FREE or graph.nodes[i].op in _LIBRARY_ROUNDED)]
+
+
+# how many units in the last place a transcendental may be from NumPy's (README,
+# "Transcendentals": within 3 ulp for exp, 2 for tanh, 1 for expm1; libm's within 1 or 2)
+ULPS_APART = 4
+
+
+def _move_by(graph: Graph, env: list[Any], r: int, rtol: float) -> np.ndarray:
+    """How far node r's value may be from NumPy's (float64, finite): a reduction's slack,
+    a transcendental's ULPS_APART units in the last place of its value."""
+    n = graph.nodes[r]
+    with np.errstate(all="ignore"):
+        if n.op in ORDER_FREE:
+            d = reduction_slack(graph, r, env[n.inputs[0]], env[r], rtol)
+        else:
+            value = np.asarray(env[r])
+            d = ULPS_APART * np.abs(np.spacing(value).astype(np.float64))
+        return np.where(np.isfinite(d), d, 0.0)
 
 
 def node_rtols(graph: Graph) -> list[float]:
@@ -103,23 +137,20 @@ def reduction_slack(graph: Graph, node: int, x: np.ndarray, value: np.ndarray, r
 
 def output_slacks(graph: Graph, names: Sequence[str], inputs: Mapping[str, Any],
                   known: Mapping[int, Any] | None = None) -> dict[str, np.ndarray]:
-    """Per output named: the reduction-order slack of every element (float64, the output's
-    shape), zero where no order-free reduction is on its path."""
+    """Per output named: the slack of every element (float64, the output's shape), zero
+    where no order-free reduction or transcendental is on its path."""
     known = dict(known or {})
     out_ids = dict(graph.outputs)
     wanted = {name: out_ids[name] for name in names}
     rt = node_rtols(graph)
     above = _ancestors(graph, list(wanted.values()))
-    reductions = [i for i in sorted(above) if i not in known and graph.nodes[i].op in ORDER_FREE
-                  and graph.nodes[i].dtype.kind == "f"]
-    if not reductions:
+    moving = _moving(graph, above, known)
+    if not moving:
         return {name: np.zeros(graph.nodes[i].shape, np.float64) for name, i in wanted.items()}
     env = _values(graph, inputs, known)
     slack = {name: np.zeros(np.shape(env[i]), np.float64) for name, i in wanted.items()}
-    for r in reductions:
-        n = graph.nodes[r]
-        base = env[r]
-        d = reduction_slack(graph, r, env[n.inputs[0]], base, rt[r])
+    for r in moving:
+        d = _move_by(graph, env, r, rt[r])
         if not np.any(d):
             continue
         after = _descendants(graph, r, known)
@@ -155,18 +186,12 @@ def _shifted_runs(graph: Graph, env: list[Any], r: int, d: np.ndarray, after: li
     return runs
 
 
-# element-wise functions whose float results differ between libraries by an ulp or so
-# (NumPy's SIMD float32 power and exp on AVX-512 against libm's, CUDA's, the Numba
-# backend's own); sqrt is correctly rounded everywhere
-_LIBRARY_ROUNDED = frozenset(name for name, op in OPS.items() if op.transcendental and name != "sqrt")
-
-
 def output_alternatives(graph: Graph, names: Sequence[str], inputs: Mapping[str, Any],
                         known: Mapping[int, Any] | None = None) -> dict[str, list[np.ndarray]]:
     """Per integer or bool output named: the values it takes, as eager NumPy computes
     it, when one float value on its path that libraries round differently (a
-    transcendental's, an order-free reduction's) moves by its tolerance (a relative
-    rtol; a reduction's slack) up or down. A truncating cast or a comparison of a value
+    transcendental's, an order-free reduction's) moves by its tolerance (ULPS_APART
+    units in the last place; a reduction's slack) up or down. A truncating cast or a comparison of a value
     an ulp from an integer or from the other operand turns that ulp into a whole unit:
     `(255 * (img / 255) ** 2.2 ** (1 / 2.2)).astype(np.uint8)` is 176 from NumPy's
     float32 power on AVX-512 and 177 from libm's (and CUDA's)."""
@@ -175,20 +200,13 @@ def output_alternatives(graph: Graph, names: Sequence[str], inputs: Mapping[str,
     wanted = {name: out_ids[name] for name in names}
     rt = node_rtols(graph)
     above = _ancestors(graph, list(wanted.values()))
-    moving = [i for i in sorted(above) if i not in known and graph.nodes[i].dtype.kind == "f"
-              and (graph.nodes[i].op in ORDER_FREE or graph.nodes[i].op in _LIBRARY_ROUNDED)]
+    moving = _moving(graph, above, known)
     alternatives: dict[str, list[np.ndarray]] = {name: [] for name in wanted}
     if not moving:
         return alternatives
     env = _values(graph, inputs, known)
     for r in moving:
-        n = graph.nodes[r]
-        with np.errstate(all="ignore"):
-            if n.op in ORDER_FREE:
-                d = reduction_slack(graph, r, env[n.inputs[0]], env[r], rt[r])
-            else:
-                d = rt[r] * np.abs(np.asarray(env[r], dtype=np.float64))
-            d = np.where(np.isfinite(d), d, 0.0)
+        d = _move_by(graph, env, r, rt[r])
         after = _descendants(graph, r, known)
         hits = {name: i for name, i in wanted.items() if i in after}
         if hits and np.any(d):
