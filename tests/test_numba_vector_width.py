@@ -32,12 +32,23 @@ def _gelu(n: int, c: float = 0.044715):
     return b.build([("y", b.elemwise("multiply", [b.elemwise("multiply", [x, t]), b.const(0.5, np.float32)]))])
 
 
-def test_every_kernel_asks_for_wide_vectors_unless_told_not_to():
+def test_kernels_of_float32_transcendentals_ask_for_wide_vectors_unless_told_not_to():
     plan = make_plan(softmax(64, 256))
     (wide,), (narrow,) = generate(plan), generate(plan, NumbaOptions(wide_vectors=False))
     assert "fl_wide_vectors()" in wide.source and "import" in wide.source
     assert "fl_wide_vectors" in next(l for l in wide.source.splitlines() if l.startswith("from fuselab"))
     assert "fl_wide_vectors" not in narrow.source
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+def test_kernels_without_them_leave_the_width_to_llvm(dtype):
+    # memory-bound kernels gain nothing from 512 bits and some lose (a sum of squares)
+    b = GraphBuilder()
+    x = b.input("x", (1000,), dtype)
+    sq = b.elemwise("multiply", [x, x])
+    g = b.build([("s", b.reduce("sum", sq, (0,), False, None)), ("r", b.elemwise("sqrt", [sq]))])
+    for code in generate(make_plan(g)):
+        assert "fl_wide_vectors" not in code.source
 
 
 def test_the_compiled_kernel_carries_the_attribute_where_the_cpu_has_avx512(tmp_path, monkeypatch):

@@ -15,6 +15,7 @@ from ..ir import Graph, format_node
 from ..plan.model import Kernel
 from .emit import CodegenError, Names, PyEmitter, array_name, indent, load_expr, render
 from .model import NumbaOptions, PyKernel
+from .pyops import FAST_F32
 from .pytypes import ctor, storage
 
 _HELPER = re.compile(r"\bfl_\w+")
@@ -98,8 +99,6 @@ class PyContext:
         code = ["# one parallel loop: each call runs its iterations lo..hi-1 (driver.py)" if len(phases) == 1 else
                 f"# {len(phases)} parallel loops, one after the other: each call runs iterations lo..hi-1 of loop "
                 "`phase` (driver.py)", *views]
-        if self.options.wide_vectors:
-            code.append("fl_wide_vectors()  # 512-bit vectors where the CPU has AVX-512 (LLVM's own choice: 256)")
         for k, ph in enumerate(phases):
             hoisted = [l for l in ph.body if _ALLOC.fullmatch(l.split("  #")[0])]
             rest = [l for l in ph.body if l not in hoisted]
@@ -114,6 +113,9 @@ class PyContext:
                 code += loop
             else:
                 code += [f"{'if' if k == 0 else 'elif'} phase == {k}:", *indent(loop, 1)]
+        if self.options.wide_vectors and _WIDE_HELPERS & set(_HELPER.findall("\n".join(code))):
+            code.insert(1 + len(views), "fl_wide_vectors()  # 512-bit vectors where the CPU has AVX-512 "
+                                        "(LLVM's own choice: 256)")
         fn = [self.options.decorator(), f"def {self.name}(phase, lo, hi, args):", *indent(code, 1)]
         helpers = sorted(set(_HELPER.findall("\n".join(code))))
         header = [*header, "arrays: " + ", ".join(
@@ -130,6 +132,12 @@ class PyContext:
                         tuple(ph.count for ph in phases), tuple(spec))
 
 
+# Kernels that compute float32 exp / expm1 / tanh ask for 512-bit vectors on AVX-512
+# CPUs (scalar.fl_wide_vectors): compute-bound, they gain (GELU 1.6x, sigmoid, tanh and
+# softmax 1.2x at 64 MiB), where memory-bound kernels gain nothing and some lose (a float32
+# sum of squares 1.5x slower, the float16 8-op chain 1.4x, float64 exp 1.14x: the 2-core
+# Xeon, 2026-12-05, both widths in alternating rounds)
+_WIDE_HELPERS = frozenset(FAST_F32.values())
 _ALLOC = re.compile(r"(?P<name>\w+) = np\.empty\((?P<n>\d+), (?P<dtype>np\.\w+)\)")
 
 

@@ -26,9 +26,10 @@ class NumbaOptions:
         when parallel, one chunk when not). A serial run with more meets the chunk bounds
         (iterations lo..hi-1 with lo > 0) that parallel runs on a many-core machine meet:
         the differential fuzzer's way to test them on one thread.
-    wide_vectors: on CPUs with AVX-512, each kernel asks LLVM for 512-bit vectors
-        (scalar.fl_wide_vectors; LLVM's own choice there is 256). Off, LLVM chooses. The
-        results are the same either way; the speed of compute-bound loops is not.
+    wide_vectors: on CPUs with AVX-512, a kernel that computes float32 exp, expm1 or tanh
+        asks LLVM for 512-bit vectors (scalar.fl_wide_vectors; LLVM's own choice there is
+        256, which memory-bound kernels keep: context._WIDE_HELPERS). Off, LLVM chooses.
+        The results are the same either way; the speed of compute-bound loops is not.
     """
 
     parallel: bool = True
