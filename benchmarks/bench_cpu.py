@@ -162,8 +162,9 @@ def table(rows: list[dict], meta: dict) -> str:
             lines.append(f"Disk-cached, in a new process ({name}): plan ready in {v[0] * 1e3:.0f} ms "
                          f"({', '.join(f'{k} {s * 1e3:.1f} ms' for k, s in v[1].items())}).")
     if any("auto_256_s" in r for r in rows):
-        lines += ["", "This CPU has AVX-512: the kernels ask LLVM for 512-bit vectors (NumbaOptions.wide_vectors). "
-                      "The same kernels as LLVM vectorizes them by itself (256 bits), timed in the same rounds: " +
+        lines += ["", "This CPU has AVX-512: kernels of float32 exp, expm1 or tanh ask LLVM for 512-bit vectors "
+                      "(NumbaOptions.wide_vectors). The same plans with the width left to LLVM everywhere (256 bits), "
+                      "timed in the same rounds: " +
                       ", ".join(f"{r['workload']} {_ms(r['auto_256_s'])} ms" for r in rows if "auto_256_s" in r) + "."]
     lines += ["", "Kernel strategies:", *[f"- {r['workload']}: {'; '.join(r['notes'])}" for r in rows]]
     return "\n".join(lines)
