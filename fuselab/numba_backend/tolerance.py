@@ -191,8 +191,9 @@ def output_alternatives(graph: Graph, names: Sequence[str], inputs: Mapping[str,
     """Per integer or bool output named: the values it takes, as eager NumPy computes
     it, when one float value on its path that libraries round differently (a
     transcendental's, an order-free reduction's) moves by its tolerance (ULPS_APART
-    units in the last place; a reduction's slack) up or down. A truncating cast or a comparison of a value
-    an ulp from an integer or from the other operand turns that ulp into a whole unit:
+    units in the last place; a reduction's slack) up or down. A truncating cast or a
+    comparison of a value an ulp from an integer or from the other operand turns that ulp
+    into a whole unit:
     `(255 * (img / 255) ** 2.2 ** (1 / 2.2)).astype(np.uint8)` is 176 from NumPy's
     float32 power on AVX-512 and 177 from libm's (and CUDA's)."""
     known = dict(known or {})
