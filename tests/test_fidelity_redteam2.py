@@ -102,6 +102,16 @@ VIEWS_OF_REAL_RUNS += [
     ('einsum view chain', "t = np.einsum('ij->ji', m)\nu = t[::2]\nm[0, 0] = 99\nr = u * 1"),
     ('real run view of view input', 'v = x[1:]\nd2 = np.split(v, [3])[0]\nx[1] = -5\nr = d2 * 1'),
     ('broadcast_arrays views', 'a1, a2 = np.broadcast_arrays(x[None, :], m[:, :1])\nx[0] = 9\nr = a1[1, 0]'),
+    # a view of an array the cell computed, passed alone (`a = np.arange(9.).reshape(3, 3)`:
+    # a view of the arange): the function's view of it follows the cell's later writes
+    ('diag of a reshaped arange then write', 'a = np.arange(9.).reshape(3, 3)\nd2 = np.diag(a)\na[...] = 1\nr = d2.sum()'),
+    ('diagonal offset of a computed transpose', 'a = (m * 2).T\nd2 = np.diagonal(a, 1)\na += 1\nr = d2 + 0'),
+    ('diag of a computed view then its base written', 'b2 = np.arange(16.)\na = b2[2:14].reshape(3, 4)\n'
+     'd2 = np.diag(a)\nb2[2] = 99\nr = d2.copy()'),
+    ('split of a computed view then base write', 'b2 = np.arange(16.)\na = b2.reshape(4, 4)\n'
+     'top, bot = np.split(a, 2)\nb2[0] = -3\nr = top[0, 0] + bot.sum()'),
+    ('rot90 of a computed reversed view', 'a = (np.arange(16.) * 2).reshape(4, 4)[::-1]\nv = np.rot90(a)\n'
+     'a[0] = 9\nr = v.copy()'),
     ('diag of a computed view in a loop', 'for i in range(3):\n    a = np.arange(16.).reshape(4, 4) * i\n'
      '    d2 = np.diag(a)\n    a[0, 0] = -1\n    print(d2)'),
     ('meshgrid sparse views', 'X, Y = np.meshgrid(x[:3], x[:2], sparse=True, copy=False)\nx[0] = 7\nr = X * 1'),
@@ -361,16 +371,6 @@ def test_refused_cell_says_why_and_changes_nothing(harness, name, cell, words):
                                        "warnings: NumPy words the floor division's warning apart from divmod's")
 def test_divmod_and_a_floor_division_of_the_same_values_on_one_line(harness):
     assert_as_plain(harness, Case("divmod and floor division", "q, r = divmod(x, 0); s = x // 0"), SETUP)
-
-
-@pytest.mark.xfail(strict=True, reason="a view of an array the cell computed (`a = np.arange(9.).reshape(3, 3)`: a "
-                                       "view of the arange), passed alone to a function run as plain NumPy, is given "
-                                       "as a private copy: the view the function returns (np.diag) cannot be followed, "
-                                       "so a later write into `a` is refused (giving it as a view of the arange's "
-                                       "copy made a graph break's binding of the arange's name flaky: reverted)")
-def test_diag_of_a_view_of_a_computed_array_then_a_write(harness):
-    assert_as_plain(harness, Case("diag of a reshaped arange then write",
-                                  "a = np.arange(9.).reshape(3, 3)\nd2 = np.diag(a)\na[...] = 1\nr = d2.sum()"), SETUP)
 
 
 @pytest.mark.xfail(strict=True, reason="NumPy's refcheck counts references plain execution has; the real run "

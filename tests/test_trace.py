@@ -496,3 +496,27 @@ def test_a_warning_probe_numpy_refuses_tells_nothing():
         raise AttributeError("module 'numpy' has no attribute 'around'")
     assert _probe_line(refused, " encountered in ") is None
     assert numpy_steps("linalg.norm", "float64", False, (("ord", -np.inf),)) == ()
+
+
+def test_a_real_run_leaves_no_holder_of_the_cells_tracers_behind():
+    """A function run as plain NumPy (`v2 + True` here) is given `v2`, a view of the
+    intermediate `v1`, as a view of v1's array; the call's bookkeeping must not outlive it:
+    with the garbage collector off, a reference cycle kept it alive and find_holders took
+    it for a holder of v1, so `v1` (fused away otherwise) was bound or not by the
+    collector's timing (test_random_cells failed in some runs)."""
+    import gc
+    src = "v1 = (w - w)\nv2 = v1[::-1]\nv4 = v1[::-1]\nv5 = (v2 + True)"
+    w = np.array([[-0.159], [2.579], [4.516], [-1.961], [1.831]])
+    bound = []
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(3):
+            bound.append(fuselab.trace_cell(src, {"np": np, "w": w}).bound)
+    finally:
+        if enabled:
+            gc.enable()
+    gc.collect()
+    bound.append(fuselab.trace_cell(src, {"np": np, "w": w}).bound)
+    assert len(set(bound)) == 1, bound
+    assert "v1" not in bound[0]

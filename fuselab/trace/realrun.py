@@ -120,6 +120,10 @@ def forget_originals(ctx: TraceContext) -> None:
     ctx.__dict__.pop("_flag_originals", None)
 
 
+# the largest computed array a view passed alone is given as a view of (see _view_of_own_copy)
+_OWN_COPY_BYTES = 1 << 20
+
+
 class _RealCall:
     """One real run: the objects given for tracers, and what became of them."""
 
@@ -147,11 +151,27 @@ class _RealCall:
             if root is not None:
                 by_root.setdefault(id(root), []).append((t, root, chain))
         for group in by_root.values():
-            if len({id(t) for t, _, _ in group}) < 2:
+            if len({id(t) for t, _, _ in group}) < 2 and not self._view_of_own_copy(*group[0]):
                 continue
             for t, root, chain in group:
                 if t is not root:
                     self.roots[id(t)] = (root, chain)
+
+    def _view_of_own_copy(self, t: Tracer, root: Tracer, chain: tuple) -> bool:
+        """Is t, passed alone, a view of an array the cell computed (`a = np.arange(9.).reshape(3,
+        3)`: a view of the arange)? It is given as that view of the array's copy, so that a
+        view the function returns (`np.diag(a)`, `a.diagonal()`, a sliding window) views
+        memory the trace then follows (settle: the copy becomes the array's own), and the
+        cell's later writes into `a` show through it as in NumPy, rather than being refused.
+        Not where the array is the user's (given as it is, or views of it, by `_array`), nor
+        for arrays over _OWN_COPY_BYTES: each such call copies the whole array, which a loop
+        over rows (`f(x[i])` for every i) must not pay."""
+        if t is root or not chain or isinstance(root, InputTracer) or root._scalar:
+            return False
+        if root._origin is not None and root._origin[0] != "copy":
+            return False
+        n = self.ctx.builder.nodes[root._node]
+        return n.aval.size * np.dtype(n.dtype).itemsize <= _OWN_COPY_BYTES
 
     def _materialize(self, t: InputTracer) -> None:
         """The user's array that the trace updated in place (`M += 1`), not yet in its
@@ -274,7 +294,14 @@ class _RealCall:
                     # lives (NumPy would show the update through it)
                     handed_out(itself_or(ctx, p.tracer), v)
             return v
-        return back(out)
+        try:
+            return back(out)
+        finally:
+            # back refers to itself through its closure: a reference cycle that kept this
+            # call, and the tracers in `passed` and `roots`, alive until the garbage
+            # collector ran, and find_holders (bind.py) took them for holders of the
+            # tracers (a name bound or not by the collector's timing)
+            back = None  # noqa: F841
 
 
 def _collect(value: Any, out: list[Tracer]) -> None:
