@@ -113,11 +113,13 @@ class PyContext:
                 code += loop
             else:
                 code += [f"{'if' if k == 0 else 'elif'} phase == {k}:", *indent(loop, 1)]
-        if self.options.wide_vectors and _WIDE_HELPERS & set(_HELPER.findall("\n".join(code))):
+        called = set(_HELPER.findall("\n".join(code)))
+        if self.options.wide_vectors and _WIDE_HELPERS & called:
             code.insert(1 + len(views), "fl_wide_vectors()  # 512-bit vectors where the CPU has AVX-512 "
                                         "(LLVM's own choice: 256)")
+            called.add("fl_wide_vectors")
         fn = [self.options.decorator(), f"def {self.name}(phase, lo, hi, args):", *indent(code, 1)]
-        helpers = sorted(set(_HELPER.findall("\n".join(code))))
+        helpers = sorted(called)
         header = [*header, "arrays: " + ", ".join(
             f"{self.in_arr.get(n) or self.out_arr[n]} {g.nodes[n].aval}" for n in (*self.kernel.inputs, *self.kernel.outputs))]
         lines = [f"# {h}" if h else "#" for h in header]

@@ -919,6 +919,14 @@ def handed_out(t: Tracer, v: Any) -> None:
         t._ctx.__dict__.setdefault("_handed_out", []).append((weakref.ref(v), weakref.ref(t)))
 
 
+def handed_view(t: Tracer, value: np.ndarray) -> np.ndarray:
+    """A view of t's value to give to code fuselab does not follow (`.flat`, `.data`, a
+    memoryview), registered as handed out: an update of t while it lives is refused."""
+    view = value.view()
+    handed_out(t, view)
+    return view
+
+
 def handed_out_alive(t: Tracer) -> bool:
     """Whether an array given out of t's memory (handed_out) may still be viewed."""
     handed = t._ctx.__dict__.get("_handed_out")
@@ -934,12 +942,11 @@ def buffer_of(t: Tracer) -> memoryview:
     through it would change a value the trace computed from, unseen)."""
     value = t._value("the buffer protocol (memoryview(), np.ndarray(buffer=))")
     if isinstance(value, np.ndarray):
-        value = value.view()
-        if not (isinstance(t, InputTracer) and not t.mutated):
-            value.flags.writeable = False
         # (the memory NumPy's later writes into t would change: an update while the
         # memoryview lives is refused, as for a view of another dtype)
-        handed_out(t, value)
+        value = handed_view(t, value)
+        if not (isinstance(t, InputTracer) and not t.mutated):
+            value.flags.writeable = False
     return memoryview(value)
 
 

@@ -14,7 +14,7 @@ import numpy._core._methods as _np_methods
 from ..ops import UFUNC_OPS, Aval, ShapeError
 # their handlers register themselves when imported
 from . import elementwise as _where_clip_round, opaque as _opaque_rules, reductions as _reductions  # noqa: F401
-from .core import InputTracer, TraceContext, Tracer, dask_lazy, handed_out, is_cupy_array, register_method, traceable
+from .core import InputTracer, TraceContext, Tracer, dask_lazy, handed_view, is_cupy_array, register_method, traceable
 from .layout import copy_order
 from .creation import astype, checked_order, copy_of
 from .mutate import PART_VIEWS, update_for_real, update_in_place
@@ -331,8 +331,7 @@ def _getattr(self: Tracer, name: str) -> Any:
         # `.flat`, `.data`, `.ctypes` view the array's memory, which NumPy's later writes
         # into it change: taken of a view of the value, registered as handed out, so that
         # an update of the array while they live is refused (mutate.py), not missed by them
-        value = value.view()
-        handed_out(self, value)
+        value = handed_view(self, value)
     return getattr(value, name)
 
 

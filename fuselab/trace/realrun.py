@@ -160,7 +160,7 @@ class _RealCall:
     def _view_of_own_copy(self, t: Tracer, root: Tracer, chain: tuple) -> bool:
         """Is t, passed alone, a view of an array the cell computed (`a = np.arange(9.).reshape(3,
         3)`: a view of the arange)? It is given as that view of the array's copy, so that a
-        view the function returns (`np.diag(a)`, `a.diagonal()`, a sliding window) views
+        view the function returns (`np.diag(a)`, `a.diagonal()`, `np.split(a, 2)`) views
         memory the trace then follows (settle: the copy becomes the array's own), and the
         cell's later writes into `a` show through it as in NumPy, rather than being refused.
         Not where the array is the user's (given as it is, or views of it, by `_array`), nor
@@ -170,8 +170,7 @@ class _RealCall:
             return False
         if root._origin is not None and root._origin[0] != "copy":
             return False
-        n = self.ctx.builder.nodes[root._node]
-        return n.aval.size * np.dtype(n.dtype).itemsize <= _OWN_COPY_BYTES
+        return self.ctx.builder.nodes[root._node].aval.nbytes <= _OWN_COPY_BYTES
 
     def _materialize(self, t: InputTracer) -> None:
         """The user's array that the trace updated in place (`M += 1`), not yet in its
