@@ -262,7 +262,9 @@ API = [
     ('mean where', 'r = m.mean(axis=1, where=m > 0)\ns = np.mean(x, where=x > 0)'),
     ('out kwarg ufunc', 'o = np.empty_like(m)\nnp.multiply(m, 2, out=o)\nr = np.add(x, 1, out=np.empty(8, np.float32))'),
     ('where kwarg ufunc', 'o = np.zeros(8, np.float32)\nnp.sqrt(x, out=o, where=x > 0)\nr = o'),
-    ('where kwarg ufunc no out', 'r = np.sqrt(x, where=x > 0)\ns = r[x > 0]'),
+    # (without out= the elements where= skips are np.empty's: whatever the memory held,
+    # in plain NumPy too, so only the computed ones are compared)
+    ('where kwarg ufunc no out', 'r = np.sqrt(x, where=x > 0)\ns = r[x > 0]\ndel r'),
     ('dtype kwarg ufunc', 'r = np.add(i8, i8, dtype=np.int16)\ns = np.multiply(x, 2, dtype=np.float64)\nt = np.sum(i8, dtype=np.int8)'),
     ('reduce accumulate', 'r = np.add.accumulate(x)\ns = np.multiply.reduce(i8[:3])\nt = np.maximum.accumulate(m, axis=1)\nq = np.add.outer(x[:2], x[:3])'),
     ('reduceat', 'r = np.add.reduceat(x, [0, 3, 5])'),
