@@ -164,6 +164,39 @@ def test_serial_runs_in_the_chunks_of_many_threads_give_the_same_bits(k):
             np.testing.assert_array_equal(got[name], serial[name], err_msg=f"{name}, chunks of {n} threads")
 
 
+@pytest.mark.parametrize("n", [257, 1000, 4099])
+def test_a_long_flat_loop_runs_in_runs_that_prefetch_its_contiguous_inputs(n):
+    """prefetch.py: a flat pointwise loop longer than a run goes in runs of RUN
+    iterations, each prefetching the lines of the contiguous inputs AHEAD iterations on
+    (not of a reversed or strided one, nor of a scalar). Chunk bounds that cut runs
+    (3 and 7 threads' chunks) and an end inside a run give the same values as NumPy."""
+    from dataclasses import replace
+    from fuselab.numba_backend.prefetch import AHEAD, RUN
+    from fuselab.numba_backend.run import Executable
+    b = GraphBuilder()
+    x = b.input("x", (n,), np.float32)
+    y = b.input("y", (2 * n,), np.float64)
+    s = b.input("s", (), np.float32)
+    w = b.input("w", (n,), np.int16)
+    y_rev = b.slice(y, (2 * n - 1,), (-2,), (n,))
+    z = b.elemwise("add", [b.elemwise("multiply", [x, y_rev]), b.elemwise("multiply", [s, w])])
+    g = b.build([("z", z)])
+    plan = one_kernel(g, Template.POINTWISE)
+    rng = np.random.default_rng(n)
+    inputs = {"x": rng.standard_normal(n).astype(np.float32), "y": rng.standard_normal(2 * n),
+              "s": np.float32(1.5), "w": rng.integers(-999, 999, n).astype(np.int16)}
+    want = run_graph(g, inputs)["z"]
+    for threads in (0, 3, 7):
+        exe = Executable(plan, replace(SERIAL, threads=threads))
+        np.testing.assert_array_equal(exe.run(inputs)["z"], want, err_msg=f"chunks of {threads} threads")
+    src = exe.codes[0].source
+    assert f"for i_c in range(lo, hi, {RUN}):" in src and f"for i in range(i_c, min(i_c + {RUN}, hi)):" in src
+    pf = [line.strip() for line in src.splitlines() if line.strip().startswith("fl_prefetch")]
+    # x's lines (16 float32 a line) and w's (32 int16): nothing of y (stride -2) nor of s
+    assert pf == [f"fl_prefetch(in_x, ix(i_c + {AHEAD} + {j}))" for j in range(0, RUN, 16)] + \
+        [f"fl_prefetch(in_w, ix(i_c + {AHEAD} + {j}))" for j in range(0, RUN, 32)], pf
+
+
 @pytest.mark.parametrize("n,threaded", [(1000, False), (1 << 17, True)])
 def test_small_kernels_run_on_the_calling_thread(n, threaded, monkeypatch):
     """A kernel over fewer than compile.SERIAL_BELOW_BYTES (inputs and outputs) runs on

@@ -106,6 +106,12 @@ class PyContext:
                 # no loop: LLVM's vectorizer can search for hours through a loop whose body
                 # does not depend on its index (vputils::isSingleScalar on a fold's selects)
                 loop = [f"# phase {k}: {ph.what} (1 iteration)", f"{ph.var} = 0", *hoisted, *rest]
+            elif ph.chunk and ph.count > ph.chunk:
+                loop = [f"# phase {k}: {ph.what} ({ph.count} iterations, in chunks on the driver's threads; "
+                        f"here in runs of {ph.chunk}, each prefetching the lines of a later run)",
+                        *hoisted, f"for {ph.chunk_var} in range(lo, hi, {ph.chunk}):", *indent(list(ph.ahead), 1),
+                        f"    for {ph.var} in range({ph.chunk_var}, min({ph.chunk_var} + {ph.chunk}, hi)):",
+                        *indent(rest, 2)]
             else:
                 loop = [f"# phase {k}: {ph.what} ({ph.count} iterations, in chunks on the driver's threads)",
                         *hoisted, f"for {ph.var} in range(lo, hi):", *indent(rest, 1)]
@@ -152,3 +158,8 @@ class Phase:
     count: int
     body: list[str]
     what: str
+    # run in chunks of `chunk` iterations (`chunk_var` the first of each), with `ahead`
+    # (statements of chunk_var: prefetches) at the top of each: prefetch.py
+    chunk: int = 0
+    chunk_var: str = ""
+    ahead: tuple[str, ...] = ()

@@ -33,6 +33,7 @@ from .accum import Acc, accumulator, blocked_loop, fold_loop
 from .context import Phase, PyContext
 from .emit import indent, render
 from .model import PyKernel
+from .prefetch import LINE, PREFETCH_ARRAYS
 from .pytypes import storage
 
 MIN_UNITS = 16   # fewer units than this: split the reduced range
@@ -43,7 +44,6 @@ MIN_UNITS = 16   # fewer units than this: split the reduced range
 # 16384 x 1024 float32, minima of 30 runs in alternating rounds: 9.3 -> 7.4 ms; in tiles
 # of 128, 11.1 -> 7.3 ms; one tile of all 1024 columns, a contiguous walk, 5.0-5.7 ms).
 PREFETCH_ROWS = 8
-PREFETCH_ARRAYS = 4    # inputs prefetched at most (the others are left to the hardware)
 
 
 def generate(ctx: PyContext) -> PyKernel:
@@ -162,7 +162,7 @@ def _column_prefetches(ctx: PyContext, o_var: ix.Var, r_var: ix.Var, tile: int) 
                 not all(isinstance(s, ix.Var) and s in (o_var, r_var) for s, _ in offset.terms):
             continue
         seen.add((nid, offset))
-        step = max(1, 64 // storage(ctx.graph.nodes[nid].dtype).itemsize)   # elements a 64-byte line
+        step = max(1, LINE // storage(ctx.graph.nodes[nid].dtype).itemsize)   # elements a line
         ahead = ix.rename(offset, o_var, o0) + PREFETCH_ROWS * offset.coef(r_var)
         pf = ctx.names.fresh("pf")
         out += [f"for {pf} in range(0, {tile}, {step}):",

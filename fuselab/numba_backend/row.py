@@ -40,7 +40,8 @@ from .accum import CHUNK, accumulator, blocked_loop, fold_loop
 from .context import Phase, PyContext
 from .emit import indent, render
 from .model import PyKernel
-from .pytypes import ctor, storage
+from .prefetch import PREFETCH_ARRAYS, line_prefetches
+from .pytypes import ctor
 
 # ops whose values a later pass reads from a row buffer rather than computing them again
 ROW_BUFFER_OPS = frozenset(
@@ -163,7 +164,6 @@ def generate(ctx: PyContext) -> PyKernel:
 # so that memory and computing overlap: 14.2 -> 12.0 ms on 2 threads (the copy of as many
 # bytes: 6 ms). A prefetch changes no result, and never faults (the row after the last
 # is never read).
-PREFETCH_ARRAYS = 4    # arrays prefetched at most (the others are left to the hardware)
 
 
 def _prefetches(ctx: PyContext, p, row: ix.Var, col: ix.Var, at) -> list[str]:
@@ -183,9 +183,7 @@ def _prefetches(ctx: PyContext, p, row: ix.Var, col: ix.Var, at) -> list[str]:
         key = (array, offset)
         if key in streams or len(streams) >= PREFETCH_ARRAYS:
             return
-        step = max(1, 64 // storage(dtype).itemsize)       # elements a 64-byte cache line
-        base = render(ix.rename(offset, col, col_c))
-        streams[key] = [f"{fn}({array}, ix({base} + {j}))" for j in range(0, CHUNK, step)]
+        streams[key] = line_prefetches(fn, array, render(ix.rename(offset, col, col_c)), dtype, CHUNK)
     for nid, offset in ctx.loads:
         if along(offset) and nid in ctx.in_arr:
             lines(ctx.in_arr[nid], offset + offset.coef(row), g.nodes[nid].dtype, "fl_prefetch")
