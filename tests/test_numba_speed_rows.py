@@ -124,7 +124,7 @@ def _source(g) -> str:
 def test_prefetches_where_rows_are_contiguous():
     src = _source(softmax(300, 1024))
     assert "fl_prefetch(in_x, ix(row * 1024 + col_c + 1024 + 0))" in src     # the next row
-    assert "fl_prefetchw(out_y, ix(row * 1024 + col_c + 0))" in src          # this row's output
+    assert "fl_prefetchw(out_y, ix(row * 1024 + col_c + 1024 + 0))" in src   # the next row's output
     assert src.count("fl_prefetch(") == 4 and src.count("fl_prefetchw(") == 4   # a chunk's 4 lines each
     # layernorm: its last pass prefetches x, gamma and beta are read along no row
     ln = _source(layernorm(100, 4096))
