@@ -1,6 +1,7 @@
 """What the Numba row template does for speed changes no bit of its results: a row's sums
-in lanes (element k of each 64-element chunk into lane k, the lanes combined as README's
-"Reduction order" says) give the bits of that order computed with Neumaier's compensation
+in lanes (element k of each 64-element chunk into lane k's block sum, the blocks and lanes
+combined as README's "Reduction order" says) give the bits of that order computed with
+Neumaier's compensation
 (scalar.fl_lane_add adds by Knuth's TwoSum, which has the same error term), when the values
 are computed in one loop and folded by another; and the prefetches of the next row (row.py)
 are emitted where a row's elements are contiguous, and only there."""
@@ -30,19 +31,28 @@ def _neumaier(s, c, x):
 
 @numba.njit(error_model="numpy")
 def _documented_row_sums(x):
-    """README's lane order, with Neumaier's compensated adds: lane k folds element k of
-    each 64-element chunk; lanes k + 16, k + 32, k + 48 are added into lane k (their
-    compensations too), then lanes 0..15 into the total, every lane's compensation into the
-    total's; the sum is total + compensation unless the total is inf or NaN."""
+    """README's lane order, with Neumaier's compensated adds: lane k adds element k of
+    each 64-element chunk plainly into its block sum, which goes into lane k (compensated)
+    after every 16 chunks and after the last; lanes k + 16, k + 32, k + 48 are added into
+    lane k (their compensations too), then lanes 0..15 into the total, every lane's
+    compensation into the total's; the sum is total + compensation unless the total is inf
+    or NaN."""
     out = np.empty(x.shape[0], np.float32)
     lanes = np.empty(64, np.float32)
     comps = np.empty(64, np.float32)
+    blocks = np.empty(64, np.float32)
+    n = x.shape[1]
     for r in range(x.shape[0]):
         lanes[:] = 0
         comps[:] = 0
-        for col in range(x.shape[1]):
+        blocks[:] = 0
+        for col in range(n):
             k = col % 64
-            lanes[k], comps[k] = _neumaier(lanes[k], comps[k], x[r, col])
+            blocks[k] += x[r, col]
+            if col == n - 1 or (k == 63 and (col // 64) % 16 == 15):
+                for j in range(64):
+                    lanes[j], comps[j] = _neumaier(lanes[j], comps[j], blocks[j])
+                    blocks[j] = 0
         for j in range(16, 64, 16):
             for k in range(16):
                 lanes[k], comps[k] = _neumaier(lanes[k], comps[k], lanes[k + j])

@@ -143,26 +143,36 @@ class Acc:
         integer sum are written out)."""
         return self.acc_dtype.kind == "f" or (self.op in ("max", "min") and self.acc_dtype.kind in "iu")
 
+    @property
+    def lane_block(self) -> str:
+        return f"{self.var}_lb"
+
     def lane_setup(self) -> list[str]:
-        """The lane arrays (a row kernel's are per row: set to the identity here)."""
+        """The lane arrays (a row kernel's are per row: set to the identity here); a
+        float sum's also hold their compensations and the current block's plain sums."""
         T = ctor(self.acc_dtype)
-        out = [f"{self.lane} = np.empty({CHUNK}, {T})"] + ([f"{self.lane_comp} = np.empty({CHUNK}, {T})"] if self.blocked else [])
+        arrays = [self.lane, self.lane_comp, self.lane_block] if self.blocked else [self.lane]
+        out = [f"{a} = np.empty({CHUNK}, {T})" for a in arrays]
         if self._lane_helpers:
-            return out + [f"fl_lanes_fill({self.lane}, {self.identity()})"] + \
-                ([f"fl_lanes_fill({self.lane_comp}, {self.identity()})"] if self.blocked else [])
-        init = [f"{self.lane}[ix(k)] = {self.identity()}"] + ([f"{self.lane_comp}[ix(k)] = {self.identity()}"] if self.blocked else [])
-        return out + [f"for k in range({CHUNK}):", *indent(init, 1)]
+            return out + [f"fl_lanes_fill({a}, {self.identity()})" for a in arrays]
+        return out + [f"for k in range({CHUNK}):", *indent([f"{a}[ix(k)] = {self.identity()}" for a in arrays], 1)]
 
     def lane_step(self, value: str) -> list[str]:
         """Fold `value` into lane k: a select per lane (no branch), so that the loop over
-        k vectorizes. A float sum's lane keeps Neumaier's compensation."""
+        k vectorizes. A float sum adds it plainly into the lane's block sum, which
+        lane_flush adds into the lane with Neumaier's compensation every BLOCK chunks."""
         v = cast(value, self.value_dtype, self.acc_dtype)
         if self.blocked:
-            return [f"fl_lane_add({self.lane}, {self.lane_comp}, ix(k), {v})"]
+            return [f"{self.lane_block}[ix(k)] += {v}"]
         if self._lane_helpers:
             return [f"fl_lane_{self.op}({self.lane}, ix(k), {v})"]
         lane = f"{self.lane}[ix(k)]"
         return [f"{lane} = {combine(self.op, lane, v, self.acc_dtype)}"]
+
+    def lane_flush(self) -> list[str]:
+        """A float sum's block sums added into its lanes, compensated (then set to 0):
+        after every BLOCK chunks of a lane fold, and after its last chunk."""
+        return [f"fl_lanes_flush({self.lane}, {self.lane_comp}, {self.lane_block})"] if self.blocked else []
 
     def lane_combine(self) -> list[str]:
         """The lanes folded into the running value (after declare()), in a fixed order.
@@ -407,9 +417,10 @@ def fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], val
 
 
 def _fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], values: dict[int, str],
-               names: Names, computes: bool, prefetch: Sequence[str] = ()) -> tuple[list[str], list[str]]:
-    """fold_loop without lanes; `prefetch` runs at the top of each chunk, where the loop
-    runs in chunks (a loop without them, no value to compute, takes none)."""
+               names: Names, computes: bool, prefetch: Sequence[str] = (),
+               after: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """fold_loop without lanes; `prefetch` runs at the top of each chunk and `after` at
+    its end, where the loop runs in chunks (a loop without them, no value to compute, takes none)."""
     welford = [a for a in accs if a.welford]
     if not computes and not welford:
         return [], blocked_loop(var, lo, hi, accs, [*lines, *[l for a in accs for l in a.step(values[a.node], var)]])
@@ -441,7 +452,8 @@ def _fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], va
                 *(["    for k in range(k_b, k_e):", *indent(steps, 2)] if steps else []),
                 *indent([l for a in accs for l in a.end_block()], 1)]
     loop = [f"for {var}_c in range({lo}, {hi}, {CHUNK}):", f"    n_c = min({CHUNK}, {hi} - {var}_c)",
-            *indent(list(prefetch), 1), "    for k in range(n_c):", *indent(compute, 2), *indent(fold, 1)]
+            *indent(list(prefetch), 1), "    for k in range(n_c):", *indent(compute, 2), *indent(fold, 1),
+            *indent(list(after), 1)]
     return setup, loop
 
 
@@ -458,9 +470,13 @@ def _lane_fold(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], va
     laned = [a for a in accs if a.laned]
     rest = [a for a in accs if not a.laned]
     setup = [l for a in laned for l in a.lane_setup()]
+    flushes = [l for a in laned for l in a.lane_flush()]
+    since = f"{var}_c" if lo == "0" else f"({var}_c - {lo})"
+    after = [f"if {since} % {CHUNK * BLOCK} == {CHUNK * (BLOCK - 1)} or {var}_c + {CHUNK} >= {hi}:",
+             *indent(flushes, 1)] if flushes else []
     if rest:    # the others through fold_loop's chunk buffers, in the same chunk loop
         steps = [l for a in laned for l in a.lane_step(values[a.node])]
-        rsetup, rloop = _fold_loop(var, lo, hi, rest, lines + steps, values, names, True, prefetch)
+        rsetup, rloop = _fold_loop(var, lo, hi, rest, lines + steps, values, names, True, prefetch, after)
         setup += rsetup
         loop = rloop
     elif computes:
@@ -482,12 +498,13 @@ def _lane_fold(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], va
         loop = [f"for {var}_c in range({lo}, {hi}, {CHUNK}):", f"    n_c = min({CHUNK}, {hi} - {var}_c)",
                 *indent(list(prefetch), 1),
                 "    for k in range(n_c):", f"        {var} = {var}_c + k", *indent(lines + stores, 2),
-                "    for k in range(n_c):", *indent(steps, 2)]
+                "    for k in range(n_c):", *indent(steps, 2), *indent(after, 1)]
     else:
         steps = [l for a in laned for l in a.lane_step(values[a.node])]
         loop = [f"for {var}_c in range({lo}, {hi}, {CHUNK}):", f"    n_c = min({CHUNK}, {hi} - {var}_c)",
                 *indent(list(prefetch), 1),
-                "    for k in range(n_c):", f"        {var} = {var}_c + k", *indent(lines + steps, 2)]
+                "    for k in range(n_c):", f"        {var} = {var}_c + k", *indent(lines + steps, 2),
+                *indent(after, 1)]
     for a in laned:
         loop += a.lane_combine()
         cond = a.needs_serial()
@@ -509,7 +526,7 @@ def accumulator(graph: Graph, nid: int, names: Names) -> Acc:
         acc = n.dtype
     var = names.fresh(f"acc{nid}")
     names.used.update(f"{var}_{s}" for s in ("c", "b", "t", "n", "m2", "d", "f", "tn", "bn", "bm", "bq", "l", "lc", "ls",
-                                             "lt", "lx", "sh", "nf", "su", "y"))
+                                             "lt", "lx", "lb", "sh", "nf", "su", "y"))
     idx = names.fresh(f"acc{nid}_index") if n.op in ARG_REDUCE_OPS else None
     return Acc(nid, n.op, var, idx, np.dtype(acc), value_dtype, n.dtype, ddof=int(n.args["ddof"]) if "ddof" in n.args else 0,
                few=var_keeps_plain_sum(n.op, graph.nodes[n.inputs[0]].aval.shape, n.args["axes"]))

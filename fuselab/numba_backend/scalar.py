@@ -494,6 +494,18 @@ def fl_lane_add(lanes, comps, k, x):
     comps[k] = comps[k] + ((s - sp) + (x - xp))
 
 
+@_jit_inline
+def fl_lanes_flush(lanes, comps, block):
+    """Add each lane's block sum (its elements of the last BLOCK chunks, added plainly)
+    into the lane, compensated (fl_lane_add), and set the block sums to 0: a lane is
+    then a sum of blocks of BLOCK plain adds with Neumaier's compensation, the error
+    model of every float sum here (accum.Acc), for about one add an element instead of
+    fl_lane_add's six (layernorm 1024 x 16384 float32: 8.4 -> 7.8 ms, 2 cores)."""
+    for k in range(lanes.shape[0]):
+        fl_lane_add(lanes, comps, np.uint64(k), block[np.uint64(k)])
+        block[np.uint64(k)] = block.dtype.type(0)
+
+
 def _max_min_intrinsic(op: str):
     """An intrinsic max or min of two numbers (in the type `a if a >= x else x` has) as one
     LLVM intrinsic, never a select of a loaded value: for floats llvm.maximum / llvm.minimum (a NaN either side
@@ -877,7 +889,7 @@ def fl_tanh_f32(x):
     return y if x == x else x
 
 
-__all__ = ["fl_prefetch", "fl_prefetchw", "fl_wide_vectors", "HAS_AVX512", "fl_lanes_fill", "fl_lane_add", "fl_lane_max", "fl_lane_min", "fl_lanes_max", "fl_lanes_min",
+__all__ = ["fl_prefetch", "fl_prefetchw", "fl_wide_vectors", "HAS_AVX512", "fl_lanes_fill", "fl_lane_add", "fl_lanes_flush", "fl_lane_max", "fl_lane_min", "fl_lanes_max", "fl_lanes_min",
            "fl_lanes_sum", "HAS_F16C", "HAS_FMA", "fl_from_half_f16c", "fl_round_half_f16c", "fl_to_half_f16c", "fl_round_half_arith_f16c",
            "fl_to_half_arith_f16c", "fl_round_half_arith", "fl_to_half_arith", "fl_from_half_bits",
            "fl_round_half_bits", "fl_to_half_bits", "fl_block_sum", "fl_block_sqdev", "fl_block_nonfinite", "fl_block_sum_shifted",
