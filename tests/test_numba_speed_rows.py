@@ -131,14 +131,27 @@ def _source(g) -> str:
     return code.source
 
 
+def _pass_of(src: str, line: str) -> str:
+    """The `# pass ...` / `# output pass` comment that last precedes `line` in `src`."""
+    head = src[:src.index(line)]
+    return [l.strip() for l in head.splitlines() if l.strip().startswith(("# pass", "# output pass"))][-1]
+
+
 def test_prefetches_where_rows_are_contiguous():
+    """In the pass with the most arithmetic a column: softmax's exp pass fetches the next
+    row (inputs, and outputs for writing); layernorm's output pass, pipelined with the next
+    row's pass 1, the inputs of the row after that and the next row's outputs."""
     src = _source(softmax(300, 1024))
     assert "fl_prefetch(in_x, ix(row * 1024 + col_c + 1024 + 0))" in src     # the next row
     assert "fl_prefetchw(out_y, ix(row * 1024 + col_c + 1024 + 0))" in src   # the next row's output
     assert src.count("fl_prefetch(") == 4 and src.count("fl_prefetchw(") == 4   # a chunk's 4 lines each
-    # layernorm: its last pass prefetches x, gamma and beta are read along no row
+    assert _pass_of(src, "fl_prefetch(in_x") == "# pass 2: %4 sum"
+    # layernorm: x is read along the rows, gamma and beta along no row
     ln = _source(layernorm(100, 4096))
-    assert "fl_prefetch(in_x" in ln and "fl_prefetch(in_gamma" not in ln and "fl_prefetch(in_beta" not in ln
+    assert "fl_prefetch(in_x, ix(row_n * 4096 + col_c + 4096 + 0))" in ln    # the row after the next
+    assert "fl_prefetchw(out_y, ix(row * 4096 + col_c + 4096 + 0))" in ln    # the next row's output
+    assert _pass_of(ln, "fl_prefetch(in_x").endswith("(of row row_n)")
+    assert "fl_prefetch(in_gamma" not in ln and "fl_prefetch(in_beta" not in ln
     # rows shorter than a chunk, and rows along a strided axis: none
     assert "fl_prefetch" not in _source(softmax(300, 40))
     b = GraphBuilder()
@@ -162,3 +175,52 @@ def test_prefetching_kernels_give_numpys_bits_where_numpy_is_exact(rows, cols):
     want = run_graph(g, {"x": xs})["y"]
     for opts in (SERIAL, PARALLEL):
         np.testing.assert_array_equal(run_numba(plan, {"x": xs}, opts)["y"], want)
+
+
+def _max_rows_graph(rows: int, cols: int):
+    """y = (x - max) * min(x - max) with the max and the sum as per-row outputs too: pass 1
+    (the max) feeds the output pass and a per-row output."""
+    b = GraphBuilder()
+    x = b.input("x", (rows, cols), np.float32)
+    m = b.reduce("max", x, axis=-1, keepdims=True)
+    d = b.elemwise("subtract", [x, m])
+    lo = b.reduce("min", d, axis=-1, keepdims=True)
+    return b.build([("m", m), ("y", b.elemwise("multiply", [d, lo])), ("lo", lo)])
+
+
+def test_output_pass_is_the_next_rows_pass_1():
+    """Rows of a chunk or more with full-shape outputs: the output pass of a row and
+    pass 1 of the next are one loop, the first row of a call does its own pass 1, the last
+    its plain output pass; pass 1's results of the next row are assigned after this row's
+    per-row outputs are stored. Not where rows are shorter than a chunk, or pass 1 keeps a
+    row buffer."""
+    src = _source(_max_rows_graph(40, 256))
+    assert "if row == lo:" in src and "if row + 1 < hi:" in src and "row_n = row + 1" in src
+    merged = src[src.index("if row + 1 < hi:"):src.index("        else:\n")]
+    assert "in_x[ix(row_n * 256 + col)]" in merged and "out_y[ix(row * 256 + col)]" in merged
+    assert merged.index("out_m[ix(row)] = v1") < merged.index("v1 = acc1")
+    assert "if row == lo" not in _source(_max_rows_graph(40, 48))
+
+
+@pytest.mark.parametrize("rows, cols", [(2, 64), (7, 1000), (33, 4100)])
+def test_pipelined_rows_give_numpys_bits(rows, cols):
+    """Max, min and subtract/multiply are exact: NumPy's bits, per-row outputs included,
+    whatever the threads' chunks of rows (a call's first and last row), with rows whose
+    max is a NaN or a zero (redone in order inside the merged loop)."""
+    g = _max_rows_graph(rows, cols)
+    plan = one_kernel(g, Template.ROW)
+    assert "if row + 1 < hi:" in generate(plan)[0].source
+    xs = np.random.default_rng(rows).standard_normal((rows, cols)).astype(np.float32)
+    xs[-1] = -np.abs(xs[-1])
+    xs[rows // 2, cols // 3] = np.nan
+    xs[-1, -1] = 0.0
+    xs[0, 1] = -0.0
+    with np.errstate(invalid="ignore"):
+        want = run_graph(g, {"x": xs})
+    for opts in (SERIAL, PARALLEL):
+        got = run_numba(plan, {"x": xs}, opts)
+        for k in ("m", "y", "lo"):
+            a, b = np.asarray(got[k], np.float32), np.asarray(want[k], np.float32)
+            nan = np.isnan(b)      # (a NaN's sign: NumPy's SIMD max gives +NaN for a -NaN input)
+            np.testing.assert_array_equal(np.isnan(a), nan)
+            np.testing.assert_array_equal(a[~nan].view(np.uint32), b[~nan].view(np.uint32))

@@ -392,7 +392,7 @@ LANES = 16   # a float sum's lanes after the first step of their combine (CHUNK 
 
 def fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], values: dict[int, str],
               names: Names, computes: bool = True, lanes: bool = False, prefetch: Sequence[str] = (),
-              kept: Mapping[str, str] | None = None) -> tuple[list[str], list[str]]:
+              kept: Mapping[str, str] | None = None, alongside: Sequence[str] = ()) -> tuple[list[str], list[str]]:
     """(set-up, loop): fold the values that `lines` compute for each `var` in range(lo, hi)
     into `accs` (`values`: reduce node -> the expression folded in).
 
@@ -410,10 +410,12 @@ def fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], val
     `prefetch`: statements run once a chunk, before it is computed (a row kernel's
     prefetches of the next row, row.py), where the loop runs in chunks. `kept`: values
     that `lines` also store in a row buffer (value -> the buffer, indexed by `var`), which
-    a lane fold reads back instead of a chunk buffer of its own."""
+    a lane fold reads back instead of a chunk buffer of its own. `alongside`: statements
+    run for each `var` after `lines` that the fold does not need (a row kernel's output
+    pass of the row before, row.py), left out where a fold is done again in order."""
     if lanes and any(a.laned for a in accs):
-        return _lane_fold(var, lo, hi, accs, lines, values, names, computes, prefetch, kept or {})
-    return _fold_loop(var, lo, hi, accs, lines, values, names, computes, prefetch)
+        return _lane_fold(var, lo, hi, accs, lines, values, names, computes, prefetch, kept or {}, list(alongside))
+    return _fold_loop(var, lo, hi, accs, [*lines, *alongside], values, names, computes, prefetch)
 
 
 def _fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], values: dict[int, str],
@@ -459,7 +461,7 @@ def _fold_loop(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], va
 
 def _lane_fold(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], values: dict[int, str],
                names: Names, computes: bool, prefetch: Sequence[str],
-               kept: Mapping[str, str]) -> tuple[list[str], list[str]]:
+               kept: Mapping[str, str], alongside: list[str]) -> tuple[list[str], list[str]]:
     """fold_loop with lanes: (set-up, loop and lane combine).
 
     Values that take computing (a softmax's exp) are computed for a chunk in one loop,
@@ -476,7 +478,7 @@ def _lane_fold(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], va
              *indent(flushes, 1)] if flushes else []
     if rest:    # the others through fold_loop's chunk buffers, in the same chunk loop
         steps = [l for a in laned for l in a.lane_step(values[a.node])]
-        rsetup, rloop = _fold_loop(var, lo, hi, rest, lines + steps, values, names, True, prefetch, after)
+        rsetup, rloop = _fold_loop(var, lo, hi, rest, lines + alongside + steps, values, names, True, prefetch, after)
         setup += rsetup
         loop = rloop
     elif computes:
@@ -497,13 +499,13 @@ def _lane_fold(var: str, lo: str, hi: str, accs: list[Acc], lines: list[str], va
         steps = [l for a in laned for l in a.lane_step(reads[(values[a.node], register(a.value_dtype))])]
         loop = [f"for {var}_c in range({lo}, {hi}, {CHUNK}):", f"    n_c = min({CHUNK}, {hi} - {var}_c)",
                 *indent(list(prefetch), 1),
-                "    for k in range(n_c):", f"        {var} = {var}_c + k", *indent(lines + stores, 2),
+                "    for k in range(n_c):", f"        {var} = {var}_c + k", *indent(lines + alongside + stores, 2),
                 "    for k in range(n_c):", *indent(steps, 2), *indent(after, 1)]
     else:
         steps = [l for a in laned for l in a.lane_step(values[a.node])]
         loop = [f"for {var}_c in range({lo}, {hi}, {CHUNK}):", f"    n_c = min({CHUNK}, {hi} - {var}_c)",
                 *indent(list(prefetch), 1),
-                "    for k in range(n_c):", f"        {var} = {var}_c + k", *indent(lines + steps, 2),
+                "    for k in range(n_c):", f"        {var} = {var}_c + k", *indent(lines + alongside + steps, 2),
                 *indent(after, 1)]
     for a in laned:
         loop += a.lane_combine()

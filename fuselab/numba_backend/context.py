@@ -149,6 +149,12 @@ _WIDE_HELPERS = frozenset(FAST_F32.values())
 _ALLOC = re.compile(r"(?P<name>\w+) = np\.empty\((?P<n>\d+), (?P<dtype>np\.\w+)\)")
 
 
+def is_allocation(line: str) -> bool:
+    """Whether a statement of a phase's body is an array allocation (`a = np.empty(n, T)`),
+    which finish() hoists out of the phase's loop (where it stands at the body's top level)."""
+    return bool(_ALLOC.fullmatch(line.split("  #")[0]))
+
+
 @dataclass(frozen=True)
 class Phase:
     """One parallel loop of a kernel: `for var in range(count): body`, whose iterations
