@@ -191,15 +191,26 @@ def _max_rows_graph(rows: int, cols: int):
 def test_output_pass_is_the_next_rows_pass_1():
     """Rows of a chunk or more with full-shape outputs: the output pass of a row and
     pass 1 of the next are one loop, the first row of a call does its own pass 1, the last
-    its plain output pass; pass 1's results of the next row are assigned after this row's
+    folds itself again; pass 1's results of the next row are assigned after this row's
     per-row outputs are stored. Not where rows are shorter than a chunk, or pass 1 keeps a
     row buffer."""
     src = _source(_max_rows_graph(40, 256))
-    assert "if row == lo:" in src and "if row + 1 < hi:" in src and "row_n = row + 1" in src
-    merged = src[src.index("if row + 1 < hi:"):src.index("        else:\n")]
+    assert "if row == lo:" in src and "row_n = row + 1 if row + 1 < hi else row" in src
+    merged = src[src.index("row_n = row + 1"):]
     assert "in_x[ix(row_n * 256 + col)]" in merged and "out_y[ix(row * 256 + col)]" in merged
     assert merged.index("out_m[ix(row)] = v1") < merged.index("v1 = acc1")
-    assert "if row == lo" not in _source(_max_rows_graph(40, 48))
+    assert "row_n" not in _source(_max_rows_graph(40, 48))
+    kept = _source(_exp_in_pass_1(40, 256))
+    assert "row_v1[ix(col)] = " in kept and "row_n" not in kept
+
+
+def _exp_in_pass_1(rows: int, cols: int):
+    """e = exp(x) summed in pass 1 and divided by the sum in the output pass: pass 1 keeps
+    e in a row buffer, which the next row's pass 1 would overwrite."""
+    b = GraphBuilder()
+    x = b.input("x", (rows, cols), np.float32)
+    e = b.elemwise("exp", [x])
+    return b.build([("y", b.elemwise("true_divide", [e, b.reduce("sum", e, axis=-1, keepdims=True)]))])
 
 
 @pytest.mark.parametrize("rows, cols", [(2, 64), (7, 1000), (33, 4100)])
@@ -209,7 +220,7 @@ def test_pipelined_rows_give_numpys_bits(rows, cols):
     max is a NaN or a zero (redone in order inside the merged loop)."""
     g = _max_rows_graph(rows, cols)
     plan = one_kernel(g, Template.ROW)
-    assert "if row + 1 < hi:" in generate(plan)[0].source
+    assert "row_n = row + 1" in generate(plan)[0].source
     xs = np.random.default_rng(rows).standard_normal((rows, cols)).astype(np.float32)
     xs[-1] = -np.abs(xs[-1])
     xs[rows // 2, cols // 3] = np.nan
