@@ -156,6 +156,25 @@ def test_programs_that_failed_on_the_gpu_pass_through_the_numba_backend():
                                 for r, o in bad[:3])
 
 
+def test_a_float16_column_sum_may_be_numpys_steps_or_float32s_once():
+    """A float16 sum along a non-contiguous axis: NumPy rounds to half at every step (the
+    Numba backend too), the CUDA backend adds in float32 and rounds once (F16_SUM): the
+    oracle takes either. Seed 9004027320's column sum of (73, 128) values in the
+    thousands: 62 of 128 sums were NumPy's bits but outside the float32 bound."""
+    pytest.importorskip("numba")
+    from fuzz.driver import Spec, build_program
+    from fuzz.harness import run_batch, run_numba
+
+    p = build_program(Spec(9004027320, Target("reduce", "reduction/column+vec", "sum", "float16")), None)
+    assert F16_SUM in p.deviations
+    x = p.inputs["x0"]
+    numpy_steps = x.sum(axis=0)
+    float32_once = x.astype(np.float32).sum(axis=0).astype(np.float16)
+    assert np.sum(numpy_steps != float32_once) > 50           # the two semantics are far apart here
+    for out in run_batch([p], run_numba) + run_batch([p]):
+        assert out.plans >= 3 and not out.failures, out.failures[:1]
+
+
 def test_a_bound_keeps_its_operands_error_where_the_slope_underflows():
     """arctan2(575, 1.4e223 ± 1.2e213) moves by about 3.5e-231 across the interval: a
     slope of 3e-444, below the smallest double; the bound must still hold the move."""
