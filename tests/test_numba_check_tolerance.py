@@ -1,6 +1,6 @@
 """The Numba backend's own check (numba_backend/measure.py `check`) judges results that
 cancel at the documented reduction-order tolerance: relative to the magnitudes of the
-reduced inputs (numba_backend/tolerance.py), not to the result's own rounding residue.
+reduced inputs (runtime/tolerance.py), not to the result's own rounding residue.
 
 Every cell here is computed equally well by NumPy and by the backend, in another order:
 the exact result is 0 (or nearly), both give residue of a few units of rounding of the

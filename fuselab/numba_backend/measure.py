@@ -6,7 +6,7 @@ tolerance (fuselab.runtime.verify's, per output that of the least precise float 
 computed from) covers the backend's freedoms: the order in which a reduction adds, and
 float32 transcendentals within an ulp (README: "Numba backend"). An output outside it
 that follows from a float sum or variance is judged again with the reduction-order
-slack of tolerance.py: the documented tolerance relative to the magnitudes of the reduced
+slack of runtime/tolerance.py: the documented tolerance relative to the magnitudes of the reduced
 inputs, carried through the ops that follow (values that cancel to about 0, such as
 `t - t.mean()`, would otherwise be judged relative to their own rounding residue). An
 integer or bool output that differs is judged against what NumPy gives it with one
@@ -27,10 +27,10 @@ from ..plan.model import Plan
 from ..recording import recorded
 from ..runtime.measure import Measurement, cell_bytes
 from ..runtime.timing import Timing, summarize_rounds
-from ..runtime.verify import RTOL, Check, compare_one
+from ..runtime.tolerance import check
+from ..runtime.verify import Check
 from .model import NumbaOptions
 from .run import Executable
-from .tolerance import compare_discrete, compare_with_slack, node_rtols, output_alternatives, output_slacks
 
 
 def time_interleaved(fns: Mapping[str, Callable[[], Any]], repeats: int = 20, rounds: int = 4,
@@ -48,50 +48,6 @@ def _wall_seconds(fn: Callable[[], Any]) -> float:
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0
-
-
-def output_rtols(plan: Plan) -> dict[str, float]:
-    """Each output's tolerance: that of the least precise float dtype it is computed from
-    (a float64 result of float32 values, as Numba's typing makes them, is as close as its
-    float32 steps are: transcendentals and powers differ by an ulp between libraries)."""
-    g = plan.graph
-    loosest = node_rtols(g)
-    return {name: max(loosest[i], RTOL.get(g.nodes[i].dtype, 1e-5)) for name, i in g.outputs}
-
-
-def check(plan: Plan, got: Mapping[str, Any], want: Mapping[str, Any],
-          inputs: Mapping[str, Any] | None = None, known: Mapping[int, Any] | None = None) -> Check:
-    """`got` against the reference `want`, each output at its output_rtols tolerance; with
-    the cell's `inputs` (and `known`, the values taken at graph breaks), a float output
-    outside it is judged again with the slack of the reductions and transcendentals it
-    follows from, and an integer or bool output that differs against what NumPy gives
-    with a library-rounded value on its path moved within its tolerance (tolerance.py)."""
-    rtols = output_rtols(plan)
-    checks = [compare_one(name, got[name], want[name], rtols.get(name)) for name in want]
-    again = [k for k, c in enumerate(checks) if not c.ok and inputs is not None
-             and np.asarray(got[c.name]).dtype.kind == "f" and np.shape(got[c.name]) == np.shape(want[c.name])
-             and np.asarray(got[c.name]).dtype == np.asarray(want[c.name]).dtype]
-    if again:
-        names = [checks[k].name for k in again]
-        slack = output_slacks(plan.graph, names, inputs, known)
-        for k in again:
-            name = checks[k].name
-            if np.any(slack[name]):
-                checks[k] = compare_with_slack(name, got[name], want[name], rtols[name], slack[name])
-    discrete = [k for k, c in enumerate(checks) if not c.ok and inputs is not None
-                and np.asarray(got[c.name]).dtype.kind in "biu"
-                and np.shape(got[c.name]) == np.shape(want[c.name])
-                and np.asarray(got[c.name]).dtype == np.asarray(want[c.name]).dtype]
-    if discrete:
-        alternatives = output_alternatives(plan.graph, [checks[k].name for k in discrete], inputs, known)
-        for k in discrete:
-            name = checks[k].name
-            if alternatives[name]:
-                checks[k] = compare_discrete(name, got[name], want[name], alternatives[name])
-    checks = tuple(checks)
-    bad = [c for c in checks if not c.ok]
-    return Check(not bad, max(bad, key=lambda c: c.max_error).message if bad else "",
-                 tuple(c.message for c in checks), checks)
 
 
 def reference(plan: Plan, inputs: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The slack of the Numba backend's check: how far a result may be from NumPy's because a
+"""The slack of a backend's check: how far a result may be from the reference's because a
 float sum (or variance) was added in another order, or a transcendental rounded by
 another library, judged where that value is computed, not at the result's own magnitude.
 
@@ -25,7 +25,7 @@ values that follow the reduction are computed from it:
 
 Only outputs that fail the plain relative check are judged again this way (the common
 case costs nothing), with rtol that of the reduction's least precise float (as
-measure.output_rtols). The slack only adds to the tolerance; a NaN or inf that the
+output_rtols). The slack only adds to the tolerance; a NaN or inf that the
 perturbation itself produces (a square root of a variance pushed below zero is avoided by
 clipping at 0) adds none.
 """
@@ -37,8 +37,9 @@ import numpy as np
 
 from ..interp import eval_node
 from ..ir import Graph
+from ..plan.model import Plan
 from ..ops import OPS
-from ..runtime.verify import RTOL, OutputCheck
+from .verify import RTOL, Check, OutputCheck, compare_one
 
 # reductions whose float results the backend adds in another order than NumPy's
 ORDER_FREE = ("sum", "var")
@@ -261,3 +262,47 @@ def compare_with_slack(name: str, got: Any, want: Any, rtol: float, slack: np.nd
                        f"{name}: {bad} of {err.size} elements outside rtol {rtol:g} and the reduction-order "
                        f"slack; worst at {tuple(int(i) for i in at)}: {g64[at]!r} vs {w64[at]!r} "
                        f"(slack {float(slack[at]):.3g})")
+
+
+def output_rtols(plan: Plan) -> dict[str, float]:
+    """Each output's tolerance: that of the least precise float dtype it is computed from
+    (a float64 result of float32 values, as Numba's typing makes them, is as close as its
+    float32 steps are: transcendentals and powers differ by an ulp between libraries)."""
+    g = plan.graph
+    loosest = node_rtols(g)
+    return {name: max(loosest[i], RTOL.get(g.nodes[i].dtype, 1e-5)) for name, i in g.outputs}
+
+
+def check(plan: Plan, got: Mapping[str, Any], want: Mapping[str, Any],
+          inputs: Mapping[str, Any] | None = None, known: Mapping[int, Any] | None = None) -> Check:
+    """`got` against the reference `want`, each output at its output_rtols tolerance; with
+    the cell's `inputs` (and `known`, the values taken at graph breaks), a float output
+    outside it is judged again with the slack of the reductions and transcendentals it
+    follows from, and an integer or bool output that differs against what NumPy gives
+    with a library-rounded value on its path moved within its tolerance (tolerance.py)."""
+    rtols = output_rtols(plan)
+    checks = [compare_one(name, got[name], want[name], rtols.get(name)) for name in want]
+    again = [k for k, c in enumerate(checks) if not c.ok and inputs is not None
+             and np.asarray(got[c.name]).dtype.kind == "f" and np.shape(got[c.name]) == np.shape(want[c.name])
+             and np.asarray(got[c.name]).dtype == np.asarray(want[c.name]).dtype]
+    if again:
+        names = [checks[k].name for k in again]
+        slack = output_slacks(plan.graph, names, inputs, known)
+        for k in again:
+            name = checks[k].name
+            if np.any(slack[name]):
+                checks[k] = compare_with_slack(name, got[name], want[name], rtols[name], slack[name])
+    discrete = [k for k, c in enumerate(checks) if not c.ok and inputs is not None
+                and np.asarray(got[c.name]).dtype.kind in "biu"
+                and np.shape(got[c.name]) == np.shape(want[c.name])
+                and np.asarray(got[c.name]).dtype == np.asarray(want[c.name]).dtype]
+    if discrete:
+        alternatives = output_alternatives(plan.graph, [checks[k].name for k in discrete], inputs, known)
+        for k in discrete:
+            name = checks[k].name
+            if alternatives[name]:
+                checks[k] = compare_discrete(name, got[name], want[name], alternatives[name])
+    checks = tuple(checks)
+    bad = [c for c in checks if not c.ok]
+    return Check(not bad, max(bad, key=lambda c: c.max_error).message if bad else "",
+                 tuple(c.message for c in checks), checks)
