@@ -347,7 +347,8 @@ def same_text_within(plain: str, fused: str, tolerance: float | dict) -> bool:
     tolerance the values have (`tolerance`: one relative tolerance, or one per dtype).
     Everything but the numbers must be the same text, each number must be a float
     written with a decimal point or exponent on both sides (integers compare exactly),
-    and the tolerance is the one of the dtype its line names ("dtype=float32"); where the
+    and the tolerance (absolute and relative, as _Values's) is the one of the dtype its
+    line names ("dtype=float32"); where the
     line names none, float32's when both numbers are float32 values as NumPy writes them
     (shortest round-trip text, more digits than a float16 has), else float64's."""
     pl, fl = plain.splitlines(), fused.splitlines()
@@ -367,7 +368,9 @@ def same_text_within(plain: str, fused: str, tolerance: float | dict) -> bool:
             dt = _COMPLEX_PART.get(named.group(1), named.group(1)) if named else _unnamed_dtype(x, y)
             rtol = tolerance.get(np.dtype(dt), 0.0) if isinstance(tolerance, dict) else tolerance
             u, v = float(x), float(y)
-            if not abs(u - v) <= rtol * max(abs(u), abs(v)):
+            # as _Values: relative to the reduced values, of unit size in the corpora (a
+            # displayed sum that cancels to 6.7e-16 may print -1.0e-16 in another order)
+            if not abs(u - v) <= rtol * (1.0 + max(abs(u), abs(v))):
                 return False
     return True
 

@@ -71,6 +71,10 @@ def test_printed_numbers_compare_within_the_reduction_tolerance_only_where_one_a
     assert not same_text_within("k 3\n", "k 4\n", rtol)                # integers exactly
     assert not same_text_within("a 1.0\n", "b 1.0\n", rtol)
     assert not same_text_within("0.48649982\n", "0.4864998\n", 0.0)    # no tolerance: exact
+    # a sum that cancels to rounding residue, judged at the corpora's unit scale (random
+    # cell 234625: `(m - m.mean()).sum()` printed 6.66e-16 plainly, -9.99e-16 fused)
+    assert same_text_within("np.float64(6.661338147750939e-16)\n", "np.float64(-9.992007221626409e-16)\n", rtol)
+    assert not same_text_within("np.float64(6.7e-12)\n", "np.float64(-9.9e-12)\n", rtol)
 
 
 @pytest.mark.parametrize("seed", RANDOM_SEEDS)
