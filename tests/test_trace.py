@@ -520,3 +520,18 @@ def test_a_real_run_leaves_no_holder_of_the_cells_tracers_behind():
     bound.append(fuselab.trace_cell(src, {"np": np, "w": w}).bound)
     assert len(set(bound)) == 1, bound
     assert "v1" not in bound[0]
+
+
+@pytest.mark.parametrize("name", ["partition", "sort", "argpartition", "fill", "sum", "reshape", "astype",
+                                  "T", "real", "mT", "flatten", "view", "copy", "searchsorted", "nonzero"])
+def test_a_numpy_scalar_result_has_only_the_scalars_attributes(name):
+    """A 0-d array times 1 is a NumPy scalar plainly: `hasattr` and a call of an ndarray
+    method the scalar type lacks (np.float32 has no .partition) behave as NumPy's."""
+    a = np.array(1.5, np.float32)
+    plain = hasattr(a * 1, name)
+    ns = {"np": np, "a": a}
+    run_cell(ns, f"t = a * 1\nr = hasattr(t, {name!r})\n", backend="cpu", quiet=True, time=False)
+    assert ns["r"] is plain
+    if not plain:
+        with pytest.raises(Exception, match=f"'numpy.float32' object has no attribute '{name}'"):
+            run_cell({"np": np, "a": a}, f"t = a * 1\nf = t.{name}\n", backend="cpu", quiet=True, time=False)

@@ -453,7 +453,8 @@ def replace_in_holders(holders: Iterable[Any], value: Any) -> dict[int, Any]:
                 new = getattr(value(h._t), "flags", None)
             elif isinstance(h, types.MethodType):   # (`f = x.sum`: the real array's method)
                 owner = sub(h.__self__)
-                names = [k for c in type(h.__self__).__mro__ for k, f in vars(c).items() if f is h.__func__] \
+                names = [k for c in type(h.__self__).__mro__ for k, f in vars(c).items()
+                         if getattr(f, "fn", f) is h.__func__] \
                     if owner is not h.__self__ else []
                 if owner is not h.__self__ and not names:   # (a method run for real: `f = a.dump`)
                     names = [k for k in [getattr(h.__func__, "_fuselab_attr", None)] if k]

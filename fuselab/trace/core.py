@@ -987,5 +987,37 @@ Tracer.__name__ = InputTracer.__name__ = HeldView.__name__ = "numpy.ndarray"
 
 
 def register_method(name: str, fn: Callable[..., Any]) -> None:
-    """The NumPy layer attaches operators and methods to the tracer through this."""
-    setattr(Tracer, name, fn)
+    """The NumPy layer attaches operators and methods to the tracer through this: an
+    array's own methods and properties (not operators, nor fuselab's `_` helpers) as
+    _ArrayAttribute, which a tracer standing for a NumPy scalar has only where the
+    scalar's type has them."""
+    setattr(Tracer, name, fn if name.startswith("_") else _ArrayAttribute(name, fn))
+
+
+class _ArrayAttribute:
+    """An ndarray method or property that NumPy scalars may lack: `np.float32(1.5)` has no
+    `.partition` or `.sort`, so `(a * 1).partition(0)` of a 0-d array `a` raises
+    AttributeError plainly. Where the tracer stands for such a scalar the lookup fails
+    (and Tracer.__getattr__ words NumPy's message); otherwise it is `fn`, bound as a
+    method or a property would be."""
+
+    __slots__ = ("name", "fn")
+
+    def __init__(self, name: str, fn: Any) -> None:
+        self.name = name
+        self.fn = fn
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        if obj is not None and obj._scalar and not hasattr(obj.dtype.type, self.name):
+            raise AttributeError(self.name)
+        return self.fn.__get__(obj, objtype) if hasattr(self.fn, "__get__") else self.fn
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        if not hasattr(self.fn, "__set__"):
+            raise AttributeError(f"attribute '{self.name}' of 'numpy.ndarray' objects is not writable")
+        self.fn.__set__(obj, value)
+
+    def __delete__(self, obj: Any) -> None:
+        if not hasattr(self.fn, "__delete__"):
+            raise AttributeError(f"cannot delete attribute '{self.name}' of 'numpy.ndarray' objects")
+        self.fn.__delete__(obj)
