@@ -16,7 +16,7 @@ import numpy as np
 from .errors import BackendError, FuselabError, OptionError
 from .ir import Graph
 from .plan import Plan, PlanError, make_plan, unfused_plan
-from .runtime.verify import Check  # plain data; importing it loads no CuPy
+from .runtime.verify import Check, on_host  # plain data; importing it loads no CuPy
 from .trace import TraceResult
 from .trace.held import own as own_arrays
 
@@ -27,7 +27,7 @@ FP16_CHOICES = ("numpy", "fast")
 
 def _on_host(values: Mapping[Any, Any]) -> dict[Any, Any]:
     """NumPy copies of CuPy arrays (the CPU backends' inputs), other values as they are."""
-    return {k: v.get() if hasattr(v, "get") else v for k, v in values.items()}
+    return {k: on_host(v) for k, v in values.items()}
 
 
 def check_options(*, repeats: Any = 20, fp16: Any = "numpy") -> None:

@@ -139,14 +139,13 @@ def generate(ctx: PyContext) -> PyKernel:
     pipelined = lanes and bool(p.full_out) and p.rows > 1 and not stores.get(1)
 
     def reduction_pass(level: int, r_var: ix.Var, alongside: list[str] = (),
-                       prefetch: list[str] = ()) -> tuple[list[str], list[str]]:
-        """(allocations, statements) of reduction pass `level` over row `r_var`, ending
-        with its results assigned to their names (fixed); `alongside`: statements run for
-        each column in the pass's loop (the output pass of the row before, pipelined);
+                       prefetch: list[str] = ()) -> tuple[list[str], list[str], list[str]]:
+        """(allocations, statements, the statements assigning its results to their names
+        in `fixed`) of reduction pass `level` over row `r_var`; `alongside`: statements run
+        for each column in the pass's loop (the output pass of the row before, pipelined);
         `prefetch`: statements run once a chunk of its loop."""
         mine = [r for r in p.reduces if p.levels[r] == level]
-        em = ctx.emitter(fixed)
-        em.preset = {(n, full): f"{buffers[n]}[ix(col)]" for n in reads.get(level, ())}
+        em = emitter(level)
         at_row = full if r_var is row else full_index(p, r_var, col)
         values = {r: em.value(g.nodes[r].inputs[0], at_row) for r in mine}
         computes = em.computes()
@@ -161,8 +160,7 @@ def generate(ctx: PyContext) -> PyKernel:
                  *[l for l in setup if l not in allocs], *[l for r in mine for l in accs[r].declare()], *loop]
         for r in mine:
             fixed.setdefault(r, ctx.names.fresh(f"v{r}"))
-            lines.append(f"{fixed[r]} = {accs[r].result()}  # %{r} {g.nodes[r].op} of the row")
-        return allocs, lines
+        return allocs, lines, [f"{fixed[r]} = {accs[r].result()}  # %{r} {g.nodes[r].op} of the row" for r in mine]
 
     # The prefetches of the rows to come go into the pass with the most arithmetic a
     # column, where they overlap it best: the last reduction pass (softmax's exp) fetches
@@ -171,17 +169,17 @@ def generate(ctx: PyContext) -> PyKernel:
     # row's outputs, a whole row ahead of their use.
     last_pass = lanes and (not pipelined or (passes > 1 and costs[passes] > costs[1] + costs[passes + 1]))
     allocs: list[str] = []
-    first_allocs, first = reduction_pass(1, row, prefetch=_prefetches(ctx, p, row, col, row) if last_pass and passes == 1 else [])
+    first_allocs, first, first_results = reduction_pass(
+        1, row, prefetch=_prefetches(ctx, p, row, col, row) if last_pass and passes == 1 else [])
     allocs += first_allocs
     body += (["if row == lo:   # the first row's pass 1 (the others': in the output pass of the row before)",
-              *indent(first, 1)] if pipelined else first)
+              *indent(first + first_results, 1)] if pipelined else first + first_results)
     for level in range(2, passes + 1):
-        more, lines = reduction_pass(level, row, prefetch=_prefetches(ctx, p, row, col, row) if last_pass and level == passes else [])
+        more, lines, results = reduction_pass(
+            level, row, prefetch=_prefetches(ctx, p, row, col, row) if last_pass and level == passes else [])
         allocs += more
-        body += lines
+        body += lines + results
     full_loop, row_lines = _outputs(ctx, p, emitter(passes + 1), ctx.emitter(fixed), full, at, row)
-    plain = (["# output pass: the full-shape results", f"for col in range({p.cols}):", *indent(full_loop, 1)]
-             if full_loop else []) + row_lines
     if pipelined:
         # the output pass of a row is also the next row's pass 1 (loads along the next
         # row, folded into pass 1's lanes): one loop instead of two, whose loads and
@@ -191,16 +189,14 @@ def generate(ctx: PyContext) -> PyKernel:
         # A call's last row folds its own row again (in cache; the results unused)
         # rather than have a loop of its own, which would cost compile time (0.1-0.2 s).
         row_n = ix.Var("row_n", row.extent)
-        saved = {r: fixed[r] for r in p.reduces if p.levels[r] == 1}
-        more, nxt = reduction_pass(1, row_n, full_loop, [] if last_pass else _prefetches(ctx, p, row_n, col, row, row))
-        assert all(fixed[r] == saved[r] for r in saved)
-        results = [l for l in nxt if any(l.startswith(f"{saved[r]} = ") for r in saved)]
-        nxt = [l for l in nxt if l not in results]
+        more, nxt, results = reduction_pass(1, row_n, full_loop,
+                                            [] if last_pass else _prefetches(ctx, p, row_n, col, row, row))
         allocs += more
         body += ["# output pass: the full-shape results, and pass 1 of the next row",
                  "row_n = row + 1 if row + 1 < hi else row", *nxt, *row_lines, *results]
     else:
-        body += plain
+        body += (["# output pass: the full-shape results", f"for col in range({p.cols}):", *indent(full_loop, 1)]
+                 if full_loop else []) + row_lines
     seen: set[str] = set()
     body[:0] = [l for l in allocs if not (l in seen or seen.add(l))]
     note = f"a parallel loop over {p.rows} rows of {p.cols}: {passes} reduction pass(es)" + \
@@ -235,9 +231,9 @@ def _prefetches(ctx: PyContext, p, row: ix.Var, col: ix.Var, out_row: ix.Var, sa
     col_c = ix.Var("col_c", col.extent)
     streams: dict[tuple[str, ix.Affine], list[str]] = {}    # (array, offset at col_c) -> its prefetches
 
-    def along(offset) -> bool:
-        return all(isinstance(s, ix.Var) and s in (row, col) for s, _ in offset.terms) and \
-            offset.coef(col) == 1 and offset.coef(row) != 0
+    def along(offset, r: ix.Var) -> bool:
+        return all(isinstance(s, ix.Var) and s in (r, col) for s, _ in offset.terms) and \
+            offset.coef(col) == 1 and offset.coef(r) != 0
 
     def lines(array: str, offset, dtype, fn: str) -> None:
         key = (array, offset)
@@ -246,11 +242,10 @@ def _prefetches(ctx: PyContext, p, row: ix.Var, col: ix.Var, out_row: ix.Var, sa
         streams[key] = line_prefetches(fn, array, render(ix.rename(offset, col, col_c)), dtype, CHUNK)
     for nid, offset in ctx.loads:
         offset = ix.rename(offset, same, row) if same is not None else offset
-        if along(offset) and nid in ctx.in_arr:
+        if along(offset, row) and nid in ctx.in_arr:
             lines(ctx.in_arr[nid], offset + offset.coef(row), g.nodes[nid].dtype, "fl_prefetch")
     out_at = ix.linearize(full_index(p, out_row, col), p.shape)
-    if all(isinstance(s, ix.Var) and s in (out_row, col) for s, _ in out_at.terms) and \
-            out_at.coef(col) == 1 and out_at.coef(out_row) != 0:
+    if along(out_at, out_row):
         for o in p.full_out:
             lines(ctx.out_arr[o], out_at + out_at.coef(out_row), g.nodes[o].dtype, "fl_prefetchw")
     return [l for ls in streams.values() for l in ls]

@@ -12,7 +12,7 @@ from ..recording import recorded
 from .launch import Executable, synchronize
 from .timing import GraphReplay, Timing, per_kernel_times, time_interleaved
 from .tolerance import check as judged_check
-from .verify import Check, compare
+from .verify import Check, compare, on_host
 
 REPLAY_BELOW_S = 200e-6   # cells faster than this are launch-bound: time a CUDA graph replay too
 
@@ -103,14 +103,9 @@ def judge(plan: Plan, got: Mapping[str, Any], want: Mapping[str, Any], env: Mapp
     if check.ok:
         return check
     g = plan.graph
-    inputs = {g.nodes[i].args["name"]: _host(a) for i, a in env.items()}
-    return judged_check(plan, {k: _host(v) for k, v in got.items()}, {k: _host(v) for k, v in want.items()},
-                        inputs, {k: _host(v) for k, v in (known or {}).items()})
-
-
-def _host(value: Any) -> Any:
-    """A CuPy array's (or scalar's) NumPy copy; anything else as it is."""
-    return value.get() if type(value).__module__.startswith("cupy") and hasattr(value, "get") else value
+    inputs = {g.nodes[i].args["name"]: on_host(a) for i, a in env.items()}
+    return judged_check(plan, {k: on_host(v) for k, v in got.items()}, {k: on_host(v) for k, v in want.items()},
+                        inputs, {k: on_host(v) for k, v in (known or {}).items()})
 
 
 def _reference(exe: Executable, unfused: Plan | None, env: dict[int, Any],

@@ -136,16 +136,22 @@ def reduction_slack(graph: Graph, node: int, x: np.ndarray, value: np.ndarray, r
     return np.where(np.isfinite(d), d, 0.0)
 
 
+def _moving_for(graph: Graph, names: Sequence[str], known: Mapping[int, Any] | None
+                ) -> tuple[dict[int, Any], dict[str, int], list[int]]:
+    """(the values taken at graph breaks, the outputs named by node, the library-rounded
+    values their results depend on: _moving) for output_slacks and output_alternatives."""
+    known = dict(known or {})
+    out_ids = dict(graph.outputs)
+    wanted = {name: out_ids[name] for name in names}
+    return known, wanted, _moving(graph, _ancestors(graph, list(wanted.values())), known)
+
+
 def output_slacks(graph: Graph, names: Sequence[str], inputs: Mapping[str, Any],
                   known: Mapping[int, Any] | None = None) -> dict[str, np.ndarray]:
     """Per output named: the slack of every element (float64, the output's shape), zero
     where no order-free reduction or transcendental is on its path."""
-    known = dict(known or {})
-    out_ids = dict(graph.outputs)
-    wanted = {name: out_ids[name] for name in names}
+    known, wanted, moving = _moving_for(graph, names, known)
     rt = node_rtols(graph)
-    above = _ancestors(graph, list(wanted.values()))
-    moving = _moving(graph, above, known)
     if not moving:
         return {name: np.zeros(graph.nodes[i].shape, np.float64) for name, i in wanted.items()}
     env = _values(graph, inputs, known)
@@ -197,12 +203,8 @@ def output_alternatives(graph: Graph, names: Sequence[str], inputs: Mapping[str,
     into a whole unit:
     `(255 * (img / 255) ** 2.2 ** (1 / 2.2)).astype(np.uint8)` is 176 from NumPy's
     float32 power on AVX-512 and 177 from libm's (and CUDA's)."""
-    known = dict(known or {})
-    out_ids = dict(graph.outputs)
-    wanted = {name: out_ids[name] for name in names}
+    known, wanted, moving = _moving_for(graph, names, known)
     rt = node_rtols(graph)
-    above = _ancestors(graph, list(wanted.values()))
-    moving = _moving(graph, above, known)
     alternatives: dict[str, list[np.ndarray]] = {name: [] for name in wanted}
     if not moving:
         return alternatives

@@ -40,6 +40,11 @@ def _module(*arrays: Any):
     return np
 
 
+def on_host(value: Any) -> Any:
+    """A CuPy array's (or scalar's) NumPy copy; anything else as it is."""
+    return value.get() if type(value).__module__.startswith("cupy") and hasattr(value, "get") else value
+
+
 def compare_one(name: str, got: Any, want: Any, rtol: float | Mapping[Any, float] | None = None) -> OutputCheck:
     """Within `rtol` of `want` (a number, a {dtype: rtol} map, or None for RTOL), where
     the absolute slack is rtol times the largest finite |want|: reductions and values
